@@ -1,0 +1,20 @@
+//! Weight formats of 4-bit-era LLM inference: the registry, byte-arithmetic format inference
+//! with stamps (TRUST-VERIFY-REFUSE), the quantizers, and the quantized matmul kernels.
+//!
+//! # Overview
+//! - [`quantize`]: the reference quantizers of `docs/FORMATS.md` (round half to even, never the
+//!   most negative code), producing the exact bytes a colibrì-style container stores.
+//!
+//! # Crate features
+//! - `std` (default): runtime CPU feature detection for the SIMD kernel arms. Without it the
+//!   crate is `no_std` and arms are chosen from `cfg!(target_feature)` at compile time.
+//!
+//! # MSRV
+//! Rust 1.89 (AVX-512 intrinsics).
+#![no_std]
+#![deny(unsafe_code)] // `unsafe` is allowed only inside `arch/` modules (STYLE.md).
+
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod quantize;

@@ -1,0 +1,18 @@
+//! tetrad: lossless entropy codecs for 4-bit quantized LLM weights — the `std` side.
+//!
+//! # Overview
+//! The codecs live in `no_std` crates ([`tetrad_rans`], [`tetrad_fse`]) and the formats and
+//! kernels in [`tetrad_quant`]. This crate is the only one that touches files, JSON and the
+//! terminal: safetensors containers, the `tetrad` command-line tool, and [`synth`], the
+//! realistic synthetic weights used by the demo, the benchmarks and the tests.
+//!
+//! # MSRV
+//! Rust 1.89.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod synth;
+
+pub use tetrad_fse as fse;
+pub use tetrad_quant as quant;
+pub use tetrad_rans as rans;
