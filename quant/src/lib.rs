@@ -17,4 +17,7 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod format;
 pub mod quantize;
+
+pub use format::Format;
