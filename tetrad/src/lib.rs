@@ -11,7 +11,9 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod json;
 pub mod synth;
+pub mod table_json;
 
 pub use tetrad_fse as fse;
 pub use tetrad_quant as quant;
