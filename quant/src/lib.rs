@@ -17,7 +17,13 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+mod arch;
 pub mod format;
+pub mod isa;
+pub mod kernels;
 pub mod quantize;
+pub mod scalar;
 
 pub use format::Format;
+pub use isa::Isa;
+pub use kernels::{KernelError, Matrix, QuantizedActs, Scales};

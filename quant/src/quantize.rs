@@ -155,7 +155,7 @@ fn put_nibble(row: &mut [u8], c: usize, q: i32) {
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // q + 8 ∈ [1, 15]
     let nib = (q + 8) as u8;
     let b = &mut row[c / 2];
-    *b = if c % 2 == 0 { (*b & 0xF0) | nib } else { (*b & 0x0F) | (nib << 4) };
+    *b = if c.is_multiple_of(2) { (*b & 0xF0) | nib } else { (*b & 0x0F) | (nib << 4) };
 }
 
 fn int4_codes(

@@ -1,0 +1,50 @@
+//! The SIMD arms of the kernels (the only place in the crate where `unsafe` is allowed).
+//!
+//! Every arm computes exactly the functions of `crate::scalar` (bit-exact on the
+//! int8-activation paths, within the documented tolerance on the f32 paths) and is tested
+//! against it. Arm entry points are safe functions that check the CPU features themselves
+//! and return `false` (never run) when they are missing, so a `#[target_feature]` body can
+//! never execute on a CPU without the feature.
+//!
+//! Shared here: portable helpers that decode one chunk of a weight row into integer codes,
+//! used by the arms for the formats whose unpacking has no SIMD fast path (int2, int3).
+#![allow(unsafe_code)]
+
+use crate::format::Format;
+use crate::kernels::Matrix;
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_64;
+
+/// Decodes columns `c0 .. c0 + out.len()` of row `row` (bytes) of an int2-row or int3-g64
+/// matrix into integer codes (stored value minus offset). `c0` is a multiple of 64.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn decode_small_ints(m: &Matrix<'_>, row: &[u8], c0: usize, out: &mut [i8]) {
+    debug_assert_eq!(c0 % 64, 0);
+    match m.format() {
+        Format::Int2Row => {
+            for (k, v) in out.iter_mut().enumerate() {
+                let i = c0 + k;
+                #[allow(clippy::cast_possible_wrap)] // crumb < 4
+                let c = ((row[i / 4] >> (2 * (i % 4))) & 3) as i8;
+                *v = c - 2;
+            }
+        }
+        Format::Int3G64 => {
+            for (gk, chunk) in out.chunks_mut(64).enumerate() {
+                let grp = &row[(c0 / 64 + gk) * 24..][..24];
+                for (k, v) in chunk.iter_mut().enumerate() {
+                    let u = ((grp[k >> 2] >> (2 * (k & 3))) & 3)
+                        | (((grp[16 + (k >> 3)] >> (k & 7)) & 1) << 2);
+                    #[allow(clippy::cast_possible_wrap)] // u < 8
+                    let c = u as i8;
+                    *v = c - 4;
+                }
+            }
+        }
+        _ => {
+            debug_assert!(false, "decode_small_ints called for {:?}", m.format());
+            out.fill(0);
+        }
+    }
+}

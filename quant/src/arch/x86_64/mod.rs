@@ -1,0 +1,8 @@
+//! x86-64 arms: AVX2 + FMA (256-bit).
+//!
+//! Both arms share one structure: each output row is processed in chunks of 256 columns; a
+//! chunk is decoded once (SIMD unpacking) into a small L1-resident buffer of unscaled values
+//! (f32 path) or integer codes (int8-activation path), and that buffer is then reused by every
+//! activation row of the batch (weights are decoded once per row and batch tile, not once per
+//! activation row). Scale groups are walked in the order of the scalar reference.
+pub(crate) mod avx2;

@@ -1,0 +1,269 @@
+//! Instruction-set arms of the kernels: which exist, which this CPU can run, and which one
+//! [`crate::kernels`] uses when the caller does not force one.
+//!
+//! An *arm* is one implementation of every kernel for one instruction-set level. The scalar arm
+//! ([`Isa::Scalar`], `crate::scalar`) is the normative spec; every other arm is tested against
+//! it (bit-exact on the int8-activation paths, within the documented tolerance on the f32 paths,
+//! see `docs/kernels.md`).
+//!
+//! Availability is a value: [`Isa::is_available`] is true when (a) this build contains the arm's
+//! kernels and (b) the CPU supports the arm's features — detected at run time with the `std`
+//! feature (`is_x86_feature_detected!` / `is_aarch64_feature_detected!`), otherwise taken from
+//! `cfg!(target_feature)` at compile time — and (c) the arm passed its first-use selftest.
+//!
+//! The selftest runs once per arm, the first time the arm is asked for: a fixed pseudo-random
+//! problem per format and accumulation mode is computed by the arm and by the scalar reference;
+//! integer paths must agree bit for bit, f32 paths within the documented tolerance. An arm that
+//! disagrees is disabled for the life of the process (loudly: a line on stderr under `std`) and
+//! is never used again; [`best`] then picks the next arm down.
+//!
+//! Arms named here but not built for this target, or whose kernels are not written yet
+//! (see [`Isa::is_implemented`]), are never available; forcing one is the named error
+//! `E_PATH_UNAVAILABLE`, never a silent downgrade.
+
+use core::sync::atomic::{AtomicU8, Ordering};
+
+/// One instruction-set arm of the kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Isa {
+    /// Portable Rust; the normative reference (`crate::scalar`). Always available.
+    Scalar,
+    /// x86-64 AVX2 + FMA (256-bit).
+    Avx2,
+    /// x86-64 AVX-512 F + BW (512-bit).
+    Avx512,
+    /// x86-64 AVX-512 F + BW + VNNI (`vpdpbusd` for the int8-activation paths).
+    Avx512Vnni,
+    /// x86-64 AVX-VNNI (VEX-encoded `vpdpbusd` on 256-bit registers).
+    AvxVnni,
+    /// aarch64 Advanced SIMD (NEON).
+    Neon,
+    /// aarch64 NEON + dot product (`SDOT`).
+    NeonDot,
+    /// aarch64 NEON + int8 matrix multiply (`SMMLA`).
+    NeonI8mm,
+}
+
+/// Every arm, in order of preference (best last).
+pub const ALL: [Isa; 8] = [
+    Isa::Scalar,
+    Isa::Neon,
+    Isa::NeonDot,
+    Isa::NeonI8mm,
+    Isa::Avx2,
+    Isa::AvxVnni,
+    Isa::Avx512,
+    Isa::Avx512Vnni,
+];
+
+impl Isa {
+    /// Lowercase name (`"scalar"`, `"avx2"`, `"avx512"`, `"avx512-vnni"`, …), as accepted by
+    /// [`Isa::from_name`] and by `TETRAD_REQUIRE_ISA`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Scalar => "scalar",
+            Self::Avx2 => "avx2",
+            Self::Avx512 => "avx512",
+            Self::Avx512Vnni => "avx512-vnni",
+            Self::AvxVnni => "avx-vnni",
+            Self::Neon => "neon",
+            Self::NeonDot => "neon-dot",
+            Self::NeonI8mm => "neon-i8mm",
+        }
+    }
+
+    /// Parses a name produced by [`Isa::name`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        ALL.iter().copied().find(|isa| isa.name() == name)
+    }
+
+    const fn index(self) -> usize {
+        match self {
+            Self::Scalar => 0,
+            Self::Neon => 1,
+            Self::NeonDot => 2,
+            Self::NeonI8mm => 3,
+            Self::Avx2 => 4,
+            Self::AvxVnni => 5,
+            Self::Avx512 => 6,
+            Self::Avx512Vnni => 7,
+        }
+    }
+
+    /// Whether this build contains kernels for the arm (for this target architecture).
+    ///
+    /// Arms not implemented yet: `Avx512`, `Avx512Vnni`, `AvxVnni` and the aarch64 arms
+    /// `Neon`, `NeonDot`, `NeonI8mm`. They are never available (forcing one is
+    /// `E_PATH_UNAVAILABLE`).
+    pub const fn is_implemented(self) -> bool {
+        match self {
+            Self::Scalar => true,
+            Self::Avx2 => cfg!(target_arch = "x86_64"),
+            Self::Avx512
+            | Self::Avx512Vnni
+            | Self::AvxVnni
+            | Self::Neon
+            | Self::NeonDot
+            | Self::NeonI8mm => false,
+        }
+    }
+
+    /// Whether the CPU supports the arm's features (ignoring the selftest and implementation
+    /// status). With `std`: detected at run time; without: `cfg!(target_feature)`.
+    pub fn cpu_supports(self) -> bool {
+        match self {
+            Self::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx2 => x86::has("avx2") && x86::has("fma"),
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx512 => x86::has("avx512f") && x86::has("avx512bw"),
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx512Vnni => {
+                x86::has("avx512f") && x86::has("avx512bw") && x86::has("avx512vnni")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Self::AvxVnni => x86::has("avx2") && x86::has("fma") && x86::has("avxvnni"),
+            #[cfg(target_arch = "aarch64")]
+            Self::Neon => arm::has("neon"),
+            #[cfg(target_arch = "aarch64")]
+            Self::NeonDot => arm::has("neon") && arm::has("dotprod"),
+            #[cfg(target_arch = "aarch64")]
+            Self::NeonI8mm => arm::has("neon") && arm::has("i8mm"),
+            #[allow(unreachable_patterns)] // arms of the other architecture
+            _ => false,
+        }
+    }
+
+    /// Whether [`crate::kernels`] may run this arm: implemented in this build, supported by the
+    /// CPU, and its first-use selftest passed (the selftest runs on the first call).
+    pub fn is_available(self) -> bool {
+        if !self.is_implemented() || !self.cpu_supports() {
+            return false;
+        }
+        if self == Self::Scalar {
+            return true;
+        }
+        let slot = &SELFTEST[self.index()];
+        match slot.load(Ordering::Acquire) {
+            PASSED => true,
+            FAILED => false,
+            _ => {
+                let ok = crate::kernels::selftest(self);
+                if !ok {
+                    #[cfg(feature = "std")]
+                    std::eprintln!(
+                        "tetrad-quant: the {} kernel arm disagrees with the scalar reference on its \
+                         selftest; it is disabled for this process",
+                        self.name()
+                    );
+                }
+                slot.store(if ok { PASSED } else { FAILED }, Ordering::Release);
+                ok
+            }
+        }
+    }
+}
+
+impl core::fmt::Display for Isa {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+const UNKNOWN: u8 = 0;
+const PASSED: u8 = 1;
+const FAILED: u8 = 2;
+static SELFTEST: [AtomicU8; 8] = [const { AtomicU8::new(UNKNOWN) }; 8];
+
+/// Cached result of [`best`]: `0` = not yet computed, else `index + 1`.
+static BEST: AtomicU8 = AtomicU8::new(0);
+
+/// The best available arm on this CPU (detected once, then cached).
+pub fn best() -> Isa {
+    let cached = BEST.load(Ordering::Acquire);
+    if cached != 0 {
+        return ALL[usize::from(cached - 1)];
+    }
+    let pick = ALL.iter().rev().copied().find(|isa| isa.is_available()).unwrap_or(Isa::Scalar);
+    #[allow(clippy::cast_possible_truncation)] // index < 8
+    BEST.store(pick.index() as u8 + 1, Ordering::Release);
+    pick
+}
+
+/// Every arm available on this CPU (scalar first).
+pub fn available() -> impl Iterator<Item = Isa> {
+    ALL.into_iter().filter(|isa| isa.is_available())
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    /// Runtime (with `std`) or compile-time detection of one x86 feature.
+    pub(super) fn has(feature: &str) -> bool {
+        #[cfg(feature = "std")]
+        {
+            match feature {
+                "avx2" => std::is_x86_feature_detected!("avx2"),
+                "fma" => std::is_x86_feature_detected!("fma"),
+                "avx512f" => std::is_x86_feature_detected!("avx512f"),
+                "avx512bw" => std::is_x86_feature_detected!("avx512bw"),
+                "avx512vnni" => std::is_x86_feature_detected!("avx512vnni"),
+                "avxvnni" => std::is_x86_feature_detected!("avxvnni"),
+                _ => false,
+            }
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            match feature {
+                "avx2" => cfg!(target_feature = "avx2"),
+                "fma" => cfg!(target_feature = "fma"),
+                "avx512f" => cfg!(target_feature = "avx512f"),
+                "avx512bw" => cfg!(target_feature = "avx512bw"),
+                "avx512vnni" => cfg!(target_feature = "avx512vnni"),
+                "avxvnni" => cfg!(target_feature = "avxvnni"),
+                _ => false,
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    /// Runtime (with `std`) or compile-time detection of one aarch64 feature.
+    pub(super) fn has(feature: &str) -> bool {
+        #[cfg(feature = "std")]
+        {
+            match feature {
+                "neon" => std::arch::is_aarch64_feature_detected!("neon"),
+                "dotprod" => std::arch::is_aarch64_feature_detected!("dotprod"),
+                "i8mm" => std::arch::is_aarch64_feature_detected!("i8mm"),
+                _ => false,
+            }
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            match feature {
+                "neon" => cfg!(target_feature = "neon"),
+                "dotprod" => cfg!(target_feature = "dotprod"),
+                "i8mm" => cfg!(target_feature = "i8mm"),
+                _ => false,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_roundtrip_and_scalar_is_always_there() {
+        for isa in ALL {
+            assert_eq!(Isa::from_name(isa.name()), Some(isa));
+            assert_eq!(ALL[isa.index()], isa);
+        }
+        assert!(Isa::Scalar.is_available());
+        assert!(best().is_available());
+        assert_eq!(best(), best());
+    }
+}
