@@ -2,6 +2,10 @@
 //! with stamps (TRUST-VERIFY-REFUSE), the quantizers, and the quantized matmul kernels.
 //!
 //! # Overview
+//! - [`format`]: the registry — [`Format`], its ordinals, names, byte formulas and statuses.
+//! - [`resolve`](mod@resolve): format inference from byte arithmetic ([`resolve()`]), stamp-aware.
+//! - [`stamp`]: the `colibri.fmt` stamp document (strict allocation-free JSON), the `std`
+//!   container-level [`stamp::StampSet`], and [`stamp::verify`] (TRUST-VERIFY-REFUSE).
 //! - [`quantize`]: the reference quantizers of `docs/FORMATS.md` (round half to even, never the
 //!   most negative code), producing the exact bytes a colibrì-style container stores.
 //!
@@ -23,7 +27,10 @@ pub mod isa;
 pub mod kernels;
 pub mod quantize;
 pub mod scalar;
+pub mod resolve;
+pub mod stamp;
 
 pub use format::Format;
 pub use isa::Isa;
 pub use kernels::{KernelError, Matrix, QuantizedActs, Scales};
+pub use resolve::{ResolveError, Resolved, resolve};
