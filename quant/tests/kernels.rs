@@ -1,0 +1,512 @@
+//! Kernel tests: every arm against the scalar reference (bit-exact on the int8-activation path,
+//! within the documented tolerance on the f32 path), the scalar reference against an f64 oracle,
+//! extreme codes, refusals, row splitting, forced arms, and quantize → dequantize consistency.
+//!
+//! `TETRAD_REQUIRE_ISA=avx2,…` turns "arm unavailable on this machine" from a printed skip into
+//! a failure (CI sets it per runner).
+#![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss, clippy::cast_sign_loss)]
+#![allow(clippy::cast_possible_wrap)]
+
+use proptest::prelude::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tetrad_quant::isa::{self, Isa};
+use tetrad_quant::kernels::{self, KernelError, Matrix, Scales};
+use tetrad_quant::{Format, quantize, scalar};
+
+/// A generated weight tensor (owned buffers for a [`Matrix`]).
+struct Tensor {
+    format: Format,
+    o: usize,
+    i: usize,
+    gs: usize,
+    w: Vec<u8>,
+    sf: Vec<f32>,
+    se: Vec<u8>,
+}
+
+impl Tensor {
+    fn matrix(&self) -> Matrix<'_> {
+        let scales = match self.format {
+            Format::F32 => Scales::None,
+            Format::Mxfp4 => Scales::Ue8m0(&self.se),
+            _ => Scales::F32(&self.sf),
+        };
+        Matrix::new(self.format, &self.w, scales, self.o, self.i, self.gs).unwrap()
+    }
+}
+
+const FORMATS: [(Format, usize); 10] = [
+    (Format::F32, 0),
+    (Format::Int8Row, 0),
+    (Format::Int4Row, 0),
+    (Format::Int2Row, 0),
+    (Format::Int4Grouped, 16),
+    (Format::Int4Grouped, 32),
+    (Format::Int4Grouped, 48),
+    (Format::Int3G64, 0),
+    (Format::Mxfp4, 0),
+    (Format::Fp8E4m3B128, 0),
+];
+
+/// Bytes of row `o` of format with `I = i`.
+fn stride(format: Format, i: usize) -> usize {
+    match format {
+        Format::F32 => 4 * i,
+        Format::Int8Row | Format::Fp8E4m3B128 => i,
+        Format::Int4Row | Format::Int4Grouped | Format::Mxfp4 => i.div_ceil(2),
+        Format::Int2Row => i.div_ceil(4),
+        Format::Int3G64 => i.div_ceil(64) * 24,
+        _ => unreachable!(),
+    }
+}
+
+/// Extreme bytes mixed into every generated weight buffer.
+fn extreme_byte(format: Format, rng: &mut StdRng) -> u8 {
+    let pick = |v: &[u8], rng: &mut StdRng| v[rng.random_range(0..v.len())];
+    match format {
+        Format::Int8Row => pick(&[0x80, 0x7F, 0x81, 0x00, 0xFF], rng), // -128, 127, -127, 0, -1
+        Format::Int4Row | Format::Int4Grouped | Format::Mxfp4 => {
+            pick(&[0x00, 0xFF, 0x0F, 0xF0, 0x88, 0x77], rng)
+        }
+        Format::Int2Row | Format::Int3G64 => pick(&[0x00, 0xFF, 0x55, 0xAA], rng),
+        // zero, max, -zero, -max, subnormals, smallest normal, NaN codes
+        Format::Fp8E4m3B128 => {
+            pick(&[0x00, 0x7E, 0x80, 0xFE, 0x01, 0x07, 0x81, 0x87, 0x08, 0x7F, 0xFF], rng)
+        }
+        _ => 0,
+    }
+}
+
+/// Generates a tensor; `extreme` is the probability of an extreme byte; `nan_ok` allows fp8 NaN
+/// codes and non-finite-free extreme scales.
+fn gen_tensor(
+    format: Format,
+    gs: usize,
+    o: usize,
+    i: usize,
+    rng: &mut StdRng,
+    extreme: f64,
+    nan_ok: bool,
+) -> Tensor {
+    let nb = o * stride(format, i);
+    let mut w: Vec<u8> = (0..nb).map(|_| rng.random()).collect();
+    if format == Format::F32 {
+        for c in w.chunks_exact_mut(4) {
+            let v: f32 = rng.random_range(-2.0..2.0);
+            c.copy_from_slice(&v.to_le_bytes());
+        }
+    } else {
+        for b in &mut w {
+            if rng.random_bool(extreme) {
+                *b = extreme_byte(format, rng);
+            }
+            if !nan_ok && format == Format::Fp8E4m3B128 && *b & 0x7F == 0x7F {
+                *b &= 0xFE;
+            }
+        }
+    }
+    let gl = match format {
+        Format::Int4Grouped => gs,
+        Format::Int3G64 => 64,
+        Format::Mxfp4 => 32,
+        Format::Fp8E4m3B128 => 128,
+        _ => i.max(1),
+    };
+    let groups = i.div_ceil(gl);
+    let ns = match format {
+        Format::F32 | Format::Mxfp4 => 0,
+        Format::Int8Row | Format::Int4Row | Format::Int2Row => o,
+        Format::Fp8E4m3B128 => o.div_ceil(128) * groups,
+        _ => o * groups,
+    };
+    let sf = (0..ns)
+        .map(|_| if rng.random_bool(extreme / 4.0) { 0.0 } else { rng.random_range(1e-3f32..2.0) })
+        .collect();
+    let se = if format == Format::Mxfp4 {
+        (0..o * groups)
+            .map(|_| {
+                if rng.random_bool(extreme) {
+                    // 0 (zero scale), 1 (subnormal half scale), 254 only when overflow is allowed
+                    [0u8, 1, 2, if nan_ok { 254 } else { 140 }][rng.random_range(0..4)]
+                } else {
+                    rng.random_range(110..140)
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Tensor { format, o, i, gs: gs.max(1), w, sf, se }
+}
+
+fn gen_x(s: usize, i: usize, rng: &mut StdRng) -> Vec<f32> {
+    (0..s * i)
+        .map(|_| if rng.random_bool(0.05) { 0.0 } else { rng.random_range(-1.0f32..1.0) })
+        .collect()
+}
+
+/// Exact result (f64) and Σ|terms| of one output.
+fn oracle(m: &Matrix<'_>, x: &[f32], si: usize, o: usize) -> (f64, f64) {
+    let (ni, gl) = (m.i(), m.group_len());
+    let (mut y, mut abs) = (0.0f64, 0.0f64);
+    for i in 0..ni {
+        let w = if m.format() == Format::F32 {
+            f64::from(scalar::code_value(m, o, i))
+        } else {
+            f64::from(scalar::code_value(m, o, i)) * f64::from(scalar::group_scale(m, o, i / gl))
+        };
+        let t = w * f64::from(x[si * ni + i]);
+        y += t;
+        abs += t.abs();
+    }
+    (y, abs)
+}
+
+/// Checks an f32-path result against the oracle with the documented tolerance.
+fn check_f32(m: &Matrix<'_>, x: &[f32], s: usize, y: &[f32], what: &str) {
+    for si in 0..s {
+        for o in 0..m.o() {
+            let (want, abs) = oracle(m, x, si, o);
+            let got = y[si * m.o() + o];
+            let ctx = || {
+                format!(
+                    "{what}: {:?} O={} I={} s={si} o={o}: got {got}, want {want}",
+                    m.format(),
+                    m.o(),
+                    m.i()
+                )
+            };
+            if want.is_nan() {
+                assert!(got.is_nan(), "{}", ctx());
+                continue;
+            }
+            let tol = kernels::f32_tolerance(m.i(), abs);
+            if 2.0 * abs + tol > f64::from(f32::MAX) {
+                continue; // partial sums may overflow (±inf, or NaN from inf − inf) depending on the order
+            }
+            assert!((f64::from(got) - want).abs() <= tol, "{} (tol {tol})", ctx());
+        }
+    }
+}
+
+/// Runs every check of one arm on one tensor and batch.
+fn check_arm(isa: Isa, t: &Tensor, s: usize, rng: &mut StdRng) {
+    let m = t.matrix();
+    let x = gen_x(s, m.i(), rng);
+    let mut ys = vec![0f32; s * m.o()];
+    let mut ya = vec![0f32; s * m.o()];
+    kernels::matmul_with(Isa::Scalar, &m, &x, s, &mut ys).unwrap();
+    kernels::matmul_with(isa, &m, &x, s, &mut ya).unwrap();
+    check_f32(&m, &x, s, &ys, "scalar");
+    check_f32(&m, &x, s, &ya, isa.name());
+    if m.has_q8() {
+        let mut q = vec![0i8; s * m.i()];
+        let mut qs = vec![0f32; s];
+        let xq = kernels::quantize_activations(&x, s, m.i(), &mut q, &mut qs).unwrap();
+        kernels::matmul_q8_with(Isa::Scalar, &m, &xq, &mut ys).unwrap();
+        kernels::matmul_q8_with(isa, &m, &xq, &mut ya).unwrap();
+        for (k, (a, b)) in ys.iter().zip(&ya).enumerate() {
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "{isa} q8 {:?} O={} I={} S={s} k={k}: {a} vs {b}",
+                m.format(),
+                m.o(),
+                m.i()
+            );
+        }
+    }
+}
+
+const SWEEP_I: [usize; 21] =
+    [1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 7168];
+
+fn sweep(isa: Isa) {
+    let mut rng = StdRng::seed_from_u64(0x5eed_0000 + isa as u64);
+    for (format, gs) in FORMATS {
+        for i in SWEEP_I {
+            for s in [1, 2, 4, 16] {
+                let o = if i >= 1024 { 2 } else { 3 };
+                let t = gen_tensor(format, gs, o, i, &mut rng, 0.1, true);
+                check_arm(isa, &t, s, &mut rng);
+            }
+        }
+        // fp8: more than one 128-row block, partial last block in both directions
+        let t = gen_tensor(format, gs, 131, 200, &mut rng, 0.1, true);
+        check_arm(isa, &t, 2, &mut rng);
+    }
+}
+
+fn required(isa: Isa) -> bool {
+    std::env::var("TETRAD_REQUIRE_ISA")
+        .map(|v| v.split(',').any(|n| n.trim() == isa.name()))
+        .unwrap_or(false)
+}
+
+macro_rules! isa_test {
+    ($name:ident, $isa:expr) => {
+        #[test]
+        fn $name() {
+            let isa: Isa = $isa;
+            // Built and supported by the CPU but unavailable means its selftest disabled it.
+            assert!(
+                !(isa.is_implemented() && isa.cpu_supports()) || isa.is_available(),
+                "kernel arm {isa} is supported here but failed its first-use selftest"
+            );
+            if !isa.is_available() {
+                assert!(!required(isa), "TETRAD_REQUIRE_ISA requires arm {isa}, which is not available here");
+                eprintln!("SKIPPED: kernel arm {isa} is not available on this machine (not built or no CPU support)");
+                return;
+            }
+            sweep(isa);
+        }
+    };
+}
+
+isa_test!(arm_scalar, Isa::Scalar);
+isa_test!(arm_avx2, Isa::Avx2);
+isa_test!(arm_avx512, Isa::Avx512);
+isa_test!(arm_avx512_vnni, Isa::Avx512Vnni);
+isa_test!(arm_avx_vnni, Isa::AvxVnni);
+isa_test!(arm_neon, Isa::Neon);
+isa_test!(arm_neon_dot, Isa::NeonDot);
+isa_test!(arm_neon_i8mm, Isa::NeonI8mm);
+
+#[test]
+fn best_is_available_and_forcing_unavailable_is_refused() {
+    assert!(isa::best().is_available());
+    let m = Matrix::new(Format::Int8Row, &[1, 2], Scales::F32(&[1.0]), 1, 2, 0).unwrap();
+    for arm in isa::ALL {
+        let mut y = [0f32; 1];
+        let r = kernels::matmul_with(arm, &m, &[1.0, 1.0], 1, &mut y);
+        if arm.is_available() {
+            assert_eq!(r, Ok(()));
+            assert_eq!(y[0], 3.0);
+        } else {
+            let e = r.unwrap_err();
+            assert_eq!(e, KernelError::Unavailable { isa: arm });
+            assert_eq!(e.class(), "E_PATH_UNAVAILABLE");
+        }
+    }
+}
+
+#[test]
+fn row_ranges_compose_to_the_full_product() {
+    let mut rng = StdRng::seed_from_u64(7);
+    for (format, gs) in FORMATS {
+        let t = gen_tensor(format, gs, 37, 129, &mut rng, 0.05, false);
+        let m = t.matrix();
+        let s = 3;
+        let x = gen_x(s, m.i(), &mut rng);
+        for arm in isa::available() {
+            let mut full = vec![0f32; s * m.o()];
+            kernels::matmul_with(arm, &m, &x, s, &mut full).unwrap();
+            for (a, b) in [(0, 10), (10, 11), (11, 37), (5, 5)] {
+                let mut part = vec![0f32; s * (b - a)];
+                kernels::matmul_rows_with(arm, &m, &x, s, a..b, &mut part).unwrap();
+                for si in 0..s {
+                    assert_eq!(
+                        part[si * (b - a)..(si + 1) * (b - a)],
+                        full[si * m.o() + a..si * m.o() + b]
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn hand_computed_values() {
+    // int4-row, I = 3 (odd: the high nibble of byte 1 is padding and must be ignored).
+    let w = [0x0F, 0xF8]; // nibbles 15, 0, 8, pad 15
+    let m = Matrix::new(Format::Int4Row, &w, Scales::F32(&[0.5]), 1, 3, 0).unwrap();
+    let mut y = [0f32];
+    for arm in isa::available() {
+        kernels::matmul_with(arm, &m, &[1.0, 2.0, 100.0], 1, &mut y).unwrap();
+        assert_eq!(y[0], (7.0 * 1.0 + -8.0 * 2.0) * 0.5, "{arm}");
+    }
+    // mxfp4: nibble 0x7 = 6.0, 0xF = -6.0; scale 2^(128-127) = 2.
+    let m = Matrix::new(Format::Mxfp4, &[0xF7], Scales::Ue8m0(&[128]), 1, 2, 0).unwrap();
+    for arm in isa::available() {
+        kernels::matmul_with(arm, &m, &[1.0, 0.5], 1, &mut y).unwrap();
+        assert_eq!(y[0], (6.0 - 3.0) * 2.0, "{arm}");
+    }
+    // fp8: 0x38 = 1.0, 0xFE = -448, 0x01 = 2^-9; block scale 0.25.
+    let m = Matrix::new(Format::Fp8E4m3B128, &[0x38, 0xFE, 0x01], Scales::F32(&[0.25]), 1, 3, 0)
+        .unwrap();
+    for arm in isa::available() {
+        kernels::matmul_with(arm, &m, &[1.0, 1.0, 512.0], 1, &mut y).unwrap();
+        assert_eq!(y[0], (1.0 - 448.0 + 1.0) * 0.25, "{arm}");
+    }
+    // int3-g64: every u = 7 (value 3), I = 5.
+    let mut w3 = [0u8; 24];
+    w3[..16].fill(0xFF);
+    w3[16..].fill(0xFF);
+    let m = Matrix::new(Format::Int3G64, &w3, Scales::F32(&[2.0]), 1, 5, 0).unwrap();
+    for arm in isa::available() {
+        kernels::matmul_with(arm, &m, &[1.0; 5], 1, &mut y).unwrap();
+        assert_eq!(y[0], 30.0, "{arm}");
+    }
+}
+
+#[test]
+fn refusals_have_their_classes() {
+    let e = |r: Result<Matrix<'_>, KernelError>| r.unwrap_err().class();
+    assert_eq!(
+        e(Matrix::new(Format::E8Iq3Lattice, &[0; 98], Scales::F32(&[1.0]), 1, 256, 0)),
+        "E_E8_NO_KERNEL"
+    );
+    assert_eq!(
+        e(Matrix::new(Format::Int4Rans256G0, &[0; 4], Scales::F32(&[1.0]), 1, 8, 0)),
+        "E_KERNEL_FORMAT"
+    );
+    assert_eq!(
+        e(Matrix::new(Format::Fp8E4m3B128, &[0; 4], Scales::Ue8m0(&[127]), 1, 4, 0)),
+        "E_FP8_UE8M0_SCALES"
+    );
+    assert_eq!(
+        Matrix::new(Format::Mxfp4, &[0; 32], Scales::Ue8m0(&[127, 255]), 1, 64, 0).unwrap_err(),
+        KernelError::Ue8m0Nan { index: 1 }
+    );
+    assert_eq!(
+        e(Matrix::new(Format::Mxfp4, &[0; 16], Scales::F32(&[1.0]), 1, 32, 0)),
+        "E_KERNEL_SCALE_KIND"
+    );
+    assert_eq!(
+        e(Matrix::new(Format::Int4Row, &[0; 3], Scales::F32(&[1.0]), 1, 8, 0)),
+        "E_KERNEL_LENGTH"
+    );
+    assert_eq!(
+        e(Matrix::new(Format::Int4Row, &[0; 4], Scales::F32(&[1.0, 2.0]), 1, 8, 0)),
+        "E_KERNEL_LENGTH"
+    );
+    assert_eq!(
+        e(Matrix::new(Format::Int4Grouped, &[0; 4], Scales::F32(&[1.0]), 1, 8, 0)),
+        "E_KERNEL_GROUP_SIZE"
+    );
+    assert_eq!(
+        e(Matrix::new(Format::F32, &[], Scales::None, usize::MAX, usize::MAX / 2, 0)),
+        "E_KERNEL_OVERFLOW"
+    );
+    let m = Matrix::new(Format::Int8Row, &[1, 2, 3, 4], Scales::F32(&[1.0, 1.0]), 2, 2, 0).unwrap();
+    let mut y = [0f32; 2];
+    let c = kernels::matmul_rows(&m, &[1.0, 1.0], 1, 1..3, &mut y[..2]).unwrap_err();
+    assert_eq!(c.class(), "E_KERNEL_ROW_RANGE");
+    assert_eq!(kernels::matmul(&m, &[1.0], 1, &mut y).unwrap_err().class(), "E_KERNEL_LENGTH");
+    assert_eq!(
+        kernels::matmul(&m, &[1.0, 1.0], 1, &mut y[..1]).unwrap_err().class(),
+        "E_KERNEL_LENGTH"
+    );
+    let (mut q, mut qs) = ([0i8; 2], [0f32; 1]);
+    assert_eq!(
+        kernels::quantize_activations(&[f32::NAN, 1.0], 1, 2, &mut q, &mut qs).unwrap_err(),
+        KernelError::NonFiniteActivation { index: 0 }
+    );
+    let xq = kernels::quantize_activations(&[1.0, -1.0], 1, 2, &mut q, &mut qs).unwrap();
+    let f = Matrix::new(Format::Fp8E4m3B128, &[0; 4], Scales::F32(&[1.0]), 2, 2, 0).unwrap();
+    assert_eq!(kernels::matmul_q8(&f, &xq, &mut y).unwrap_err().class(), "E_KERNEL_MODE");
+    let wide = vec![0u8; kernels::MAX_I_Q8 + 1];
+    let mw = Matrix::new(Format::Int8Row, &wide, Scales::F32(&[1.0]), 1, wide.len(), 0).unwrap();
+    let (mut q2, mut qs2) = (vec![0i8; wide.len()], [0f32; 1]);
+    let xw = vec![0.5f32; wide.len()];
+    let xq2 = kernels::quantize_activations(&xw, 1, wide.len(), &mut q2, &mut qs2).unwrap();
+    assert_eq!(
+        kernels::matmul_q8(&mw, &xq2, &mut y[..1]).unwrap_err().class(),
+        "E_KERNEL_TOO_WIDE"
+    );
+}
+
+#[test]
+fn activation_quantization_rule() {
+    let (mut q, mut s) = ([0i8; 5], [0f32; 1]);
+    let xq = kernels::quantize_activations(&[2.54, -2.54, 0.01, 1.27, 0.0], 1, 5, &mut q, &mut s)
+        .unwrap();
+    let (codes, sx) = xq.row(0);
+    assert_eq!(sx, 2.54 / 127.0);
+    assert_eq!(codes, [127, -127, 0, 64, 0]); // 1.27 / 0.02 = 63.5 rounds to even 64
+    let (mut q, mut s) = ([0i8; 2], [0f32; 1]);
+    let xq = kernels::quantize_activations(&[0.0, -0.0], 1, 2, &mut q, &mut s).unwrap();
+    assert_eq!(xq.row(0), (&[0i8, 0][..], 0.0));
+}
+
+/// quantize → dequantize: every weight comes back within half a step, codes never use the most
+/// negative value, and the kernel of the quantized matrix approximates the f32 product.
+#[test]
+fn quantize_then_dequantize_is_consistent() {
+    let mut rng = StdRng::seed_from_u64(11);
+    let (o, i) = (4usize, 200usize);
+    let w: Vec<f32> = (0..o * i).map(|_| rng.random_range(-3.0f32..3.0)).collect();
+    for (format, gs, qmax) in [
+        (Format::Int8Row, 0, 127.0),
+        (Format::Int4Row, 0, 7.0),
+        (Format::Int4Grouped, 32, 7.0),
+        (Format::Int2Row, 0, 1.0),
+        (Format::Int3G64, 0, 3.0),
+    ] {
+        let groups = match format {
+            Format::Int4Grouped => i.div_ceil(gs),
+            Format::Int3G64 => i.div_ceil(64),
+            _ => 1,
+        };
+        let mut codes = vec![0u8; o * stride(format, i)];
+        let mut sc = vec![0f32; o * groups];
+        match format {
+            Format::Int8Row => quantize::quantize_int8_row(&w, o, i, &mut codes, &mut sc),
+            Format::Int4Row => quantize::quantize_int4_row(&w, o, i, &mut codes, &mut sc),
+            Format::Int4Grouped => {
+                quantize::quantize_int4_grouped(&w, o, i, gs, &mut codes, &mut sc)
+            }
+            Format::Int2Row => quantize::quantize_int2_row(&w, o, i, &mut codes, &mut sc),
+            _ => quantize::quantize_int3_g64(&w, o, i, &mut codes, &mut sc),
+        }
+        .unwrap();
+        let m = Matrix::new(format, &codes, Scales::F32(&sc), o, i, gs).unwrap();
+        let mut row = vec![0f32; i];
+        for r in 0..o {
+            scalar::dequantize_row(&m, r, &mut row);
+            for (c, (&d, &orig)) in row.iter().zip(&w[r * i..]).enumerate() {
+                let s = scalar::group_scale(&m, r, c / m.group_len());
+                assert!(
+                    (d - orig).abs() <= s * 0.5 * (1.0 + 1e-5),
+                    "{format:?} r={r} c={c}: {d} vs {orig}"
+                );
+                let code = scalar::code_i8(&m, r, c).unwrap();
+                assert!(f32::from(code).abs() <= qmax, "{format:?}: code {code} outside ±{qmax}");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Every available arm equals the scalar reference (q8 bit-exact, f32 within tolerance) on
+    /// random small shapes, with extreme codes mixed in at a high rate.
+    #[test]
+    fn arms_match_scalar_on_random_shapes(
+        fi in 0usize..FORMATS.len(),
+        o in 1usize..6,
+        i in 1usize..300,
+        s in 1usize..5,
+        extreme in prop_oneof![Just(0.0f64), Just(0.3), Just(1.0)],
+        seed in any::<u64>(),
+    ) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let (format, gs) = FORMATS[fi];
+        let t = gen_tensor(format, gs, o, i, &mut rng, extreme, true);
+        for arm in isa::available() {
+            check_arm(arm, &t, s, &mut rng);
+        }
+    }
+
+    /// Odd group sizes (not a multiple of the SIMD width) for int4-grouped.
+    #[test]
+    fn odd_group_sizes(gs in 1usize..70, i in 1usize..200, seed in any::<u64>()) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let t = gen_tensor(Format::Int4Grouped, gs, 2, i, &mut rng, 0.2, true);
+        for arm in isa::available() {
+            check_arm(arm, &t, 2, &mut rng);
+        }
+    }
+}
