@@ -13,7 +13,10 @@
 pub mod cli;
 pub mod io;
 pub mod json;
+pub mod progress;
+pub mod rans256;
 pub mod shard;
+pub mod shardset;
 pub mod synth;
 pub mod table_json;
 

@@ -276,7 +276,8 @@ pub fn header_bytes(
     tensors: &[OutTensor<'_>],
     style: HeaderStyle,
 ) -> Result<Vec<u8>, ShardError> {
-    let mut h = String::from("{\"__metadata__\":{");
+    // An empty metadata map is omitted (unpacked shards carry none).
+    let mut h = String::from(if metadata.is_empty() { "{" } else { "{\"__metadata__\":{" });
     for (k, (key, val)) in metadata.iter().enumerate() {
         if k > 0 {
             h.push(',');
@@ -294,10 +295,14 @@ pub fn header_bytes(
             }
         }
     }
-    h.push('}');
+    if !metadata.is_empty() {
+        h.push('}');
+    }
     let mut off = 0u64;
-    for t in tensors {
-        h.push(',');
+    for (k, t) in tensors.iter().enumerate() {
+        if k > 0 || !metadata.is_empty() {
+            h.push(',');
+        }
         match style {
             HeaderStyle::EscapedUnpadded => {
                 push_str_literal(&mut h, t.name);
@@ -343,6 +348,7 @@ pub fn shard_bytes(
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
 

@@ -95,6 +95,52 @@ pub fn entropy_bits(h: &[u64]) -> f64 {
         .sum()
 }
 
+/// Writes a small MoE-style int4-row checkpoint into `dir`: `shards` files
+/// `model-0000k-of-0000n.safetensors`, each holding `experts` routed experts of one layer
+/// (gate/up/down `U8 [o, ceil(i/2)]` with `F32 [o]` scales in `X.qs`) and a dense F32 tensor
+/// that `pack` must leave alone. Deterministic for a given `seed`.
+pub fn write_expert_checkpoint(
+    dir: &std::path::Path,
+    shards: usize,
+    experts: usize,
+    o: usize,
+    i: usize,
+    seed: u64,
+) -> std::io::Result<Vec<std::path::PathBuf>> {
+    use crate::shard::{HeaderStyle, OutTensor, shard_bytes};
+    std::fs::create_dir_all(dir)?;
+    let mut paths = Vec::new();
+    for layer in 0..shards {
+        let mut owned: Vec<(String, &'static str, Vec<u64>, Vec<u8>)> = Vec::new();
+        for e in 0..experts {
+            for (k, proj) in ["gate", "up", "down"].iter().enumerate() {
+                let name = format!("model.layers.{layer}.mlp.experts.{e}.{proj}_proj.weight");
+                let dist = [Dist::Gaussian, Dist::Laplace, Dist::StudentT][k];
+                let s =
+                    seed ^ ((layer * 1000 + e * 10 + k) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                let (codes, scales) = int4_rows(o, i, dist, s);
+                let qs: Vec<u8> = scales.iter().flat_map(|f| f.to_le_bytes()).collect();
+                owned.push((name.clone(), "U8", vec![o as u64, i.div_ceil(2) as u64], codes));
+                owned.push((format!("{name}.qs"), "F32", vec![o as u64], qs));
+            }
+        }
+        let norm: Vec<u8> =
+            (0..64u32).flat_map(|k| (1.0f32 + k as f32 / 64.0).to_le_bytes()).collect();
+        owned.push((format!("model.layers.{layer}.input_layernorm.weight"), "F32", vec![64], norm));
+        let tensors: Vec<OutTensor<'_>> = owned
+            .iter()
+            .map(|(n, d, s, b)| OutTensor { name: n, dtype: d, shape: s, data: b })
+            .collect();
+        let meta = [("format".to_owned(), "pt".to_owned())].into();
+        let bytes = shard_bytes(&meta, &tensors, HeaderStyle::EscapedUnpadded)
+            .map_err(|e| std::io::Error::other(e.0))?;
+        let p = dir.join(format!("model-{:05}-of-{shards:05}.safetensors", layer + 1));
+        crate::io::write_bytes_atomic(&p, &bytes)?;
+        paths.push(p);
+    }
+    Ok(paths)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

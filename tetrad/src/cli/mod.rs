@@ -9,6 +9,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod demo;
+pub mod pack;
+pub mod resolve;
+pub mod unpack;
+pub mod verify;
 
 /// Lossless entropy codecs for 4-bit quantized LLM weights.
 #[derive(Debug, Parser)]
@@ -24,6 +28,14 @@ pub struct Cli {
 pub enum Command {
     /// Show what tetrad does on generated, realistic int4 weights (no files needed).
     Demo(demo::DemoArgs),
+    /// Entropy-code the int4-row weights of a checkpoint into int4-rans256-g0 shards.
+    Pack(pack::PackArgs),
+    /// Validate int4-rans256-g0 shards: TRUST or REFUSE, record by record.
+    Verify(verify::VerifyArgs),
+    /// Decode int4-rans256-g0 shards back to int4-row shards, byte-exact.
+    Unpack(unpack::UnpackArgs),
+    /// Probe format inference: which format do these byte counts (and stamp) resolve to?
+    Resolve(resolve::ResolveArgs),
 }
 
 /// Exit status of a refusal or failure.
@@ -32,9 +44,17 @@ pub const EXIT_FAILURE: u8 = 1;
 /// Parses the process arguments and runs the chosen command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Demo(args) => demo::run(&args),
-    };
+    match cli.command {
+        Command::Demo(args) => report(demo::run(&args)),
+        Command::Pack(args) => pack::run(&args),
+        Command::Verify(args) => verify::run(&args),
+        Command::Unpack(args) => unpack::run(&args),
+        Command::Resolve(args) => resolve::run(&args),
+    }
+}
+
+/// Exit status of a command that reports failure as a [`CliError`].
+pub fn report(result: Result<(), CliError>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -42,6 +62,13 @@ pub fn main() -> ExitCode {
             ExitCode::from(EXIT_FAILURE)
         }
     }
+}
+
+/// Prints a refusal the way the reference tools do (`REFUSED <CLASS>: <detail>`) and returns
+/// exit status 1.
+pub fn refused(r: &crate::rans256::Refusal) -> ExitCode {
+    println!("REFUSED {}: {}", r.class, r.detail);
+    ExitCode::from(EXIT_FAILURE)
 }
 
 /// A command's failure, already worded for the user.

@@ -1,0 +1,76 @@
+//! `tetrad verify`: the `int4-rans256-g0` validator (see [`crate::rans256::verify`]).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::rans256::verify::verify_shard;
+
+/// Options of `tetrad verify`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Checks each shard without reference bytes: header, stamps, table, the manifest digests when a
+repack-manifest.json sits next to the shard, and every stamped record (framing, checked decode
+of all 256 streams, and re-encoding, which must reproduce the record byte for byte).
+Prints `REFUSE <shard> <tensor|-> <CLASS>: <detail>` per refusal, a `[trust]` line per shard,
+and `RESULT: TRUST` or `RESULT: REFUSE (n refusal(s))` last. Exit 0 all trusted, 1 any refusal.
+
+Examples:
+  tetrad verify packed/out-rans-*.safetensors
+  tetrad verify --max-tensors 8 --json packed/out-rans-00000.safetensors")]
+pub struct VerifyArgs {
+    /// Shards to verify.
+    #[arg(required = true, value_name = "SHARD")]
+    pub shards: Vec<PathBuf>,
+    /// Check at most N stamped tensors per shard (in sorted order).
+    #[arg(long, value_name = "N")]
+    pub max_tensors: Option<u64>,
+    /// Print the verdicts as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `tetrad verify`.
+pub fn run(args: &VerifyArgs) -> ExitCode {
+    let verdicts: Vec<_> = args.shards.iter().map(|p| verify_shard(p, args.max_tensors)).collect();
+    let refusals: usize = verdicts.iter().map(|v| v.refusals.len()).sum();
+    if args.json {
+        let shards: Vec<_> = verdicts
+            .iter()
+            .map(|v| {
+                serde_json::json!({
+                    "shard": v.shard,
+                    "trust": v.refusals.is_empty(),
+                    "records_verified": v.trusted,
+                    "records_stamped": v.stamped,
+                    "table_crc32": v.table_crc32,
+                    "notes": v.notes,
+                    "refusals": v.refusals.iter().map(|r| serde_json::json!({
+                        "tensor": r.tensor, "class": r.class, "detail": r.detail,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({"result": if refusals == 0 { "TRUST" } else { "REFUSE" }, "refusals": refusals, "shards": shards})
+        );
+    } else {
+        for v in &verdicts {
+            for r in &v.refusals {
+                println!("{r}");
+            }
+            for n in &v.notes {
+                println!("{n}");
+            }
+            println!("{}", v.summary());
+        }
+        if refusals == 0 {
+            println!("RESULT: TRUST");
+        } else {
+            println!("RESULT: REFUSE ({refusals} refusal(s))");
+        }
+    }
+    if refusals == 0 { ExitCode::SUCCESS } else { ExitCode::from(super::EXIT_FAILURE) }
+}

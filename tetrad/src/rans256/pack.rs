@@ -1,0 +1,386 @@
+//! `pack`: int4-row weights of a safetensors checkpoint → `int4-rans256-g0` shards.
+//!
+//! The writer of `docs/int4-rans256-g0.md` §5, byte-compatible with the reference tool:
+//! selection (the expert pattern by default, or any regex), the geometry guard, one pooled
+//! table for the whole container, every record decoded and compared before its shard is
+//! written, shards named and ordered as the spec says, stamps, and the manifest written last
+//! as the completion marker. Records are encoded in parallel (rayon); each record depends only
+//! on its bytes and the pooled table, so the output is byte-identical for any thread count.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use regex::Regex;
+use sha2::{Digest as _, Sha256};
+use tetrad_rans::{
+    FORMAT_SCALE_BITS, Record, Table, decode_record, encode_record_packed, max_record_len,
+};
+
+use super::manifest::{Manifest, ShardEntry};
+use super::{
+    FORMAT_NAME, MANIFEST_NAME, Refusal, STAMP_KEY, TABLE_KEY, is_out_shard_name, out_shard_name,
+    table_parts,
+};
+use crate::io::write_atomic;
+use crate::json::sorted_string_map;
+use crate::shard::{HeaderStyle, OutTensor, header_bytes};
+use crate::shardset::{Loc, ShardSet};
+use crate::table_json;
+
+/// The reference tool's selection: routed-expert MLP weights.
+pub const EXPERT_PATTERN: &str =
+    r"^model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight$";
+
+/// What to pack.
+#[derive(Debug, Clone)]
+pub struct PackOptions {
+    /// Input directory.
+    pub indir: PathBuf,
+    /// Output directory (created if missing).
+    pub outdir: PathBuf,
+    /// Only these layer numbers (`model.layers.N.` in the name), if given.
+    pub layers: Option<Vec<u64>>,
+    /// Selection regex (default [`EXPERT_PATTERN`]).
+    pub select: Option<String>,
+    /// Replace existing output.
+    pub force: bool,
+    /// Worker threads (None = all cores).
+    pub threads: Option<usize>,
+    /// No progress bar.
+    pub quiet: bool,
+}
+
+/// What `pack` wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackReport {
+    /// Output shards: (file name, source basename, weight tensors, file bytes).
+    pub shards: Vec<(String, String, u64, u64)>,
+    /// Number of records written.
+    pub records: u64,
+    /// Total bytes of the original int4 weights.
+    pub original_bytes: u64,
+    /// Total bytes of the records (framing included).
+    pub record_bytes: u64,
+    /// CRC-32 hex of the table.
+    pub table_crc32: String,
+    /// Existing output removed because of `--force`.
+    pub removed: Vec<String>,
+}
+
+impl PackReport {
+    /// `record_bytes / original_bytes`.
+    pub fn ratio(&self) -> f64 {
+        if self.original_bytes == 0 {
+            0.0
+        } else {
+            self.record_bytes as f64 / self.original_bytes as f64
+        }
+    }
+
+    /// The reference tool's final line.
+    pub fn ratio_line(&self) -> String {
+        let r = self.ratio();
+        format!(
+            "[ratio] record/original: {r:.4} ({:.2}% reduction incl. framing)",
+            (1.0 - r) * 100.0
+        )
+    }
+}
+
+/// A selected weight: its location and its scales' location.
+#[derive(Debug, Clone)]
+struct Selected {
+    name: String,
+    weight: Loc,
+    scales: Loc,
+}
+
+/// Existing output in `outdir`: (shard names, manifest present).
+fn existing_output(outdir: &Path) -> Result<(Vec<String>, bool), Refusal> {
+    let mut shards = Vec::new();
+    let mut manifest = false;
+    let rd = match std::fs::read_dir(outdir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((shards, false)),
+        Err(e) => return Err(Refusal::new("E_IO", format!("{}: {e}", outdir.display()))),
+    };
+    for e in rd {
+        let e = e.map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == MANIFEST_NAME {
+            manifest = true;
+        } else if is_out_shard_name(&name) {
+            shards.push(name);
+        }
+    }
+    shards.sort();
+    Ok((shards, manifest))
+}
+
+fn layer_of(name: &str) -> Option<u64> {
+    let rest = name.split("layers.").nth(1)?;
+    rest.split('.').next()?.parse().ok()
+}
+
+/// The geometry guard: the weight must be per-row int4 with one F32 scale per row.
+fn geometry_guard(set: &ShardSet, name: &str, weight: Loc) -> Result<Loc, Refusal> {
+    let qs_name = format!("{name}.qs");
+    let Some((qs, qe)) = set.get(&qs_name) else {
+        return Err(Refusal::new("E_GEOMETRY_NO_SCALES", format!("{name}: no {qs_name} tensor")));
+    };
+    let qbytes = qe.len();
+    if qe.dtype != "F32" || qbytes == 0 || qbytes % 4 != 0 {
+        return Err(Refusal::new(
+            "E_GEOMETRY_NOT_PER_ROW",
+            format!(
+                "{name}: scales {qs_name} are {} with {qbytes} bytes, expected F32 with a nonzero multiple of 4",
+                qe.dtype
+            ),
+        ));
+    }
+    let scale_rows = qbytes / 4;
+    let w = set.entry(weight);
+    let wbytes = w.len();
+    if let [o, _] = w.shape[..] {
+        if scale_rows != o {
+            return Err(Refusal::new(
+                "E_GEOMETRY_NOT_PER_ROW",
+                format!(
+                    "{name}: weight {:?} has {o} rows but {qs_name} holds {scale_rows} scales",
+                    w.shape
+                ),
+            ));
+        }
+        return Ok(qs);
+    }
+    if !wbytes.is_multiple_of(scale_rows) {
+        return Err(Refusal::new(
+            "E_GEOMETRY_NOT_PER_ROW",
+            format!(
+                "{name}: {wbytes} weight bytes are not a whole number of rows for {scale_rows} scales"
+            ),
+        ));
+    }
+    let ratio = wbytes / scale_rows;
+    let refuse = |class, why: &str| {
+        Err(Refusal::new(
+            class,
+            format!(
+                "{name}: {wbytes} weight bytes / {scale_rows} scales = {ratio} bytes per scale: {why}"
+            ),
+        ))
+    };
+    match ratio {
+        32 => refuse("E_GEOMETRY_G64", "this is int4 with 64-weight groups, not per-row"),
+        64 => refuse(
+            "E_GEOMETRY_AMBIGUOUS",
+            "per-row with 128 inputs or 128-weight groups cannot be told apart",
+        ),
+        r if r < 64 => refuse("E_GEOMETRY_NOT_PER_ROW", "too few bytes per scale for per-row int4"),
+        _ => Ok(qs),
+    }
+}
+
+/// Runs `pack`. On any refusal nothing new is left in `outdir` (outputs are written to
+/// temporary files and renamed; the manifest, written last, marks completion).
+pub fn pack(opts: &PackOptions) -> Result<PackReport, Refusal> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads.unwrap_or(0))
+        .build()
+        .map_err(|e| Refusal::new("E_INTERNAL", format!("thread pool: {e}")))?;
+    pool.install(|| pack_in_pool(opts))
+}
+
+fn pack_in_pool(opts: &PackOptions) -> Result<PackReport, Refusal> {
+    let pattern = opts.select.as_deref().unwrap_or(EXPERT_PATTERN);
+    let re = Regex::new(pattern).map_err(|e| Refusal::new("E_USAGE", format!("--select: {e}")))?;
+
+    let (old_shards, old_manifest) = existing_output(&opts.outdir)?;
+    if !opts.force && (!old_shards.is_empty() || old_manifest) {
+        let detail = if old_manifest {
+            format!(
+                "{} already holds a pack output ({} shard(s) and {MANIFEST_NAME}); use --force to replace it",
+                opts.outdir.display(),
+                old_shards.len()
+            )
+        } else {
+            format!(
+                "{} holds {} out-rans shard(s) but no {MANIFEST_NAME}: likely an interrupted run; use --force to replace them",
+                opts.outdir.display(),
+                old_shards.len()
+            )
+        };
+        return Err(Refusal::new("E_OUTPUT_EXISTS", detail));
+    }
+
+    let set = ShardSet::open_dir(&opts.indir)?;
+    // Selection, grouped by the shard that owns each weight (index order = sorted names).
+    let mut by_shard: BTreeMap<usize, Vec<Selected>> = BTreeMap::new();
+    for (name, &loc) in &set.index {
+        if !re.is_match(name) || set.entry(loc).dtype != "U8" {
+            continue;
+        }
+        if let Some(layers) = &opts.layers
+            && !layer_of(name).is_some_and(|l| layers.contains(&l))
+        {
+            continue;
+        }
+        let scales = geometry_guard(&set, name, loc)?;
+        if set.entry(loc).is_empty() {
+            return Err(Refusal::new("E_EMPTY", format!("{name}: the weight has no bytes")));
+        }
+        by_shard.entry(loc.shard).or_default().push(Selected {
+            name: name.clone(),
+            weight: loc,
+            scales,
+        });
+    }
+    if by_shard.is_empty() {
+        return Err(Refusal::new(
+            "E_SELECTION_EMPTY",
+            format!(
+                "no U8 tensor of {} matches {pattern:?}{}",
+                opts.indir.display(),
+                if opts.layers.is_some() { " in the selected layers" } else { "" }
+            ),
+        ));
+    }
+    let all: Vec<&Selected> = by_shard.values().flatten().collect();
+    let original_bytes: u64 = all.iter().map(|s| set.entry(s.weight).len()).sum();
+
+    // One table pooled over every selected tensor.
+    let hist = all.par_iter().map(|s| crate::synth::nibble_histogram(set.data(s.weight))).reduce(
+        || [0u64; 16],
+        |mut a, b| {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+            a
+        },
+    );
+    let table = Table::from_histogram(FORMAT_SCALE_BITS, &hist)
+        .map_err(|e| Refusal::new(e.class(), format!("pooled histogram {hist:?}: {e}")))?;
+    let parts = table_parts(&table);
+    let table_json = table_json::to_json(&parts);
+    let table_crc32 = format!("{:08x}", crc32fast::hash(&table_json::slot_bytes(&parts.slots)));
+
+    // Clear old output only once the input is known to be packable.
+    let mut removed = Vec::new();
+    if opts.force {
+        for name in
+            old_shards.iter().map(String::as_str).chain(old_manifest.then_some(MANIFEST_NAME))
+        {
+            let p = opts.outdir.join(name);
+            std::fs::remove_file(&p)
+                .map_err(|e| Refusal::new("E_IO", format!("removing {}: {e}", p.display())))?;
+            removed.push(name.to_owned());
+        }
+    }
+    std::fs::create_dir_all(&opts.outdir)
+        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", opts.outdir.display())))?;
+
+    let bar = crate::progress::bytes(original_bytes, "pack", opts.quiet);
+    let mut entries = Vec::new();
+    let mut record_bytes = 0u64;
+    for (k, (&shard_idx, selected)) in by_shard.iter().enumerate() {
+        let records: Vec<Vec<u8>> = selected
+            .par_iter()
+            .map(|s| {
+                let r = encode_verified(&table, &s.name, set.data(s.weight));
+                bar.inc(set.entry(s.weight).len());
+                r
+            })
+            .collect::<Result<_, _>>()?;
+        let stamps =
+            sorted_string_map(selected.iter().map(|s| (s.name.as_str(), FORMAT_NAME)), ", ", ": ");
+        let metadata: BTreeMap<String, String> =
+            [(STAMP_KEY.to_owned(), stamps), (TABLE_KEY.to_owned(), table_json.clone())].into();
+        let shapes: Vec<[u64; 1]> = records.iter().map(|r| [r.len() as u64]).collect();
+        let mut tensors = Vec::with_capacity(2 * selected.len());
+        for ((s, rec), shape) in selected.iter().zip(&records).zip(&shapes) {
+            tensors.push(OutTensor { name: &s.name, dtype: "U8", shape, data: rec });
+            let qe = set.entry(s.scales);
+            tensors.push(OutTensor {
+                name: &qe.name,
+                dtype: &qe.dtype,
+                shape: &qe.shape,
+                data: set.data(s.scales),
+            });
+        }
+        let header = header_bytes(&metadata, &tensors, HeaderStyle::EscapedUnpadded)
+            .map_err(|e| Refusal::new("E_INTERNAL", e.0))?;
+        let file = out_shard_name(k);
+        let path = opts.outdir.join(&file);
+        let mut hasher = Sha256::new();
+        let mut size = 0u64;
+        write_atomic(&path, |w| -> Result<(), std::io::Error> {
+            for chunk in std::iter::once(&header[..]).chain(tensors.iter().map(|t| t.data)) {
+                w.write_all(chunk)?;
+                hasher.update(chunk);
+                size += chunk.len() as u64;
+            }
+            Ok(())
+        })
+        .map_err(|e| Refusal::new("E_IO", format!("writing {}: {e}", path.display())))?;
+        record_bytes += records.iter().map(|r| r.len() as u64).sum::<u64>();
+        entries.push(ShardEntry {
+            bytes: size,
+            file,
+            records: selected
+                .iter()
+                .zip(&records)
+                .map(|(s, r)| (s.name.clone(), hex(&Sha256::digest(r))))
+                .collect(),
+            sha256: hex(&hasher.finalize()),
+            source: set.shards[shard_idx].basename(),
+            weight_tensors: selected.len() as u64,
+        });
+    }
+    bar.finish_and_clear();
+    let manifest = Manifest { shards: entries, table_crc32: table_crc32.clone() };
+    crate::io::write_bytes_atomic(&opts.outdir.join(MANIFEST_NAME), manifest.to_json().as_bytes())
+        .map_err(|e| Refusal::new("E_IO", format!("writing {MANIFEST_NAME}: {e}")))?;
+    Ok(PackReport {
+        shards: manifest
+            .shards
+            .iter()
+            .map(|s| (s.file.clone(), s.source.clone(), s.weight_tensors, s.bytes))
+            .collect(),
+        records: all.len() as u64,
+        original_bytes,
+        record_bytes,
+        table_crc32,
+        removed,
+    })
+}
+
+/// Encodes one weight and proves the record decodes back to it before anyone sees it.
+fn encode_verified(table: &Table, name: &str, packed: &[u8]) -> Result<Vec<u8>, Refusal> {
+    let mut blob = vec![0u8; max_record_len(2 * packed.len(), tetrad_rans::FORMAT_STREAMS)];
+    let len = encode_record_packed(table, packed, &mut blob)
+        .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
+    blob.truncate(len);
+    let record = Record::parse_format(&blob).map_err(|e| {
+        Refusal::new("E_INTERNAL", format!("{name}: own record does not parse: {e}"))
+    })?;
+    let mut back = vec![0u8; packed.len()];
+    decode_record(table, &record, &mut back).map_err(|e| {
+        Refusal::new("E_INTERNAL", format!("{name}: own record does not decode: {e}"))
+    })?;
+    if back != packed {
+        return Err(Refusal::new(
+            "E_INTERNAL",
+            format!("{name}: record decodes to different bytes"),
+        ));
+    }
+    Ok(blob)
+}
+
+/// Lowercase hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
+        write!(s, "{b:02x}").expect("string write");
+        s
+    })
+}

@@ -1,0 +1,377 @@
+//! `verify`: the validator of `docs/int4-rans256-g0.md` §6 — TRUST or REFUSE, never crash.
+//!
+//! For each shard, in order: the header (`E_SHARD_MALFORMED`), the stamps
+//! (`E_STAMP_MISSING`, `E_STAMP_MALFORMED`), the table (`E_TABLE_MISSING` and the table
+//! classes), the manifest next to the shard if there is one (`E_MANIFEST_MALFORMED`,
+//! `E_DIGEST_MISSING`, `E_SHARD_DIGEST_MISMATCH` — after which checking continues); then every
+//! tensor stamped `int4-rans256-g0`, in sorted order: present (`E_STAMP_DANGLING`), U8
+//! (`E_STAMP_DTYPE`), its record digest (`E_DIGEST_MISSING` / `E_DIGEST_MISMATCH`), the record
+//! framing in the validator's order and the checked decode of every stream (their classes),
+//! and finally re-encoding the decoded nibbles with the shard's table, which must reproduce
+//! the blob byte for byte (`E_REENCODE_MISMATCH`). A panic anywhere is caught and reported as
+//! `E_INTERNAL`.
+//!
+//! Memory stays bounded by the record, not by what a hostile header claims: a record's
+//! decoded size can legally be up to 2^17 times its length (the `E_OVERSIZE` bound), so
+//! records that would decode to more than [`FULL_REENCODE_LIMIT`] bytes are decoded in
+//! fixed-size chunks and checked by their seals instead of by a literal re-encode. That is the
+//! same verdict: for an even `n_symbols`, a stream that passes checked decode (initial state in
+//! `[L, 2^32)`, consumed exactly, final state `L`) is the unique encoder output for its symbols
+//! (decoding is a bijection on `[L, 256·L)`, and a stream that runs out of bytes keeps `x < L`
+//! and can never return to `L`), and the framing around the streams is fully determined by
+//! the parse checks; an odd `n_symbols` can never re-encode (2 × packed_bytes nibbles are
+//! re-encoded), giving `E_SYMBOL_UNCODABLE` when `freq[0] == 0` and `E_REENCODE_MISMATCH`
+//! otherwise, decided without materialising anything.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest as _, Sha256};
+use tetrad_rans::{Arm, Decoder, ParseOrder, Record, Table, encode_record_packed, max_record_len};
+
+use super::manifest::{Digests, parse_digests};
+use super::pack::hex;
+use super::{FORMAT_NAME, MANIFEST_NAME, STAMP_KEY, TABLE_KEY, table_from_parts};
+use crate::io::map_file;
+use crate::shard::ShardHeader;
+use crate::table_json;
+
+/// Records that decode to more than this many bytes are checked chunk by chunk (see the
+/// module docs).
+pub const FULL_REENCODE_LIMIT: u64 = 1 << 30;
+
+/// Chunk size of the bounded-memory decode.
+const CHUNK: usize = 1 << 20;
+
+/// One refusal line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refuse {
+    /// Shard basename.
+    pub shard: String,
+    /// Tensor name, if the refusal concerns one.
+    pub tensor: Option<String>,
+    /// Refusal class.
+    pub class: &'static str,
+    /// Detail.
+    pub detail: String,
+}
+
+impl std::fmt::Display for Refuse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "REFUSE {} {} {}: {}",
+            self.shard,
+            self.tensor.as_deref().unwrap_or("-"),
+            self.class,
+            self.detail
+        )
+    }
+}
+
+/// What one shard came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardVerdict {
+    /// Shard basename.
+    pub shard: String,
+    /// Refusals, in detection order.
+    pub refusals: Vec<Refuse>,
+    /// Stamped tensors checked and trusted.
+    pub trusted: u64,
+    /// Stamped tensors in the shard.
+    pub stamped: u64,
+    /// Notes (not errors), e.g. "no manifest".
+    pub notes: Vec<String>,
+    /// Table CRC, if the table was read.
+    pub table_crc32: Option<String>,
+}
+
+impl ShardVerdict {
+    /// The `[trust] …` summary line.
+    pub fn summary(&self) -> String {
+        let crc =
+            self.table_crc32.as_deref().map(|c| format!(", table crc32 {c}")).unwrap_or_default();
+        if self.refusals.is_empty() {
+            format!(
+                "[trust] {}: TRUST ({}/{} record(s) verified{crc})",
+                self.shard, self.trusted, self.stamped
+            )
+        } else {
+            format!(
+                "[trust] {}: REFUSE ({} refusal(s); {}/{} record(s) verified{crc})",
+                self.shard,
+                self.refusals.len(),
+                self.trusted,
+                self.stamped
+            )
+        }
+    }
+}
+
+struct Ctx {
+    verdict: ShardVerdict,
+}
+
+impl Ctx {
+    fn refuse(&mut self, tensor: Option<&str>, class: &'static str, detail: impl Into<String>) {
+        self.verdict.refusals.push(Refuse {
+            shard: self.verdict.shard.clone(),
+            tensor: tensor.map(str::to_owned),
+            class,
+            detail: detail.into(),
+        });
+    }
+}
+
+/// Verifies one shard. `max_tensors` caps the stamped tensors checked (in sorted order).
+pub fn verify_shard(path: &Path, max_tensors: Option<u64>) -> ShardVerdict {
+    let shard = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let mut ctx = Ctx {
+        verdict: ShardVerdict {
+            shard,
+            refusals: Vec::new(),
+            trusted: 0,
+            stamped: 0,
+            notes: Vec::new(),
+            table_crc32: None,
+        },
+    };
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        verify_into(&mut ctx, path, max_tensors)
+    }));
+    if outcome.is_err() {
+        ctx.refuse(
+            None,
+            "E_INTERNAL",
+            "the validator hit an unexpected condition (please report this file)",
+        );
+    }
+    ctx.verdict
+}
+
+fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
+    let bytes = match map_file(path) {
+        Ok(b) => b,
+        Err(e) => {
+            return ctx.refuse(
+                None,
+                "E_SHARD_MALFORMED",
+                format!("cannot read {}: {e}", path.display()),
+            );
+        }
+    };
+    let header = match ShardHeader::parse(&bytes, bytes.len() as u64) {
+        Ok(h) => h,
+        Err(e) => return ctx.refuse(None, "E_SHARD_MALFORMED", e.0),
+    };
+    let meta = header.metadata.clone().unwrap_or_default();
+    let Some(fmt_text) = meta.get(STAMP_KEY) else {
+        return ctx.refuse(None, "E_STAMP_MISSING", format!("no {STAMP_KEY} in __metadata__"));
+    };
+    let stamps = match parse_stamp_map(fmt_text) {
+        Ok(s) => s,
+        Err(why) => {
+            return ctx.refuse(
+                None,
+                "E_STAMP_MALFORMED",
+                format!("{STAMP_KEY} is not a JSON map of strings to strings: {why}"),
+            );
+        }
+    };
+    let stamped: Vec<&String> =
+        stamps.iter().filter(|(_, f)| f.as_str() == FORMAT_NAME).map(|(n, _)| n).collect();
+    if stamped.is_empty() {
+        return ctx.refuse(
+            None,
+            "E_STAMP_MISSING",
+            format!("no tensor is stamped {FORMAT_NAME:?}"),
+        );
+    }
+    let Some(table_text) = meta.get(TABLE_KEY) else {
+        return ctx.refuse(None, "E_TABLE_MISSING", format!("no {TABLE_KEY} in __metadata__"));
+    };
+    let parts = match table_json::parse(table_text) {
+        Ok(p) => p,
+        Err(e) => return ctx.refuse(None, e.class(), e.to_string()),
+    };
+    ctx.verdict.table_crc32 =
+        Some(format!("{:08x}", crc32fast::hash(&table_json::slot_bytes(&parts.slots))));
+    let table = match table_from_parts(&parts) {
+        Ok(t) => t,
+        Err(e) => return ctx.refuse(None, e.class(), e.to_string()),
+    };
+
+    // The manifest next to the shard, if any.
+    let mut record_digests: Option<BTreeMap<String, String>> = None;
+    let manifest_path =
+        path.parent().map_or_else(|| PathBuf::from(MANIFEST_NAME), |d| d.join(MANIFEST_NAME));
+    match std::fs::read(&manifest_path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            ctx.verdict
+                .notes
+                .push(format!("note: no {MANIFEST_NAME} next to the shard: digests not checked"));
+        }
+        Err(e) => {
+            return ctx.refuse(
+                None,
+                "E_MANIFEST_MALFORMED",
+                format!("{}: {e}", manifest_path.display()),
+            );
+        }
+        Ok(text) => {
+            let digests: Digests =
+                match std::str::from_utf8(&text).map_err(|e| e.to_string()).and_then(parse_digests)
+                {
+                    Ok(d) => d,
+                    Err(why) => {
+                        return ctx.refuse(
+                            None,
+                            "E_MANIFEST_MALFORMED",
+                            format!("{}: {why}", manifest_path.display()),
+                        );
+                    }
+                };
+            let Some((sha, records)) = digests.shards.get(&ctx.verdict.shard).cloned() else {
+                return ctx.refuse(
+                    None,
+                    "E_DIGEST_MISSING",
+                    format!("{MANIFEST_NAME} has no entry for this shard"),
+                );
+            };
+            let Some(sha) = sha else {
+                return ctx.refuse(
+                    None,
+                    "E_DIGEST_MISSING",
+                    format!("{MANIFEST_NAME} has no sha256 for this shard"),
+                );
+            };
+            let got = hex(&Sha256::digest(&bytes[..]));
+            if got != sha {
+                ctx.refuse(
+                    None,
+                    "E_SHARD_DIGEST_MISMATCH",
+                    format!("file sha256 {got}, manifest says {sha}"),
+                );
+            }
+            record_digests = Some(records);
+        }
+    }
+
+    ctx.verdict.stamped = stamped.len() as u64;
+    let limit = max_tensors.unwrap_or(u64::MAX);
+    for (k, name) in stamped.into_iter().enumerate() {
+        if k as u64 >= limit {
+            ctx.verdict.notes.push(format!(
+                "note: --max-tensors {limit}: {} stamped tensor(s) not checked",
+                ctx.verdict.stamped - limit
+            ));
+            break;
+        }
+        let Some(entry) = header.tensor(name) else {
+            ctx.refuse(Some(name), "E_STAMP_DANGLING", "stamped but absent from the shard");
+            continue;
+        };
+        if entry.dtype != "U8" {
+            ctx.refuse(Some(name), "E_STAMP_DTYPE", format!("dtype {}, expected U8", entry.dtype));
+            continue;
+        }
+        let at = usize::try_from(header.data_start + entry.begin).expect("inside the mapped file");
+        let blob = &bytes[at..at + usize::try_from(entry.len()).expect("inside the mapped file")];
+        if let Some(d) = &record_digests {
+            match d.get(name.as_str()) {
+                None => {
+                    ctx.refuse(
+                        Some(name),
+                        "E_DIGEST_MISSING",
+                        format!("{MANIFEST_NAME} has no digest for this record"),
+                    );
+                    continue;
+                }
+                Some(want) => {
+                    let got = hex(&Sha256::digest(blob));
+                    if &got != want {
+                        ctx.refuse(
+                            Some(name),
+                            "E_DIGEST_MISMATCH",
+                            format!("record sha256 {got}, manifest says {want}"),
+                        );
+                        continue;
+                    }
+                }
+            }
+        }
+        match check_record(&table, blob) {
+            Ok(()) => ctx.verdict.trusted += 1,
+            Err((class, detail)) => ctx.refuse(Some(name), class, detail),
+        }
+    }
+}
+
+/// The `colibri.fmt` value as a map of strings to strings.
+fn parse_stamp_map(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let obj = v.as_object().ok_or("not an object")?;
+    obj.iter()
+        .map(|(k, v)| {
+            v.as_str()
+                .map(|s| (k.clone(), s.to_owned()))
+                .ok_or_else(|| format!("entry {k:?} is not a string"))
+        })
+        .collect()
+}
+
+/// Parse, checked decode, and the re-encode proof of one record.
+pub fn check_record(table: &Table, blob: &[u8]) -> Result<(), (&'static str, String)> {
+    let record = Record::parse_with(blob, tetrad_rans::FORMAT_STREAMS, ParseOrder::Validator)
+        .map_err(|e| (e.class(), e.to_string()))?;
+    let pb = record.packed_bytes();
+    let mut dec =
+        Decoder::new(Arm::best(), table, record).map_err(|e| (e.class(), e.to_string()))?;
+    if pb <= FULL_REENCODE_LIMIT {
+        let mut out = vec![
+            0u8;
+            usize::try_from(pb)
+                .map_err(|_| ("E_INTERNAL", "record too large".to_owned()))?
+        ];
+        dec.decode_next(&mut out).map_err(|e| (e.class(), e.to_string()))?;
+        dec.finish().map_err(|e| (e.class(), e.to_string()))?;
+        let mut again = vec![0u8; max_record_len(out.len() * 2, tetrad_rans::FORMAT_STREAMS)];
+        let len = encode_record_packed(table, &out, &mut again)
+            .map_err(|e| (e.class(), format!("re-encoding the decoded nibbles: {e}")))?;
+        if again[..len] != *blob {
+            return Err((
+                "E_REENCODE_MISMATCH",
+                format!(
+                    "re-encoding the {} decoded nibbles gives a different {len}-byte record (the blob has {} bytes{})",
+                    2 * pb,
+                    blob.len(),
+                    if record.n_symbols() % 2 == 1 { "; n_symbols is odd" } else { "" }
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    let mut buf = vec![0u8; CHUNK];
+    let mut left = pb;
+    while left > 0 {
+        let n = usize::try_from(left.min(CHUNK as u64)).expect("≤ CHUNK");
+        dec.decode_next(&mut buf[..n]).map_err(|e| (e.class(), e.to_string()))?;
+        left -= n as u64;
+    }
+    dec.finish().map_err(|e| (e.class(), e.to_string()))?;
+    if record.n_symbols() % 2 == 1 {
+        return Err(if table.freq()[0] == 0 {
+            ("E_SYMBOL_UNCODABLE", "n_symbols is odd: re-encoding 2 × packed_bytes nibbles needs symbol 0, which the table cannot code".to_owned())
+        } else {
+            (
+                "E_REENCODE_MISMATCH",
+                "n_symbols is odd: re-encoding 2 × packed_bytes nibbles cannot give this record"
+                    .to_owned(),
+            )
+        });
+    }
+    Ok(())
+}

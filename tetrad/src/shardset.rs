@@ -1,0 +1,146 @@
+//! A directory (or list) of safetensors shards, memory-mapped and indexed by tensor name.
+//!
+//! Multi-file checkpoints spread tensors over shards (`model-00001-of-00004.safetensors`, …),
+//! and a quantized weight's scales (`X.qs`) may live in another shard than `X`. A [`ShardSet`]
+//! maps every shard, parses every header with the strict reader checks, and indexes all tensor
+//! names; a name present in several shards maps to the last of them in sorted path order
+//! (the reference tools' rule).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::io::{Mapped, map_file};
+use crate::shard::{ShardHeader, TensorEntry};
+
+/// One opened shard.
+#[derive(Debug)]
+pub struct Shard {
+    /// Path as opened.
+    pub path: PathBuf,
+    /// The file's bytes.
+    pub bytes: Mapped,
+    /// Its parsed header.
+    pub header: ShardHeader,
+}
+
+impl Shard {
+    /// Opens and parses one shard (strict checks).
+    pub fn open(path: &Path) -> Result<Self, SetError> {
+        let bytes = map_file(path).map_err(|e| SetError::io(path, &e))?;
+        let header = ShardHeader::parse(&bytes, bytes.len() as u64)
+            .and_then(|h| h.check_strict().map(|()| h))
+            .map_err(|e| SetError {
+                class: "E_SHARD_MALFORMED",
+                detail: format!("{}: {e}", path.display()),
+            })?;
+        Ok(Self { path: path.to_owned(), bytes, header })
+    }
+
+    /// The data bytes of a tensor of this shard.
+    pub fn data(&self, t: &TensorEntry) -> &[u8] {
+        // Offsets were checked against the data section when the header was parsed.
+        let at = usize::try_from(self.header.data_start + t.begin).expect("mapped file offset");
+        &self.bytes[at..at + usize::try_from(t.len()).expect("mapped length")]
+    }
+
+    /// The file name (without directory).
+    pub fn basename(&self) -> String {
+        self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+}
+
+/// A failure to open a set of shards.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{class}: {detail}")]
+pub struct SetError {
+    /// Refusal class (`E_IO`, `E_SHARD_MALFORMED`, `E_NO_INPUT`).
+    pub class: &'static str,
+    /// What and where.
+    pub detail: String,
+}
+
+impl SetError {
+    fn io(path: &Path, e: &std::io::Error) -> Self {
+        Self { class: "E_IO", detail: format!("{}: {e}", path.display()) }
+    }
+}
+
+/// The non-hidden `*.safetensors` files of a directory, sorted by path.
+pub fn list_shards(dir: &Path) -> Result<Vec<PathBuf>, SetError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| SetError::io(dir, &e))?;
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| SetError::io(dir, &e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || !name.ends_with(".safetensors") {
+            continue;
+        }
+        if entry.file_type().map_err(|e| SetError::io(&entry.path(), &e))?.is_dir() {
+            continue;
+        }
+        out.push(entry.path());
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Where a tensor lives: shard index and entry index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loc {
+    /// Index into [`ShardSet::shards`].
+    pub shard: usize,
+    /// Index into that shard's header tensors.
+    pub entry: usize,
+}
+
+/// Shards indexed by tensor name.
+#[derive(Debug)]
+pub struct ShardSet {
+    /// The shards, sorted by path.
+    pub shards: Vec<Shard>,
+    /// Tensor name → location (last shard wins).
+    pub index: BTreeMap<String, Loc>,
+}
+
+impl ShardSet {
+    /// Opens every shard of `dir` (see [`list_shards`]).
+    pub fn open_dir(dir: &Path) -> Result<Self, SetError> {
+        let paths = list_shards(dir)?;
+        if paths.is_empty() {
+            return Err(SetError {
+                class: "E_NO_INPUT",
+                detail: format!("no *.safetensors files in {}", dir.display()),
+            });
+        }
+        Self::open_files(&paths)
+    }
+
+    /// Opens the given shard files (indexed in the order given).
+    pub fn open_files(paths: &[PathBuf]) -> Result<Self, SetError> {
+        let shards = paths.iter().map(|p| Shard::open(p)).collect::<Result<Vec<_>, _>>()?;
+        let mut index = BTreeMap::new();
+        for (si, s) in shards.iter().enumerate() {
+            for (ei, t) in s.header.tensors.iter().enumerate() {
+                index.insert(t.name.clone(), Loc { shard: si, entry: ei });
+            }
+        }
+        Ok(Self { shards, index })
+    }
+
+    /// The entry of a location.
+    pub fn entry(&self, loc: Loc) -> &TensorEntry {
+        &self.shards[loc.shard].header.tensors[loc.entry]
+    }
+
+    /// The data of a location.
+    pub fn data(&self, loc: Loc) -> &[u8] {
+        let s = &self.shards[loc.shard];
+        s.data(&s.header.tensors[loc.entry])
+    }
+
+    /// Looks a tensor up by name.
+    pub fn get(&self, name: &str) -> Option<(Loc, &TensorEntry)> {
+        self.index.get(name).map(|&l| (l, self.entry(l)))
+    }
+}
