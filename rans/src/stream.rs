@@ -22,10 +22,13 @@ use crate::table::{MAX_SLOTS, SYMBOLS, Table};
 /// The lower bound of the normalised state interval `[L, 256·L)`: `2^23`.
 pub const RANS_L: u32 = 1 << 23;
 
-/// The stream of `n` symbols is at most this many bytes at `scale_bits` (`ceil(n·sb/8) + 4`).
+/// The stream of `n` symbols is at most this many bytes at `scale_bits` (`ceil(n·sb/8) + 4`,
+/// saturating).
 pub const fn max_stream_len(n: usize, scale_bits: u32) -> usize {
-    let bits = n.saturating_mul(scale_bits as usize);
-    (bits / 8 + (bits % 8 != 0) as usize).saturating_add(4)
+    match n.checked_mul(scale_bits as usize) {
+        Some(bits) => (bits / 8 + (bits % 8 != 0) as usize).saturating_add(4),
+        None => usize::MAX,
+    }
 }
 
 /// Encodes one stream core: `sym(k)` is symbol `k` of `count`, all already known codable.

@@ -1,0 +1,45 @@
+//! Quick decode timing (min of many runs; not a benchmark, see benches/benches/rans.rs).
+#![allow(missing_docs, clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+use std::time::Instant;
+use tetrad_rans::{Arm, Record, Table, decode_record_with, encode_record_packed, max_record_len};
+
+/// Nanoseconds this thread has run on a CPU (robust against a loaded machine).
+fn cpu_ns() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    s.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+fn main() {
+    let bytes: usize = std::env::args().nth(1).map_or(1 << 20, |s| s.parse().unwrap());
+    // A weight-like histogram (peak at 8, code 0 absent).
+    let hist = [0u64, 60, 90, 160, 300, 600, 1200, 2200, 3000, 2200, 1200, 600, 300, 160, 90, 60];
+    let table = Table::from_histogram(14, &hist).unwrap();
+    let mut s = 0x1234_5678_9abc_def0u64;
+    let packed: Vec<u8> = (0..bytes)
+        .map(|_| {
+            let mut nib = || {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                table.symbol((s >> 20) as usize & 16383)
+            };
+            nib() | (nib() << 4)
+        })
+        .collect();
+    let mut rec = vec![0u8; max_record_len(2 * bytes, 256)];
+    let len = encode_record_packed(&table, &packed, &mut rec).unwrap();
+    rec.truncate(len);
+    let r = Record::parse_format(&rec).unwrap();
+    let mut out = vec![0u8; bytes];
+    for &arm in Arm::ALL {
+        let mut best = f64::MAX;
+        for _ in 0..15 {
+            let (t, c) = (Instant::now(), cpu_ns());
+            decode_record_with(arm, &table, &r, &mut out).unwrap();
+            let cpu = (cpu_ns() - c) as f64 * 1e-9;
+            best = best.min(if cpu > 0.0 { cpu } else { t.elapsed().as_secs_f64() });
+        }
+        assert_eq!(out, packed);
+        println!("{arm}: {:.3} G nibbles/s", 2.0 * bytes as f64 / best / 1e9);
+    }
+}
