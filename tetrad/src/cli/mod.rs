@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod cfs1;
 pub mod demo;
 pub mod pack;
 pub mod resolve;
@@ -34,6 +35,8 @@ pub enum Command {
     Verify(verify::VerifyArgs),
     /// Decode int4-rans256-g0 shards back to int4-row shards, byte-exact.
     Unpack(unpack::UnpackArgs),
+    /// CFS1 containers: every tensor of a safetensors file as one CFS1 blob.
+    Cfs1(cfs1::Cfs1Args),
     /// Probe format inference: which format do these byte counts (and stamp) resolve to?
     Resolve(resolve::ResolveArgs),
 }
@@ -49,6 +52,7 @@ pub fn main() -> ExitCode {
         Command::Pack(args) => pack::run(&args),
         Command::Verify(args) => verify::run(&args),
         Command::Unpack(args) => unpack::run(&args),
+        Command::Cfs1(args) => cfs1::run(&args),
         Command::Resolve(args) => resolve::run(&args),
     }
 }

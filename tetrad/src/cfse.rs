@@ -1,0 +1,222 @@
+//! The CFS1 (`cfse_pack`) container: every tensor of a safetensors file as one CFS1 blob
+//! (`docs/cfs1.md`, "The container").
+//!
+//! The output header keeps each tensor's name, dtype and shape; `data_offsets` cover the
+//! compressed blobs, laid out in the input's data-offset order (ties keep header order);
+//! `__metadata__` is replaced by `{"cfse":"1"}`; names and dtypes are written raw and the
+//! header is padded with spaces to a multiple of 8 bytes (a name that would need JSON escaping
+//! is refused). Tensors are compressed and decompressed in parallel (rayon); each blob depends
+//! only on its tensor, so output is identical for any thread count.
+//!
+//! Reading a container trusts nothing: header offsets must stay inside the data section and
+//! must not overlap, each blob's `rawlen` must equal the byte size its dtype and shape
+//! declare, and every blob is decoded with the checked CFS1 decoder (raw blobs carry no
+//! integrity check; rANS blobs are sealed).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use crate::io::map_file;
+use crate::rans256::Refusal;
+use crate::shard::{HeaderStyle, OutTensor, ShardHeader, TensorEntry, dtype_size, shard_bytes};
+
+/// Per-tensor outcome: name, original bytes, blob bytes, mode byte (0 raw, 1 rANS).
+pub type TensorReport = (String, u64, u64, u8);
+
+fn io(path: &Path, e: &std::io::Error) -> Refusal {
+    Refusal::new("E_IO", format!("{}: {e}", path.display()))
+}
+
+/// A read file with its parsed header.
+struct Input {
+    bytes: crate::io::Mapped,
+    header: ShardHeader,
+}
+
+impl Input {
+    fn open(path: &Path, strict: bool) -> Result<Self, Refusal> {
+        let bytes = map_file(path).map_err(|e| io(path, &e))?;
+        let header = ShardHeader::parse(&bytes, bytes.len() as u64)
+            .and_then(|h| if strict { h.check_strict().map(|()| h) } else { Ok(h) })
+            .map_err(|e| Refusal::new("E_SHARD_MALFORMED", format!("{}: {e}", path.display())))?;
+        Ok(Self { bytes, header })
+    }
+
+    fn data(&self, t: &TensorEntry) -> &[u8] {
+        let a = usize::try_from(self.header.data_start + t.begin).expect("inside the mapped file");
+        &self.bytes[a..a + usize::try_from(t.len()).expect("inside the mapped file")]
+    }
+
+    /// Tensors in data-offset order, ties in header order.
+    fn by_offset(&self) -> Vec<&TensorEntry> {
+        let mut v: Vec<&TensorEntry> = self.header.tensors.iter().collect();
+        v.sort_by_key(|t| t.begin); // stable: ties keep header order
+        v
+    }
+}
+
+/// Compresses one tensor and proves the blob decodes back to it.
+fn compress_checked(name: &str, src: &[u8]) -> Result<Vec<u8>, Refusal> {
+    let mut blob = vec![0u8; tetrad_fse::max_compressed_len(src.len())];
+    let n = tetrad_fse::compress_into(src, &mut blob)
+        .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
+    blob.truncate(n);
+    let mut back = vec![0u8; src.len()];
+    let m = tetrad_fse::decompress_into(&blob, &mut back).map_err(|e| {
+        Refusal::new("E_ROUNDTRIP", format!("{name}: own blob does not decode: {e}"))
+    })?;
+    if m != src.len() || back != src {
+        return Err(Refusal::new(
+            "E_ROUNDTRIP",
+            format!("{name}: blob decodes to different bytes"),
+        ));
+    }
+    Ok(blob)
+}
+
+fn blobs_of(input: &Input) -> Result<Vec<(&TensorEntry, Vec<u8>)>, Refusal> {
+    input
+        .by_offset()
+        .into_par_iter()
+        .map(|t| compress_checked(&t.name, input.data(t)).map(|b| (t, b)))
+        .collect()
+}
+
+fn report_of(blobs: &[(&TensorEntry, Vec<u8>)]) -> Vec<TensorReport> {
+    blobs.iter().map(|(t, b)| (t.name.clone(), t.len(), b.len() as u64, b[4])).collect()
+}
+
+/// The container bytes of `input` (every tensor round-trip checked first).
+pub fn pack_bytes(input: &Path) -> Result<(Vec<u8>, Vec<TensorReport>), Refusal> {
+    let inp = Input::open(input, true)?;
+    let blobs = blobs_of(&inp)?;
+    let tensors: Vec<OutTensor<'_>> = blobs
+        .iter()
+        .map(|(t, b)| OutTensor { name: &t.name, dtype: &t.dtype, shape: &t.shape, data: b })
+        .collect();
+    let meta: BTreeMap<String, String> = [("cfse".to_owned(), "1".to_owned())].into();
+    let bytes = shard_bytes(&meta, &tensors, HeaderStyle::RawPadded8)
+        .map_err(|e| Refusal::new("E_NAME_UNSUPPORTED", format!("{}: {e}", input.display())))?;
+    Ok((bytes, report_of(&blobs)))
+}
+
+/// `cfs1 pack IN OUT`: writes the container atomically; nothing is written if any tensor fails.
+pub fn pack(input: &Path, output: &Path) -> Result<Vec<TensorReport>, Refusal> {
+    let (bytes, report) = pack_bytes(input)?;
+    crate::io::write_bytes_atomic(output, &bytes).map_err(|e| io(output, &e))?;
+    Ok(report)
+}
+
+/// `cfs1 cert IN`: the in-memory round trip of every tensor; writes nothing.
+pub fn cert(input: &Path) -> Result<Vec<TensorReport>, Refusal> {
+    let inp = Input::open(input, true)?;
+    Ok(report_of(&blobs_of(&inp)?))
+}
+
+/// Decodes every tensor of a container, checking everything a hostile file could lie about.
+fn decode_container(container: &Path) -> Result<(Input, Vec<(usize, Vec<u8>)>), Refusal> {
+    let c = Input::open(container, false)?;
+    let refuse = |class, d: String| Refusal::new(class, format!("{}: {d}", container.display()));
+    if c.header.metadata.as_ref().and_then(|m| m.get("cfse")).map(String::as_str) != Some("1") {
+        return Err(refuse(
+            "E_NOT_CFSE",
+            "no {\"cfse\": \"1\"} metadata: not a CFS1 container".into(),
+        ));
+    }
+    let mut spans: Vec<&TensorEntry> = c.header.tensors.iter().collect();
+    spans.sort_by_key(|t| (t.begin, t.end));
+    for w in spans.windows(2) {
+        if w[1].begin < w[0].end {
+            return Err(refuse(
+                "E_SHARD_MALFORMED",
+                format!("blobs of {:?} and {:?} overlap", w[0].name, w[1].name),
+            ));
+        }
+    }
+    let decoded = c
+        .header
+        .tensors
+        .par_iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let tref = |class, d: String| {
+                Refusal::new(class, format!("{} {}: {d}", container.display(), t.name))
+            };
+            let size = dtype_size(&t.dtype)
+                .ok_or_else(|| tref("E_SHARD_MALFORMED", format!("unknown dtype {:?}", t.dtype)))?;
+            let want =
+                t.shape.iter().try_fold(size, |a, &d| a.checked_mul(d)).ok_or_else(|| {
+                    tref("E_SHARD_MALFORMED", format!("shape {:?} overflows", t.shape))
+                })?;
+            let blob = c.data(t);
+            let h = tetrad_fse::Header::parse(blob).map_err(|e| tref(e.class(), e.to_string()))?;
+            if u64::from(h.rawlen) != want {
+                return Err(tref(
+                    "E_SHARD_MALFORMED",
+                    format!(
+                        "blob holds {} bytes but {} {:?} needs {want}",
+                        h.rawlen, t.dtype, t.shape
+                    ),
+                ));
+            }
+            let mut out = vec![0u8; h.len()];
+            tetrad_fse::decompress_into(blob, &mut out)
+                .map_err(|e| tref(e.class(), e.to_string()))?;
+            Ok((k, out))
+        })
+        .collect::<Result<Vec<_>, Refusal>>()?;
+    Ok((c, decoded))
+}
+
+/// `cfs1 verify IN OUT`: decompresses every tensor of the container `output` and compares it,
+/// matched by name, with `input`. Returns the number of tensors compared.
+pub fn verify(input: &Path, output: &Path) -> Result<usize, Refusal> {
+    let inp = Input::open(input, true)?;
+    let (c, decoded) = decode_container(output)?;
+    if c.header.tensors.len() != inp.header.tensors.len() {
+        return Err(Refusal::new(
+            "E_VERIFY_MISMATCH",
+            format!(
+                "{} holds {} tensors, {} holds {}",
+                output.display(),
+                c.header.tensors.len(),
+                input.display(),
+                inp.header.tensors.len()
+            ),
+        ));
+    }
+    for (k, out) in &decoded {
+        let t = &c.header.tensors[*k];
+        let orig = inp.header.tensor(&t.name).ok_or_else(|| {
+            Refusal::new(
+                "E_VERIFY_MISMATCH",
+                format!("{} is in {} but not in {}", t.name, output.display(), input.display()),
+            )
+        })?;
+        if orig.dtype != t.dtype || orig.shape != t.shape || inp.data(orig) != &out[..] {
+            return Err(Refusal::new(
+                "E_VERIFY_MISMATCH",
+                format!("{}: decoded tensor differs from the input", t.name),
+            ));
+        }
+    }
+    Ok(decoded.len())
+}
+
+/// `cfs1 unpack IN OUT`: the container back to a plain safetensors file (no metadata).
+pub fn unpack(container: &Path, output: &Path) -> Result<usize, Refusal> {
+    let (c, decoded) = decode_container(container)?;
+    let tensors: Vec<OutTensor<'_>> = decoded
+        .iter()
+        .map(|(k, d)| {
+            let t = &c.header.tensors[*k];
+            OutTensor { name: &t.name, dtype: &t.dtype, shape: &t.shape, data: d }
+        })
+        .collect();
+    let bytes = shard_bytes(&BTreeMap::new(), &tensors, HeaderStyle::EscapedUnpadded)
+        .map_err(|e| Refusal::new("E_INTERNAL", e.0))?;
+    crate::io::write_bytes_atomic(output, &bytes).map_err(|e| io(output, &e))?;
+    Ok(tensors.len())
+}

@@ -1,0 +1,124 @@
+//! `tetrad cfs1 …`: the CFS1 (`cfse_pack`) container tools (see [`crate::cfse`]).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+
+use crate::cfse::{self, TensorReport};
+
+/// Options of `tetrad cfs1`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Every tensor of a safetensors file becomes one CFS1 blob (two-state nibble rANS, or raw when
+that would not shrink it); names, dtypes and shapes are kept.
+
+Examples:
+  tetrad cfs1 pack model.safetensors model.cfse.safetensors
+  tetrad cfs1 verify model.safetensors model.cfse.safetensors
+  tetrad cfs1 cert model.safetensors
+  tetrad cfs1 unpack model.cfse.safetensors restored.safetensors")]
+pub struct Cfs1Args {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: Cfs1Action,
+    /// Print the report as JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// The CFS1 container actions.
+#[derive(Debug, Subcommand)]
+pub enum Cfs1Action {
+    /// Compress IN into the container OUT (every tensor round-trip checked first; nothing is
+    /// written if any fails).
+    Pack {
+        /// Input safetensors file.
+        input: PathBuf,
+        /// Output container.
+        output: PathBuf,
+    },
+    /// Decompress every tensor of OUT and compare it, by name, with IN.
+    Verify {
+        /// The original safetensors file.
+        input: PathBuf,
+        /// The container to check.
+        output: PathBuf,
+    },
+    /// Round-trip every tensor of IN in memory and print the ratio; writes nothing.
+    Cert {
+        /// Input safetensors file.
+        input: PathBuf,
+    },
+    /// Decompress the container IN back to a plain safetensors file OUT.
+    Unpack {
+        /// The container.
+        input: PathBuf,
+        /// Output safetensors file.
+        output: PathBuf,
+    },
+}
+
+fn totals(r: &[TensorReport]) -> (u64, u64) {
+    (r.iter().map(|t| t.1).sum(), r.iter().map(|t| t.2).sum())
+}
+
+fn print_report(what: &str, r: &[TensorReport], json: bool) {
+    let (orig, blob) = totals(r);
+    let ratio = if orig == 0 { 0.0 } else { blob as f64 / orig as f64 };
+    if json {
+        let tensors: Vec<_> = r
+            .iter()
+            .map(|(n, o, b, m)| serde_json::json!({"name": n, "bytes": o, "blob_bytes": b, "mode": if *m == 0 { "raw" } else { "rans" }}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({"action": what, "tensors": tensors, "bytes": orig, "blob_bytes": blob, "ratio": ratio})
+        );
+        return;
+    }
+    for (n, o, b, m) in r {
+        println!("{what} {n}: {o} -> {b} bytes ({})", if *m == 0 { "raw" } else { "rans" });
+    }
+    println!("[{what}] {} tensor(s): {orig} -> {blob} bytes, ratio {ratio:.4}", r.len());
+}
+
+/// Runs `tetrad cfs1 …`.
+pub fn run(args: &Cfs1Args) -> ExitCode {
+    let result = match &args.action {
+        Cfs1Action::Pack { input, output } => {
+            cfse::pack(input, output).map(|r| print_report("pack", &r, args.json))
+        }
+        Cfs1Action::Cert { input } => {
+            cfse::cert(input).map(|r| print_report("cert", &r, args.json))
+        }
+        Cfs1Action::Verify { input, output } => cfse::verify(input, output).map(|n| {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"action": "verify", "tensors": n, "result": "OK"})
+                );
+            } else {
+                println!("[verify] {n} tensor(s) decode to the input bytes: OK");
+            }
+        }),
+        Cfs1Action::Unpack { input, output } => cfse::unpack(input, output).map(|n| {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"action": "unpack", "tensors": n, "output": output})
+                );
+            } else {
+                println!("[unpack] wrote {} ({n} tensor(s))", output.display());
+            }
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(r) if args.json => {
+            println!("{}", serde_json::json!({"refused": {"class": r.class, "detail": r.detail}}));
+            ExitCode::from(super::EXIT_FAILURE)
+        }
+        Err(r) => super::refused(&r),
+    }
+}

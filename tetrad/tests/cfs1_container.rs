@@ -1,0 +1,176 @@
+//! The CFS1 container tools end to end, raw-fallback tensors, and hostile containers.
+#![allow(clippy::cast_possible_truncation)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use tetrad::shard::{HeaderStyle, OutTensor, ShardHeader, shard_bytes};
+
+fn tetrad(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tetrad")).args(args).output().expect("runs");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A model file: int4 weights (compressible), random bytes (raw fallback), an empty tensor
+/// and an F32 tensor, with data laid out in an order different from the header order.
+fn model(dir: &Path) -> std::path::PathBuf {
+    let (codes, _) = tetrad::synth::int4_rows(64, 512, tetrad::synth::Dist::Gaussian, 3);
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let random: Vec<u8> = (0..5000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    let f: Vec<u8> = (0..100u32).flat_map(|k| (k as f32 * 0.25).to_le_bytes()).collect();
+    let ts = [
+        OutTensor { name: "w", dtype: "U8", shape: &[64, 256], data: &codes },
+        OutTensor { name: "noise", dtype: "U8", shape: &[5000], data: &random },
+        OutTensor { name: "empty", dtype: "F32", shape: &[0], data: &[] },
+        OutTensor { name: "f", dtype: "F32", shape: &[100], data: &f },
+    ];
+    let bytes = shard_bytes(
+        &[("format".to_owned(), "pt".to_owned())].into(),
+        &ts,
+        HeaderStyle::EscapedUnpadded,
+    )
+    .unwrap();
+    let p = dir.join("model.safetensors");
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn pack_verify_cert_unpack_round_trip() {
+    let t = tempfile::tempdir().unwrap();
+    let input = model(t.path());
+    let packed = t.path().join("model.cfse.safetensors");
+    let (code, out) = tetrad(&["cfs1", "pack", s(&input), s(&packed)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("pack noise: 5000 -> 5009 bytes (raw)"), "{out}");
+    assert!(out.contains("pack w: 16384 -> "), "{out}");
+    assert!(out.contains("(rans)"), "{out}");
+
+    let bytes = std::fs::read(&packed).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    assert_eq!(n % 8, 0, "header padded to 8");
+    let text = std::str::from_utf8(&bytes[8..8 + n]).unwrap();
+    assert!(text.starts_with("{\"__metadata__\":{\"cfse\":\"1\"},\"w\":{\"dtype\":\"U8\",\"shape\":[64,256],\"data_offsets\":[0,"), "{text}");
+    let h = ShardHeader::parse(&bytes, bytes.len() as u64).unwrap();
+    let order: Vec<&str> = h.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(order, ["w", "noise", "empty", "f"], "input data-offset order");
+
+    let (code, out) = tetrad(&["cfs1", "verify", s(&input), s(&packed)]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = tetrad(&["cfs1", "cert", s(&input), "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["ratio"].as_f64().unwrap() > 0.5 && v["ratio"].as_f64().unwrap() < 1.0);
+
+    let restored = t.path().join("restored.safetensors");
+    let (code, out) = tetrad(&["cfs1", "unpack", s(&packed), s(&restored)]);
+    assert_eq!(code, 0, "{out}");
+    let a = std::fs::read(&input).unwrap();
+    let b = std::fs::read(&restored).unwrap();
+    let ha = ShardHeader::parse(&a, a.len() as u64).unwrap();
+    let hb = ShardHeader::parse(&b, b.len() as u64).unwrap();
+    for ta in &ha.tensors {
+        let tb = hb.tensor(&ta.name).unwrap();
+        assert_eq!((&ta.dtype, &ta.shape), (&tb.dtype, &tb.shape));
+        let da = &a[(ha.data_start + ta.begin) as usize..(ha.data_start + ta.end) as usize];
+        let db = &b[(hb.data_start + tb.begin) as usize..(hb.data_start + tb.end) as usize];
+        assert_eq!(da, db, "{}", ta.name);
+    }
+}
+
+#[test]
+fn hostile_containers_are_refused_without_output() {
+    let t = tempfile::tempdir().unwrap();
+    let input = model(t.path());
+    let packed = t.path().join("c.safetensors");
+    assert_eq!(tetrad(&["cfs1", "pack", s(&input), s(&packed)]).0, 0);
+    let good = std::fs::read(&packed).unwrap();
+    let n = u64::from_le_bytes(good[..8].try_into().unwrap()) as usize;
+    let header = std::str::from_utf8(&good[8..8 + n]).unwrap().to_owned();
+    // Offsets are relative to the data section, so a header of another length is fine.
+    let with_header = |h: &str| {
+        let mut v = (h.len() as u64).to_le_bytes().to_vec();
+        v.extend_from_slice(h.as_bytes());
+        v.extend_from_slice(&good[8 + n..]);
+        v
+    };
+    let first_end: u64 = {
+        let h = ShardHeader::parse(&good, good.len() as u64).unwrap();
+        h.tensor("w").unwrap().end
+    };
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("truncated", good[..good.len() - 3].to_vec()),
+        ("header length lie", {
+            let mut g = good.clone();
+            g[..8].copy_from_slice(&(good.len() as u64 * 2).to_le_bytes());
+            g
+        }),
+        ("huge header claim", {
+            let mut g = good.clone();
+            g[..8].copy_from_slice(&(600u64 << 20).to_le_bytes());
+            g
+        }),
+        ("bad json", with_header(&header.replacen('{', "[", 1))),
+        (
+            "overlap",
+            with_header(&header.replacen(
+                &format!("\"data_offsets\":[{first_end},"),
+                &format!("\"data_offsets\":[{},", first_end - 4),
+                1,
+            )),
+        ),
+        (
+            "out of range",
+            with_header(&header.replacen(
+                &format!("\"data_offsets\":[0,{first_end}]"),
+                "\"data_offsets\":[0,99999999]",
+                1,
+            )),
+        ),
+        ("shape lie", with_header(&header.replacen("\"shape\":[64,256]", "\"shape\":[64,255]", 1))),
+        ("not cfse", with_header(&header.replacen("\"cfse\":\"1\"", "\"cfse\":\"2\"", 1))),
+        ("payload flip", {
+            let mut g = good.clone();
+            let k = 8 + n + 60;
+            g[k] ^= 0x40;
+            g
+        }),
+    ];
+    for (what, bytes) in cases {
+        std::fs::write(&packed, &bytes).unwrap();
+        let out_path = t.path().join("out.safetensors");
+        let (code, out) = tetrad(&["cfs1", "unpack", s(&packed), s(&out_path)]);
+        assert_eq!(code, 1, "{what}: {out}");
+        assert!(out.starts_with("REFUSED E_"), "{what}: {out}");
+        assert!(!out_path.exists(), "{what}: no output on failure");
+        let (code, _) = tetrad(&["cfs1", "verify", s(&input), s(&packed)]);
+        assert_eq!(code, 1, "{what}");
+    }
+}
+
+#[test]
+fn names_that_need_escaping_are_refused_and_nothing_is_written() {
+    let t = tempfile::tempdir().unwrap();
+    let ts = [OutTensor { name: "we\"ird", dtype: "U8", shape: &[4], data: &[1, 2, 3, 4] }];
+    let p = t.path().join("m.safetensors");
+    std::fs::write(&p, shard_bytes(&BTreeMap::new(), &ts, HeaderStyle::EscapedUnpadded).unwrap())
+        .unwrap();
+    let out = t.path().join("o.safetensors");
+    let (code, text) = tetrad(&["cfs1", "pack", s(&p), s(&out)]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("escaping"), "{text}");
+    assert!(!out.exists());
+    assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1, "no temp file left");
+}
