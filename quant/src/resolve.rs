@@ -116,10 +116,10 @@ impl fmt::Display for E8Flags {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut sep = "";
         for (set, name) in [
-            (self.f32_blk, "f32_blk"),
-            (self.ue8m0_blk, "ue8m0_blk"),
-            (self.i8row, "i8row"),
-            (self.i4row, "i4row"),
+            (self.f32_blk, "fp8-e4m3-b128 with one f32 block scale [f32_blk]"),
+            (self.ue8m0_blk, "fp8 with four ue8m0 block scales [ue8m0_blk]"),
+            (self.i8row, "int8-row with one row [i8row]"),
+            (self.i4row, "int4-row with one row [i4row]"),
         ] {
             if set {
                 write!(f, "{sep}{name}")?;
