@@ -17,7 +17,7 @@
 //!    flag set → only a stamp decides; no flag → `e8-iq3-lattice`.
 //! 2. Row formats by weight bytes, first match wins: int8-row, int4-row, int2-row, int3-g64.
 //! 3. int4-row with `ns > 4·O`: group-size detection over
-//!    [`GROUP_SIZE_CANDIDATES`](crate::format::GROUP_SIZE_CANDIDATES), stopping at the first
+//!    [`GROUP_SIZE_CANDIDATES`], stopping at the first
 //!    `gs > I`; the first (finest) match makes it int4-grouped.
 //! 4. int8-row vs fp8 (the landmine): see [`ResolveError::Fp8Ue8m0`].
 //! 5. Scale cardinality: `ns` must be exactly the resolved format's scale bytes.

@@ -711,7 +711,7 @@ impl VerifyError<'_> {
 }
 
 /// TRUST-VERIFY-REFUSE for one tensor: `stamp` (its `colibri.fmt` entry, if any) must name a
-/// registered format, and `resolved` (normally from [`resolve`](crate::resolve) with that
+/// registered format, and `resolved` (normally from [`resolve()`](crate::resolve()) with that
 /// stamp) must be exactly that format. Unstamped, anything but a stamp-gated format passes.
 ///
 /// # Errors
