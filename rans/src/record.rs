@@ -57,7 +57,7 @@ pub const fn max_record_len(n_symbols: usize, n_streams: usize) -> usize {
         return head_len(0);
     }
     let per = (n_symbols / n_streams).saturating_add(1).saturating_mul(15);
-    let per = (per / 8 + (per % 8 != 0) as usize).saturating_add(4);
+    let per = (per / 8 + !per.is_multiple_of(8) as usize).saturating_add(4);
     head_len(n_streams).saturating_add(round16(per.saturating_mul(n_streams)))
 }
 

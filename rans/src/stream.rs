@@ -145,6 +145,7 @@ pub fn step_branch_free(
     let k = usize::from(v < 1 << 23) + usize::from(v < 1 << 15) + usize::from(v < 1 << 7);
     let k = k.min(end.saturating_sub(*pos));
     let w = read_be4(data, *pos);
+    #[allow(clippy::cast_possible_truncation)] // k ≤ 3.
     let shift = 8 * k as u32;
     #[allow(clippy::cast_possible_truncation)] // k bytes were needed, so the result fits.
     {

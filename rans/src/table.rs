@@ -183,7 +183,7 @@ impl Table {
         start: &[u32; SYMBOLS],
         slot_bytes: &[u8],
     ) -> Result<(), TableError> {
-        if slot_bytes.len() % 2 != 0 {
+        if !slot_bytes.len().is_multiple_of(2) {
             // Validate scale first so the class order holds even for odd lengths.
             let m = check_scale(scale_bits)?;
             check_starts_and_sum(m, freq, start)?;
@@ -479,7 +479,7 @@ mod tests {
     #[test]
     fn placeholder_is_valid() {
         let t = Table::new();
-        let slots: [u16; 16] = core::array::from_fn(|i| i as u16);
+        let slots: [u16; 16] = core::array::from_fn(|i| u16::try_from(i).unwrap());
         let u = Table::from_parts(4, t.freq(), t.start(), &slots).unwrap();
         assert_eq!(t, u);
         assert_eq!(t.slot_symbols(), &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);

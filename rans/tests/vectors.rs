@@ -134,7 +134,7 @@ fn record_vectors() {
         let len = encode_record(&t, Nibbles::Unpacked(&nibbles), n_streams, &mut dst).unwrap();
         assert_eq!(hex(&dst[..len]), hex(&want), "entry {k} (N = {n_streams}) encode");
         // Packed input gives the same record whenever the count is even.
-        if nibbles.len() % 2 == 0 {
+        if nibbles.len().is_multiple_of(2) {
             let mut dst2 = vec![0xAAu8; len];
             let len2 =
                 encode_record(&t, Nibbles::Packed(&pack(&nibbles)), n_streams, &mut dst2).unwrap();

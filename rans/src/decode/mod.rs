@@ -4,7 +4,7 @@
 //! one *round* (one symbol from every stream, `N` consecutive nibbles, `N/2` output bytes) at
 //! a time. The driver here, [`Decoder`], owns the per-stream state (`x`, read position, end)
 //! in fixed arrays and hands whole rounds to an *arm*, a kernel that must leave exactly the
-//! state and output the reference [`step`](crate::stream::step) would. Partial rounds (at an
+//! state and output the reference [`step`] would. Partial rounds (at an
 //! output chunk boundary, at the end, or when `N` is odd) are decoded here, symbol by symbol,
 //! with the reference step.
 //!
@@ -191,11 +191,11 @@ impl<'t, 'r> Decoder<'t, 'r> {
         let j0 = 2 * self.next_byte;
         let j1 = (j0 + 2 * out.len() as u64).min(self.record.n_symbols());
         let mut j = j0;
-        while j < j1 && j % nn != 0 {
+        while j < j1 && !j.is_multiple_of(nn) {
             self.nibble(j, j0, out);
             j += 1;
         }
-        if n_streams % 2 == 0 {
+        if n_streams.is_multiple_of(2) {
             // Bounded by out.len() / (N/2).
             #[allow(clippy::cast_possible_truncation)]
             let rounds = ((j1 - j) / nn) as usize;
@@ -280,7 +280,7 @@ fn rounds_with(
     out: &mut [u8],
     rounds: usize,
 ) {
-    debug_assert!(x.len() % 2 == 0 && out.len() == rounds * x.len() / 2);
+    debug_assert!(x.len().is_multiple_of(2) && out.len() == rounds * x.len() / 2);
     match arm {
         Arm::Scalar => scalar::rounds_reference(table, data, x, pos, end, out, rounds),
         Arm::ScalarBranchFree => scalar::rounds_branch_free(table, data, x, pos, end, out, rounds),
