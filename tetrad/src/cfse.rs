@@ -116,7 +116,10 @@ pub fn cert(input: &Path) -> Result<Vec<TensorReport>, Refusal> {
 }
 
 /// Decodes every tensor of a container, checking everything a hostile file could lie about.
-fn decode_container(container: &Path) -> Result<(Input, Vec<(usize, Vec<u8>)>), Refusal> {
+/// Decoded tensors: (index in the container's header, bytes).
+type Decoded = Vec<(usize, Vec<u8>)>;
+
+fn decode_container(container: &Path) -> Result<(Input, Decoded), Refusal> {
     let c = Input::open(container, false)?;
     let refuse = |class, d: String| Refusal::new(class, format!("{}: {d}", container.display()));
     if c.header.metadata.as_ref().and_then(|m| m.get("cfse")).map(String::as_str) != Some("1") {

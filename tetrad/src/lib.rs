@@ -12,6 +12,7 @@
 
 pub mod cfse;
 pub mod cli;
+pub mod container;
 pub mod io;
 pub mod json;
 pub mod progress;

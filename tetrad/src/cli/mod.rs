@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 pub mod cfs1;
 pub mod demo;
+pub mod inspect;
 pub mod pack;
 pub mod resolve;
 pub mod unpack;
@@ -37,6 +38,8 @@ pub enum Command {
     Unpack(unpack::UnpackArgs),
     /// CFS1 containers: every tensor of a safetensors file as one CFS1 blob.
     Cfs1(cfs1::Cfs1Args),
+    /// Show a shard's header, metadata, stamps and each tensor's format.
+    Inspect(inspect::InspectArgs),
     /// Probe format inference: which format do these byte counts (and stamp) resolve to?
     Resolve(resolve::ResolveArgs),
 }
@@ -53,6 +56,7 @@ pub fn main() -> ExitCode {
         Command::Verify(args) => verify::run(&args),
         Command::Unpack(args) => unpack::run(&args),
         Command::Cfs1(args) => cfs1::run(&args),
+        Command::Inspect(args) => inspect::run(&args),
         Command::Resolve(args) => resolve::run(&args),
     }
 }

@@ -1,0 +1,181 @@
+//! `tetrad inspect`: what is in a shard — header, metadata, stamps, and each tensor's format.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use tetrad_quant::resolve;
+use tetrad_rans::Record;
+
+use crate::rans256::{FORMAT_NAME, STAMP_KEY, TABLE_KEY};
+use crate::shard::TensorEntry;
+use crate::shardset::Shard;
+
+/// Options of `tetrad inspect`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+For every shard: its size and header, the metadata keys (stamps counted, the int4-rans256-g0
+table summarised), and one line per tensor: dtype, shape, bytes and format. A stamped tensor
+shows its stamp, verified against the bytes; an unstamped quantized tensor `X` (with scales
+in `X.qs`) shows the format byte arithmetic gives when [O, I] is read from the stored shape —
+the file does not record I, so pass the model's real [O, I] to `tetrad resolve` when it
+matters.
+
+Examples:
+  tetrad inspect model-00001-of-00004.safetensors
+  tetrad inspect --json packed/out-rans-00000.safetensors")]
+pub struct InspectArgs {
+    /// Shards to inspect.
+    #[arg(required = true, value_name = "SHARD")]
+    pub shards: Vec<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The format line of one tensor.
+fn describe(
+    shard: &Shard,
+    stamps: &serde_json::Map<String, serde_json::Value>,
+    t: &TensorEntry,
+) -> String {
+    let stamp = stamps.get(&t.name).and_then(|v| v.as_str());
+    if stamp == Some(FORMAT_NAME) {
+        return match Record::parse_format(shard.data(t)) {
+            Ok(r) => format!(
+                "{FORMAT_NAME} (stamped): {} nibbles, {:.4} of int4-row",
+                r.n_symbols(),
+                t.len() as f64 / r.packed_bytes().max(1) as f64
+            ),
+            Err(e) => format!("{FORMAT_NAME} (stamped) REFUSED {}: {e}", e.class()),
+        };
+    }
+    if let Some(base) = t.name.strip_suffix(".qs")
+        && shard.header.tensor(base).is_some()
+    {
+        return format!("scales of {base}");
+    }
+    let qs = shard.header.tensor(&format!("{}.qs", t.name));
+    let ns = qs.map_or(0, |q| match q.dtype.as_str() {
+        "BF16" | "F16" => 2 * q.len(),
+        _ => q.len(),
+    });
+    let (o, c) = match t.shape[..] {
+        [o, c] => (o, c),
+        _ => match qs {
+            Some(q) if q.dtype == "F32" && q.len() >= 4 => {
+                (q.len() / 4, t.len() / (q.len() / 4).max(1))
+            }
+            _ => return stamp.map_or_else(|| "-".to_owned(), |s| format!("{s} (stamped)")),
+        },
+    };
+    let nb = t.len();
+    let widths: &[(u64, &str)] = match t.dtype.as_str() {
+        "F32" => &[(1, "")],
+        _ => &[(1, " (I = C)"), (2, " (I = 2C)"), (4, " (I = 4C)")],
+    };
+    let readings: Vec<String> = widths
+        .iter()
+        .filter_map(|&(k, label)| {
+            let i = c.saturating_mul(k);
+            resolve(o, i, nb, ns, stamp).ok().map(|r| format!("{r} if I = {i}{label}"))
+        })
+        .collect();
+    if !readings.is_empty() {
+        let s = if stamp.is_some() { " (stamped, verified)" } else { "" };
+        let head = if readings.len() == 1 { "one reading" } else { "readings" };
+        return format!("{head}{s}; O = {o}, I not stored: {}", readings.join(" | "));
+    }
+    match (stamp, resolve(o, c, nb, ns, stamp)) {
+        (_, Err(e)) => format!("REFUSED {}: {e}", e.class()),
+        (Some(s), Ok(_)) => format!("{s} (stamped)"),
+        (None, Ok(r)) => r.to_string(),
+    }
+}
+
+/// Runs `tetrad inspect`.
+pub fn run(args: &InspectArgs) -> ExitCode {
+    let mut failed = false;
+    let mut out = Vec::new();
+    for path in &args.shards {
+        let shard = match Shard::open(path) {
+            Ok(s) => s,
+            Err(e) => {
+                failed = true;
+                if args.json {
+                    out.push(serde_json::json!({"shard": path, "refused": {"class": e.class, "detail": e.detail}}));
+                } else {
+                    println!("REFUSED {}: {}", e.class, e.detail);
+                }
+                continue;
+            }
+        };
+        let meta = shard.header.metadata.clone().unwrap_or_default();
+        let stamps: serde_json::Map<String, serde_json::Value> =
+            meta.get(STAMP_KEY).and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+        let tensors: Vec<(String, &TensorEntry)> =
+            shard.header.tensors.iter().map(|t| (describe(&shard, &stamps, t), t)).collect();
+        if args.json {
+            let meta_json: serde_json::Map<String, serde_json::Value> = meta
+                .iter()
+                .map(|(k, v)| {
+                    let summary = if k == TABLE_KEY {
+                        crate::table_json::parse(v).map_or_else(
+                            |e| serde_json::json!({"refused": e.class()}),
+                            |p| serde_json::json!({"scale_bits": p.scale_bits, "freq": p.freq}),
+                        )
+                    } else {
+                        serde_json::Value::String(v.clone())
+                    };
+                    (k.clone(), summary)
+                })
+                .collect();
+            out.push(serde_json::json!({
+                "shard": path,
+                "bytes": shard.bytes.len(),
+                "header_bytes": shard.header.data_start - 8,
+                "metadata": meta_json,
+                "tensors": tensors.iter().map(|(f, t)| serde_json::json!({
+                    "name": t.name, "dtype": t.dtype, "shape": t.shape, "bytes": t.len(),
+                    "stamp": stamps.get(&t.name), "format": f,
+                })).collect::<Vec<_>>(),
+            }));
+            continue;
+        }
+        println!(
+            "== {} ({} bytes, header {} bytes, {} tensor(s))",
+            path.display(),
+            shard.bytes.len(),
+            shard.header.data_start - 8,
+            shard.header.tensors.len()
+        );
+        for (k, v) in &meta {
+            if k == STAMP_KEY {
+                println!("  metadata {k}: {} stamp(s)", stamps.len());
+            } else if k == TABLE_KEY {
+                match crate::table_json::parse(v) {
+                    Ok(p) => println!(
+                        "  metadata {k}: scale_bits {}, crc32 {:08x}, freq {:?}",
+                        p.scale_bits,
+                        crc32fast::hash(&crate::table_json::slot_bytes(&p.slots)),
+                        p.freq
+                    ),
+                    Err(e) => println!("  metadata {k}: REFUSED {}: {e}", e.class()),
+                }
+            } else {
+                let short: String = v.chars().take(80).collect();
+                println!(
+                    "  metadata {k}: {short}{}",
+                    if v.chars().count() > 80 { "…" } else { "" }
+                );
+            }
+        }
+        for (f, t) in &tensors {
+            println!("  {} {} {:?} {} bytes: {f}", t.name, t.dtype, t.shape, t.len());
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::Value::Array(out));
+    }
+    if failed { ExitCode::from(super::EXIT_FAILURE) } else { ExitCode::SUCCESS }
+}

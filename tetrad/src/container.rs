@@ -1,0 +1,262 @@
+//! [`Container`]: the library entry point for engines — open a checkpoint (one shard or a
+//! directory of shards), ask for a tensor by name with the `[O, I]` the model config gives,
+//! and get a typed view whose format was decided by TRUST-VERIFY-REFUSE.
+//!
+//! Opening ingests every shard's `colibri.fmt` stamps with the container rules (a tensor
+//! stamped two different ways anywhere is refused, naming both claims; agreeing duplicates
+//! collapse; at most 4096 names). [`Container::tensor`] dispatches on the stamp first: a
+//! tensor stamped `int4-rans256-g0` is parsed as a record (with its shard's table) and nothing
+//! else; any other tensor goes through byte-arithmetic inference (`tetrad_quant::resolve`),
+//! with its stamp, if any, verified against the bytes. An unstamped U8 tensor is never
+//! presumed entropy-coded.
+
+use std::path::{Path, PathBuf};
+
+use tetrad_quant::stamp::StampSet;
+use tetrad_quant::{Format, Resolved, resolve};
+use tetrad_rans::{Record, Table, decode_record};
+
+use crate::rans256::{FORMAT_NAME, Refusal, STAMP_KEY, TABLE_KEY, table_from_parts};
+use crate::shardset::{Loc, ShardSet};
+use crate::table_json;
+
+/// An opened checkpoint.
+#[derive(Debug)]
+pub struct Container {
+    set: ShardSet,
+    stamps: StampSet,
+}
+
+/// Scales of a tensor as stored (`X.qs`), with their dtype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredScales<'a> {
+    /// dtype string (`F32`, `BF16`, `F16`, or `U8` for UE8M0).
+    pub dtype: &'a str,
+    /// Raw bytes.
+    pub bytes: &'a [u8],
+}
+
+impl StoredScales<'_> {
+    /// The scale bytes as the resolver counts them: f32 bytes after widening, raw for U8.
+    pub fn resolve_bytes(&self) -> u64 {
+        match self.dtype {
+            "BF16" | "F16" => 2 * self.bytes.len() as u64,
+            _ => self.bytes.len() as u64,
+        }
+    }
+
+    /// The scales widened to f32 (`None` for U8 UE8M0 scales or an unknown dtype).
+    pub fn to_f32(&self) -> Option<Vec<f32>> {
+        match self.dtype {
+            "F32" => Some(
+                self.bytes
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            ),
+            "BF16" => Some(
+                self.bytes
+                    .chunks_exact(2)
+                    .map(|c| f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16))
+                    .collect(),
+            ),
+            "F16" => Some(
+                self.bytes
+                    .chunks_exact(2)
+                    .map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]])))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// IEEE half → single, exact (every f16 is an f32).
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h >> 15) << 31;
+    let exp = u32::from((h >> 10) & 0x1F);
+    let man = u32::from(h & 0x3FF);
+    let bits = match (exp, man) {
+        (0, 0) => sign,
+        (0, m) => {
+            // Subnormal: m · 2^-24, exact in f32.
+            let v = m as f32 * f32::from_bits(0x3380_0000); // 2^-24
+            return if sign != 0 { -v } else { v };
+        }
+        (31, 0) => sign | 0x7F80_0000,
+        (31, m) => sign | 0x7FC0_0000 | (m << 13),
+        (e, m) => sign | ((e + 112) << 23) | (m << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// A tensor whose format has been decided.
+#[derive(Debug)]
+pub enum TensorView<'a> {
+    /// A dense registry format: weights and scales as stored.
+    Dense {
+        /// The resolved format (and group size).
+        resolved: Resolved,
+        /// Weight bytes.
+        weights: &'a [u8],
+        /// Scales (`X.qs`), if the tensor has them.
+        scales: Option<StoredScales<'a>>,
+        /// Rows.
+        o: u64,
+        /// Columns.
+        i: u64,
+    },
+    /// An `int4-rans256-g0` record: decodes losslessly to int4-row bytes.
+    Rans256 {
+        /// The parsed record.
+        record: Record<'a>,
+        /// Its shard's table.
+        table: Box<Table>,
+        /// Per-row scales (as int4-row).
+        scales: StoredScales<'a>,
+        /// Rows.
+        o: u64,
+        /// Columns.
+        i: u64,
+    },
+}
+
+impl TensorView<'_> {
+    /// The format of the view.
+    pub fn format(&self) -> Format {
+        match self {
+            Self::Dense { resolved, .. } => resolved.format,
+            Self::Rans256 { .. } => Format::Int4Rans256G0,
+        }
+    }
+
+    /// Bytes [`decode_into`](Self::decode_into) writes: the dense weight bytes (int4-row bytes
+    /// for a record).
+    pub fn decoded_len(&self) -> u64 {
+        match self {
+            Self::Dense { weights, .. } => weights.len() as u64,
+            Self::Rans256 { record, .. } => record.packed_bytes(),
+        }
+    }
+
+    /// Writes the dense weight bytes into `out` (exactly [`decoded_len`](Self::decoded_len)
+    /// bytes): a copy for dense formats, a checked decode for records.
+    pub fn decode_into(&self, out: &mut [u8]) -> Result<(), Refusal> {
+        if out.len() as u64 != self.decoded_len() {
+            return Err(Refusal::new(
+                "E_OUTPUT_LEN",
+                format!("output holds {} bytes, expected {}", out.len(), self.decoded_len()),
+            ));
+        }
+        match self {
+            Self::Dense { weights, .. } => out.copy_from_slice(weights),
+            Self::Rans256 { record, table, .. } => {
+                decode_record(table, record, out)
+                    .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Container {
+    /// Opens a shard file or every `*.safetensors` of a directory.
+    pub fn open(path: &Path) -> Result<Self, Refusal> {
+        let set = if path.is_dir() {
+            ShardSet::open_dir(path)?
+        } else {
+            ShardSet::open_files(&[PathBuf::from(path)])?
+        };
+        let mut stamps = StampSet::new();
+        for s in &set.shards {
+            let value =
+                s.header.metadata.as_ref().and_then(|m| m.get(STAMP_KEY)).map(String::as_str);
+            stamps
+                .ingest(&s.basename(), value)
+                .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+        }
+        Ok(Self { set, stamps })
+    }
+
+    /// The shards and their index.
+    pub fn shards(&self) -> &ShardSet {
+        &self.set
+    }
+
+    /// The container's stamps.
+    pub fn stamps(&self) -> &StampSet {
+        &self.stamps
+    }
+
+    /// Tensor names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.set.index.keys().map(String::as_str)
+    }
+
+    fn scales(&self, name: &str) -> Option<StoredScales<'_>> {
+        let (loc, e) = self.set.get(&format!("{name}.qs"))?;
+        Some(StoredScales { dtype: &e.dtype, bytes: self.set.data(loc) })
+    }
+
+    /// The tensor `name` of a `[o, i]` weight matrix, its format decided by its stamp (verified)
+    /// or by byte arithmetic.
+    pub fn tensor(&self, name: &str, o: u64, i: u64) -> Result<TensorView<'_>, Refusal> {
+        let (loc, _) = self.set.get(name).ok_or_else(|| {
+            Refusal::new("E_TENSOR_MISSING", format!("no tensor {name:?} in the container"))
+        })?;
+        let weights = self.set.data(loc);
+        let scales = self.scales(name);
+        let ns = scales.map_or(0, |s| s.resolve_bytes());
+        let stamp = self.stamps.get(name);
+        if stamp == Some(FORMAT_NAME) {
+            return self.rans256(name, loc, o, i, scales);
+        }
+        let resolved = resolve(o, i, weights.len() as u64, ns, stamp)
+            .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
+        Ok(TensorView::Dense { resolved, weights, scales, o, i })
+    }
+
+    fn rans256<'a>(
+        &'a self,
+        name: &str,
+        loc: Loc,
+        o: u64,
+        i: u64,
+        scales: Option<StoredScales<'a>>,
+    ) -> Result<TensorView<'a>, Refusal> {
+        let refuse = |class, d: String| Refusal::new(class, format!("{name}: {d}"));
+        let entry = self.set.entry(loc);
+        if entry.dtype != "U8" {
+            return Err(refuse(
+                "E_STAMP_DTYPE",
+                format!("stamped {FORMAT_NAME} but dtype {}", entry.dtype),
+            ));
+        }
+        let scales =
+            scales.ok_or_else(|| refuse("E_GEOMETRY_NO_SCALES", "no .qs scales".into()))?;
+        resolve(o, i, entry.len(), scales.resolve_bytes(), Some(FORMAT_NAME))
+            .map_err(|e| refuse(e.class(), e.to_string()))?;
+        let shard = &self.set.shards[loc.shard];
+        let text =
+            shard.header.metadata.as_ref().and_then(|m| m.get(TABLE_KEY)).ok_or_else(|| {
+                refuse("E_TABLE_MISSING", format!("shard {} has no {TABLE_KEY}", shard.basename()))
+            })?;
+        let parts = table_json::parse(text).map_err(|e| refuse(e.class(), e.to_string()))?;
+        let table =
+            Box::new(table_from_parts(&parts).map_err(|e| refuse(e.class(), e.to_string()))?);
+        let record = Record::parse_format(self.set.data(loc))
+            .map_err(|e| refuse(e.class(), e.to_string()))?;
+        let want = o.checked_mul(i.div_ceil(2)).and_then(|b| b.checked_mul(2));
+        if Some(record.n_symbols()) != want {
+            return Err(refuse(
+                "E_COUNT_MISMATCH",
+                format!(
+                    "record holds {} nibbles, [{o}, {i}] int4-row needs 2·O·ceil(I/2) = {}",
+                    record.n_symbols(),
+                    want.map_or_else(|| "overflow".to_owned(), |w| w.to_string())
+                ),
+            ));
+        }
+        Ok(TensorView::Rans256 { record, table, scales, o, i })
+    }
+}

@@ -1,0 +1,110 @@
+//! `Container`: stamp-gated dispatch, typed views, stamp conflicts; and `tetrad inspect`.
+#![allow(clippy::cast_possible_truncation)]
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use tetrad::container::{Container, TensorView};
+use tetrad::rans256::pack::{PackOptions, pack};
+use tetrad::shard::{HeaderStyle, OutTensor, shard_bytes};
+use tetrad_quant::Format;
+
+const W: &str = "model.layers.0.mlp.experts.1.up_proj.weight";
+
+#[test]
+fn records_and_dense_weights_decode_to_the_same_bytes() {
+    let t = tempfile::tempdir().unwrap();
+    let (input, packed) = (t.path().join("in"), t.path().join("packed"));
+    tetrad::synth::write_expert_checkpoint(&input, 1, 2, 32, 777, 9).unwrap();
+    pack(&PackOptions {
+        indir: input.clone(),
+        outdir: packed.clone(),
+        layers: None,
+        select: None,
+        force: false,
+        threads: Some(1),
+        quiet: true,
+    })
+    .unwrap();
+
+    let dense = Container::open(&input).unwrap();
+    let coded = Container::open(&packed.join("out-rans-00000.safetensors")).unwrap();
+    let d = dense.tensor(W, 32, 777).unwrap();
+    let c = coded.tensor(W, 32, 777).unwrap();
+    assert_eq!(d.format(), Format::Int4Row);
+    assert_eq!(c.format(), Format::Int4Rans256G0);
+    assert!(matches!(c, TensorView::Rans256 { .. }));
+    let mut a = vec![0u8; d.decoded_len() as usize];
+    let mut b = vec![0u8; c.decoded_len() as usize];
+    d.decode_into(&mut a).unwrap();
+    c.decode_into(&mut b).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(c.decode_into(&mut b[1..]).unwrap_err().class, "E_OUTPUT_LEN");
+
+    // The record's nibble count must match the caller's [O, I].
+    assert_eq!(coded.tensor(W, 32, 779).unwrap_err().class, "E_COUNT_MISMATCH");
+    assert_eq!(coded.tensor(W, 31, 777).unwrap_err().class, "E_SCALE_COUNT");
+    assert_eq!(coded.tensor("nope", 1, 1).unwrap_err().class, "E_TENSOR_MISSING");
+    // Unstamped U8 weights are never presumed entropy-coded: a record read without its stamp
+    // resolves by byte arithmetic only, and here nothing fits.
+    assert!(dense.tensor(W, 32, 100).is_err());
+}
+
+fn shard_with_stamp(path: &std::path::Path, stamp: &str) {
+    let w = vec![0x88u8; 4 * 8];
+    let qs = vec![0u8; 16];
+    let ts = [
+        OutTensor { name: "a", dtype: "U8", shape: &[4, 8], data: &w },
+        OutTensor { name: "a.qs", dtype: "F32", shape: &[4], data: &qs },
+    ];
+    let meta: BTreeMap<String, String> =
+        [("colibri.fmt".to_owned(), format!("{{\"a\": \"{stamp}\"}}"))].into();
+    std::fs::write(path, shard_bytes(&meta, &ts, HeaderStyle::EscapedUnpadded).unwrap()).unwrap();
+}
+
+#[test]
+fn stamps_are_trusted_verified_and_conflicts_refused() {
+    let t = tempfile::tempdir().unwrap();
+    shard_with_stamp(&t.path().join("a.safetensors"), "int4-row");
+    let c = Container::open(&t.path().join("a.safetensors")).unwrap();
+    assert_eq!(c.tensor("a", 4, 16).unwrap().format(), Format::Int4Row);
+    // The stamp says int4-row; bytes read as int8-row [4, 8] disagree with it: refused.
+    let e = c.tensor("a", 4, 8).unwrap_err();
+    assert!(e.class.starts_with("E_"), "{e}");
+    shard_with_stamp(&t.path().join("b.safetensors"), "int8-row");
+    let e = Container::open(t.path()).unwrap_err();
+    assert_eq!(e.class, "E_STAMP_CONFLICT");
+    assert!(e.detail.contains("int4-row") && e.detail.contains("int8-row"), "{e}");
+}
+
+#[test]
+fn inspect_reports_formats() {
+    let t = tempfile::tempdir().unwrap();
+    let (input, packed) = (t.path().join("in"), t.path().join("packed"));
+    tetrad::synth::write_expert_checkpoint(&input, 1, 1, 16, 256, 2).unwrap();
+    pack(&PackOptions {
+        indir: input.clone(),
+        outdir: packed.clone(),
+        layers: None,
+        select: None,
+        force: false,
+        threads: None,
+        quiet: true,
+    })
+    .unwrap();
+    let run = |p: &std::path::Path| {
+        let o = Command::new(env!("CARGO_BIN_EXE_tetrad")).arg("inspect").arg(p).output().unwrap();
+        (o.status.code().unwrap(), String::from_utf8(o.stdout).unwrap())
+    };
+    let (code, out) = run(&packed.join("out-rans-00000.safetensors"));
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("int4-rans256-g0 (stamped): 4096 nibbles"), "{out}");
+    assert!(out.contains("metadata colibri.int4-rans256-g0.table: scale_bits 14, crc32 "), "{out}");
+    let (code, out) = run(&input.join("model-00001-of-00001.safetensors"));
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("readings; O = 16, I not stored: int8-row if I = 128 (I = C) | int4-row if I = 256 (I = 2C) | int2-row if I = 512 (I = 4C)"), "{out}");
+    assert!(out.contains("scales of model.layers.0.mlp.experts.0.up_proj.weight"), "{out}");
+    let (code, out) = run(&t.path().join("missing.safetensors"));
+    assert_eq!(code, 1);
+    assert!(out.starts_with("REFUSED E_IO"), "{out}");
+}
