@@ -266,7 +266,7 @@ pub enum ResolveError {
     /// The scale bytes are not what the resolved format needs.
     #[error(
         "{format} [{o}, {i}] needs {expected} scale bytes, got {got}{}",
-        if *.format == Format::Int4Row { " (no group size in 16..256 fits either)" } else { "" }
+        if *.format == Format::Int4Row && *.got > *.expected { " (no group size in 16..256 fits either)" } else { "" }
     )]
     ScaleCount {
         /// The format the weight bytes resolved to.

@@ -503,3 +503,14 @@ fn display_of_resolved() {
     assert_eq!(ok(8, 4096, 8 * 2048, 32, None).to_string(), "int4-row");
     assert_eq!(ok(8, 4096, 8 * 64 * 24, 4 * 8 * 64, None).to_string(), "int3-g64");
 }
+
+#[test]
+fn group_hint_only_when_groups_were_tried() {
+    // Fewer scale bytes than one per row: no group detection ran, so no hint.
+    let e = err(8, 64, 256, 16, None);
+    assert_eq!(
+        e,
+        ResolveError::ScaleCount { format: Format::Int4Row, o: 8, i: 64, expected: 32, got: 16 }
+    );
+    assert_eq!(e.to_string(), "int4-row [8, 64] needs 32 scale bytes, got 16");
+}
