@@ -31,9 +31,11 @@ fn main() {
     rec.truncate(len);
     let r = Record::parse_format(&rec).unwrap();
     let mut out = vec![0u8; bytes];
-    for &arm in Arm::ALL {
+    let only = std::env::args().nth(2);
+    let reps = if only.is_some() { 1 } else { 15 };
+    for &arm in Arm::ALL.iter().filter(|a| only.as_deref().is_none_or(|o| o == a.name())) {
         let mut best = f64::MAX;
-        for _ in 0..15 {
+        for _ in 0..reps {
             let (t, c) = (Instant::now(), cpu_ns());
             decode_record_with(arm, &table, &r, &mut out).unwrap();
             let cpu = (cpu_ns() - c) as f64 * 1e-9;
