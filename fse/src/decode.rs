@@ -11,28 +11,44 @@
 //! After a step `x = freq · (x >> 12) + bias` with `x ≥ L = 2^23` before it, `x >> 12 ≥ 2^11`
 //! and `freq ≥ 1`, so the new `x ≥ 2^11`: two refill bytes (`2^11 → 2^19 → 2^27`) always
 //! bring it back to `≥ L`. A pair therefore consumes at most 4 bytes, and a block of
-//! `BLOCK = 16` pairs at most 64. While at least 64 payload bytes remain and at least 16
-//! pairs are left, the decoder takes a `&[u8; 64]` window (one length check) and runs the
-//! block with no per-byte bounds branch: before pair `i` of the block at most `4i ≤ 60`
-//! bytes were consumed, so the 4-byte peek at the consumed offset `q` stays in the window;
-//! `q.min(60)` is a no-op by this argument and only lets the compiler see the bound. Pairs
-//! outside such blocks (the last < 64 bytes, the last < 16 pairs) go through the checked
-//! step, which tests every byte fetch. Both paths compute the same function, so a blob's
-//! outcome never depends on which path decoded which pair.
+//! `BLOCK = 16` pairs at most `4 × 16 = 64`. While at least 16 pairs are left and at least 64
+//! payload bytes remain — the spec's "`remaining ≥ 4 × pairs`" — the decoder takes a
+//! `&[u8; 64]` window (one length check for the block) and runs the block with no per-byte
+//! bounds branch:
+//! - before pair `i` (0-based) of the block at most `4i` bytes were consumed; the pair reads
+//!   its bytes from `cur`, a register holding the stream from the consumed offset `q` on,
+//!   of which at least the top 4 bytes are valid;
+//! - `cur` for pair `i + 1` is an 8-byte load at `q_i` (issued while pair `i` decodes, so the
+//!   load is off the states' dependency chains) shifted past pair `i`'s `≤ 4` bytes: at least
+//!   4 valid bytes remain on top;
+//! - that load reads `q_i .. q_i + 8` with `q_i ≤ 4i ≤ 56` for `i ≤ 14`: inside the window.
+//!   The code indexes `q.min(56)`, which by this argument never changes `q` for `i ≤ 14`
+//!   and only lets the compiler see the bound; for `i = 15` it may clamp, but that load only
+//!   feeds `cur` of pair 16, which this block never decodes (the next block reloads).
+//!
+//! Pairs outside such blocks (the last < 64 payload bytes, the last < 16 pairs) take the
+//! checked step, which tests every byte fetch and is the spec's loop verbatim. Both compute
+//! the same function — same states, same bytes consumed — so a blob's outcome never depends on
+//! which path decoded which pair; a unit test compares the two on valid, damaged and
+//! hostile-state blobs.
 //!
 //! # The dependency chain
 //! Each state is a serial chain: `slot = x & 4095` → table load → `freq · (x >> 12)` → `+ bias`
-//! → compare with `L` → select the refilled value. The two states run in parallel, so one
-//! pair costs about one chain latency (≈ 12–14 cycles); the refill is branch-free (a select
-//! between `x`, `x << 8 | b0`, `x << 16 | b0 b1`) because renormalisation happens on about a
-//! third of the steps at random, where a branch would mispredict often. See
-//! `docs/PERFORMANCE.md` for measured numbers.
+//! → compare with `L` → select the refilled value (≈ 13 cycles on Zen 3/4: 1 + 4 + 3 + 1 + 4).
+//! The two states overlap, so a pair costs about one chain latency plus what the ≈ 50
+//! instructions per pair add on a 4-ALU core. The refill is branch-free (a select between
+//! `y`, `y << 8 | b0`, `y << 16 | b0 b1`) because about a third of the steps refill, at
+//! random, where a branch would mispredict often; and state B's bytes follow A's in the
+//! stream, which couples the chains only through a shift of `cur`, never through a load.
+//! See `docs/PERFORMANCE.md` for measured numbers.
 //!
 //! # What the decoder writes
 //! On `Ok(n)` exactly `dst[..n]` is written (the decoded bytes). On a header-stage error
 //! nothing is written. On a payload-stage error (`E_TRUNCATED`, `E_LEFTOVER`,
 //! `E_FINAL_STATE`) `dst[..rawlen]` is set to zero before returning, so no partially decoded
 //! data can be mistaken for output; `dst[rawlen..]` is never touched.
+
+use core::hint::select_unpredictable;
 
 use crate::error::DecodeError;
 use crate::header::{self, HEADER_LEN, MIN_RANS_LEN, Mode};
@@ -116,20 +132,26 @@ fn step(t: &DecodeTable, x: u32) -> (u32, u8) {
     (y, sym)
 }
 
+/// Eight stream bytes at `at`, big-endian (first byte on top).
+#[inline(always)]
+fn load8(win: &[u8; WINDOW], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&win[at..at + 8]);
+    u64::from_be_bytes(b)
+}
+
 /// Refills `y` (the state after a step, `≥ 2^11`) from the big-endian peek `w` whose top
 /// bytes are the next stream bytes; returns the new state and the bytes consumed (0..=2).
 #[inline(always)]
-fn refill(y: u32, w: u32) -> (u32, usize) {
-    let one = (y << 8) | (w >> 24);
-    let two = (y << 16) | (w >> 16);
+fn refill(y: u32, w: u64) -> (u32, usize) {
+    // The top one and two bytes of w.
+    #[allow(clippy::cast_possible_truncation)]
+    let (b1, b2) = ((w >> 56) as u32, (w >> 48) as u32);
+    let one = (y << 8) | b1;
+    let two = (y << 16) | b2;
     let k = usize::from(y < L) + usize::from(y < 1 << 15);
-    let x = if y < 1 << 15 {
-        two
-    } else if y < L {
-        one
-    } else {
-        y
-    };
+    // `select_unpredictable` asks for cmov: these conditions are coin flips to a predictor.
+    let x = select_unpredictable(y < 1 << 15, two, select_unpredictable(y < L, one, y));
     (x, k)
 }
 
@@ -150,18 +172,24 @@ fn decode_pairs(
         out.get_mut(j..).and_then(<[u8]>::first_chunk_mut::<BLOCK>),
     ) {
         let mut q = 0usize;
+        // `cur`: the stream from offset q on, big-endian, top 4 bytes valid (a pair needs at
+        // most 4). It is the previous pair's 8-byte load shifted past that pair's bytes, so
+        // the load sits one pair ahead of its use and off the states' dependency chains.
+        let mut cur = load8(win, 0);
         for o in chunk.iter_mut() {
-            // q ≤ 4 · (pairs done in this block) ≤ 60: the min never changes q.
-            let at = q.min(WINDOW - 4);
-            let w = u32::from_be_bytes([win[at], win[at + 1], win[at + 2], win[at + 3]]);
+            // q ≤ 4 · (pairs done) ≤ 56 for the first 15 pairs, so the min is a no-op there;
+            // for the 16th pair it may clamp, and then only feeds `cur` of a pair this block
+            // never decodes.
+            let ahead = load8(win, q.min(WINDOW - 8));
             let (ya, sa) = step(t, xa);
-            let (na, ka) = refill(ya, w);
+            let (na, ka) = refill(ya, cur);
+            // B's bytes follow A's: shift A's (0, 1 or 2) out.
             let (yb, sb) = step(t, xb);
-            // B's bytes follow A's: shift A's (0, 1 or 2) out of the peek.
-            let (nb, kb) = refill(yb, w << (8 * ka));
+            let (nb, kb) = refill(yb, cur << (8 * ka));
             xa = na;
             xb = nb;
             q += ka + kb;
+            cur = ahead << (8 * (ka + kb));
             *o = sa | sb << 4;
         }
         p += q;
@@ -202,4 +230,126 @@ fn checked_step(
     }
     *x = y;
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The fast blocks against the spec's loop: a decoder that takes the checked step for
+    //! every pair must give the same outcome (result and bytes) on valid and damaged blobs.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    fn reference(src: &[u8], dst: &mut [u8]) -> Result<usize, DecodeError> {
+        let parsed = header::parse(src, Some(dst.len()))?;
+        let n = parsed.header.len();
+        if parsed.header.mode == Mode::Raw {
+            dst[..n].copy_from_slice(&src[HEADER_LEN..]);
+            return Ok(n);
+        }
+        let mut t = DecodeTable::new();
+        t.rebuild(&parsed.freq);
+        let payload = &src[MIN_RANS_LEN..];
+        let (mut xa, mut xb) = parsed.states;
+        let mut p = 0;
+        for (at, o) in dst[..n].iter_mut().enumerate() {
+            let sa = checked_step(&t, &mut xa, payload, &mut p, at)?;
+            let sb = checked_step(&t, &mut xb, payload, &mut p, at)?;
+            *o = sa | sb << 4;
+        }
+        if p != payload.len() {
+            return Err(DecodeError::Leftover { unread: payload.len() - p });
+        }
+        if xa != L || xb != L {
+            return Err(DecodeError::FinalState { a: xa, b: xb });
+        }
+        Ok(n)
+    }
+
+    fn same_outcome(blob: &[u8], n: usize) -> Result<(), TestCaseError> {
+        let mut fast = [0u8; 4096];
+        let mut slow = [0u8; 4096];
+        let n = n.min(fast.len());
+        let rf = decompress_into(blob, &mut fast[..n]);
+        let rs = reference(blob, &mut slow[..n]);
+        prop_assert_eq!(rf, rs);
+        if let Ok(k) = rf {
+            prop_assert_eq!(&fast[..k], &slow[..k]);
+        }
+        Ok(())
+    }
+
+    /// `n` bytes whose nibbles follow `weights` (many tiny weights make the rare symbols
+    /// with frequency < 16 whose steps need two refill bytes), from an LCG seeded by `seed`.
+    fn blob(weights: &[u32; 16], seed: u64, n: usize) -> ([u8; 4096 + 73], usize) {
+        let total: u32 = weights.iter().sum::<u32>().max(1);
+        let mut s = seed;
+        let mut nib = || {
+            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let mut r = u32::try_from(s >> 33).unwrap() % total;
+            let mut sym = 0u8;
+            for (i, &w) in (0u8..).zip(weights.iter()) {
+                sym = i;
+                if r < w {
+                    break;
+                }
+                r -= w;
+            }
+            sym
+        };
+        let src: [u8; 4096] = core::array::from_fn(|_| nib() | nib() << 4);
+        let mut out = [0u8; 4096 + 73];
+        let len = crate::compress_into(&src[..n], &mut out).unwrap();
+        (out, len)
+    }
+
+    fn weights() -> impl Strategy<Value = [u32; 16]> {
+        proptest::array::uniform16(prop_oneof![0u32..3, 0u32..3, 0u32..10_000])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        #[test]
+        fn fast_blocks_equal_the_checked_loop(
+            weights in weights(),
+            seed in any::<u64>(),
+            n in 41usize..4096,
+            flips in proptest::collection::vec((any::<usize>(), 1u8..=255), 0..3),
+            cut in 0usize..8,
+        ) {
+            let (mut b, len) = blob(&weights, seed, n);
+            same_outcome(&b[..len], n)?;
+            for &(at, x) in &flips {
+                let at = MIN_RANS_LEN + at % (len - MIN_RANS_LEN).max(1);
+                if at < len {
+                    b[at] ^= x;
+                }
+            }
+            same_outcome(&b[..len], n)?;
+            same_outcome(&b[..len.saturating_sub(cut)], n)?;
+            same_outcome(&b[..(len + cut).min(b.len())], n)?;
+        }
+
+        #[test]
+        fn fast_blocks_equal_the_checked_loop_on_hostile_states(
+            states in any::<(u32, u32)>(),
+            payload in proptest::collection::vec(any::<u8>(), 64..400),
+            n in 16usize..300,
+        ) {
+            // A table with tiny frequencies (two-byte refills), states anywhere in [L, 2^32),
+            // random payload.
+            let mut b = [0u8; 49 + 400];
+            b[..5].copy_from_slice(b"CFS1\x01");
+            b[5..9].copy_from_slice(&u32::try_from(n).unwrap().to_le_bytes());
+            for i in 0..16u16 {
+                let f = if i == 15 { 4096 - 120 } else { i + 1 };
+                b[9 + 2 * usize::from(i)..11 + 2 * usize::from(i)].copy_from_slice(&f.to_le_bytes());
+            }
+            b[41..45].copy_from_slice(&(states.0 | L).to_le_bytes());
+            b[45..49].copy_from_slice(&(states.1 | L).to_le_bytes());
+            b[49..49 + payload.len()].copy_from_slice(&payload);
+            same_outcome(&b[..49 + payload.len()], n)?;
+        }
+    }
 }

@@ -49,12 +49,11 @@ pub fn compress_into(src: &[u8], dst: &mut [u8]) -> Result<usize, EncodeError> {
     if dst.len() < needed {
         return Err(EncodeError::DstTooSmall { needed, available: dst.len() });
     }
-    if n > 40 {
-        if let Some(freq) = normalize(&count_nibbles(src)) {
-            if let Some(len) = encode_rans(src, rawlen, &freq, dst) {
-                return Ok(len);
-            }
-        }
+    if n > 40
+        && let Some(freq) = normalize(&count_nibbles(src))
+        && let Some(len) = encode_rans(src, rawlen, &freq, dst)
+    {
+        return Ok(len);
     }
     Ok(write_raw(src, rawlen, dst))
 }

@@ -141,7 +141,8 @@ impl Default for DecodeTable {
 }
 
 impl DecodeTable {
-    /// An empty table (every slot zero); fill it with [`rebuild`](Self::rebuild).
+    /// An empty table (every slot zero); [`decompress_into_with`](crate::decompress_into_with)
+    /// fills it from each blob's frequencies. `const`, so it can initialise a `static`.
     #[must_use]
     pub const fn new() -> Self {
         Self { slots: [Entry { freq: 0, bias_sym: 0 }; 1 << PROB_BITS] }
