@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use tetrad_quant::format::ScaleElem;
 use tetrad_quant::stamp::StampSet;
 use tetrad_quant::{Format, Resolved, resolve};
 use tetrad_rans::{Record, Table, decode_record};
@@ -213,6 +214,25 @@ impl Container {
         }
         let resolved = resolve(o, i, weights.len() as u64, ns, stamp)
             .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
+        // Byte counts cannot see the scales' dtype: MXFP4 scales are UE8M0 bytes, every other
+        // scaled format's are floats.
+        if let Some(sc) = scales {
+            let want = resolved.format.info().scales.elem;
+            let fits = match want {
+                ScaleElem::Ue8m0 => sc.dtype == "U8",
+                ScaleElem::F32 => matches!(sc.dtype, "F32" | "BF16" | "F16"),
+                _ => true,
+            };
+            if !fits {
+                return Err(Refusal::new(
+                    "E_SCALE_DTYPE",
+                    format!(
+                        "{name}: resolved {resolved}, whose scales are {want:?}, but {name}.qs is {}",
+                        sc.dtype
+                    ),
+                ));
+            }
+        }
         Ok(TensorView::Dense { resolved, weights, scales, o, i })
     }
 

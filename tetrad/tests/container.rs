@@ -108,3 +108,20 @@ fn inspect_reports_formats() {
     assert_eq!(code, 1);
     assert!(out.starts_with("REFUSED E_IO"), "{out}");
 }
+
+#[test]
+fn scale_dtype_must_fit_the_resolved_format() {
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join("m.safetensors");
+    let w = vec![0x88u8; 4 * 8];
+    let qs = vec![0x3Fu8; 16];
+    // Byte counts say int4-row [4, 16] (16 scale bytes = 4 f32), but the scales are U8.
+    let ts = [
+        OutTensor { name: "a", dtype: "U8", shape: &[4, 8], data: &w },
+        OutTensor { name: "a.qs", dtype: "U8", shape: &[16], data: &qs },
+    ];
+    std::fs::write(&p, shard_bytes(&BTreeMap::new(), &ts, HeaderStyle::EscapedUnpadded).unwrap())
+        .unwrap();
+    let c = Container::open(&p).unwrap();
+    assert_eq!(c.tensor("a", 4, 16).unwrap_err().class, "E_SCALE_DTYPE");
+}
