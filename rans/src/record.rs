@@ -22,8 +22,8 @@
 //! `i`'s bytes are two offset reads away.
 
 use crate::error::{EncodeError, RecordError};
-use crate::stream::encode_core;
-use crate::table::Table;
+use crate::stream::{RANS_L, encode_core, max_stream_len};
+use crate::table::{SYMBOLS, Table};
 
 /// The largest stream count the allocation-free decoders hold state for.
 pub const MAX_STREAMS: usize = 256;
@@ -115,9 +115,13 @@ impl Nibbles<'_> {
     }
 }
 
-/// Symbols in stream `i` of a record of `n` symbols in `n_streams` streams.
+/// Symbols in stream `i` of a record of `n` symbols in `n_streams` streams (0 when
+/// `n_streams` is 0).
 #[inline]
 pub const fn stream_symbols(n: u64, n_streams: usize, i: usize) -> u64 {
+    if n_streams == 0 {
+        return 0;
+    }
     let nn = n_streams as u64;
     n / nn + ((i as u64) < n % nn) as u64
 }
@@ -152,7 +156,132 @@ pub fn encode_record(
     if cap < head {
         return Err(EncodeError::Scratch { needed: head as u64, available: cap as u64 });
     }
-    let mut ends = [0usize; MAX_STREAMS + 1];
+    let mut lens = [0usize; MAX_STREAMS];
+    let fast = match nibbles {
+        Nibbles::Packed(b) => encode_interleaved(table, n, n_streams, head, dst, &mut lens, |j| {
+            (b[j >> 1] >> ((j & 1) << 2)) & 0xF
+        }),
+        Nibbles::Unpacked(b) => {
+            encode_interleaved(table, n, n_streams, head, dst, &mut lens, |j| b[j])
+        }
+    };
+    if !fast {
+        encode_sequential(table, nibbles, n_streams, head, dst, &mut lens)?;
+    }
+    let payload: usize = lens[..n_streams].iter().sum();
+    let Ok(payload32) = u32::try_from(payload) else {
+        return Err(EncodeError::Scratch {
+            needed: payload as u64,
+            available: u64::from(u32::MAX),
+        });
+    };
+    let total = head + round16(payload);
+    if total > cap {
+        return Err(EncodeError::Scratch { needed: total as u64, available: cap as u64 });
+    }
+    dst[head + payload..total].fill(0);
+    dst[..head].fill(0);
+    dst[0..8].copy_from_slice(&(n as u64).to_le_bytes());
+    dst[8..16].copy_from_slice(&(n as u64).div_ceil(2).to_le_bytes());
+    let mut off = 0usize;
+    for i in 0..n_streams {
+        #[allow(clippy::cast_possible_truncation)] // ≤ payload, which fits in u32.
+        dst[16 + 4 * i..20 + 4 * i].copy_from_slice(&(off as u32).to_le_bytes());
+        off += lens[i];
+    }
+    dst[16 + 4 * n_streams..20 + 4 * n_streams].copy_from_slice(&payload32.to_le_bytes());
+    Ok(total)
+}
+
+/// Encodes all streams together, round by round from the last, each into its own region of
+/// `dst` sized by [`max_stream_len`]; the input is read sequentially (backwards) and the
+/// streams' dependency chains overlap. Then compacts the streams to `dst[head..]` and fills
+/// `lens`. Returns `false`, having written nothing that matters, when `dst` cannot hold every
+/// region at its bound or a stream outgrows its region (the sequential encoder, which needs
+/// only the exact size, runs then).
+fn encode_interleaved(
+    table: &Table,
+    n: usize,
+    n_streams: usize,
+    head: usize,
+    dst: &mut [u8],
+    lens: &mut [usize; MAX_STREAMS],
+    nib: impl Fn(usize) -> u8,
+) -> bool {
+    let sb = table.scale_bits();
+    // Region i is dst[ends[i] - bound_i .. ends[i]], regions in stream order after head.
+    let mut ends = [0usize; MAX_STREAMS];
+    let mut starts = [0usize; MAX_STREAMS];
+    let mut at = head;
+    for i in 0..n_streams {
+        #[allow(clippy::cast_possible_truncation)] // ≤ n.
+        let c = stream_symbols(n as u64, n_streams, i) as usize;
+        starts[i] = at;
+        at = at.saturating_add(max_stream_len(c, sb));
+        ends[i] = at;
+    }
+    if at > dst.len() {
+        return false;
+    }
+    let (freq, start) = (table.freq(), table.start());
+    let x_max_unit = (RANS_L >> sb) << 8;
+    let mut x = [RANS_L; MAX_STREAMS];
+    let mut p = ends;
+    let rounds = n.div_ceil(n_streams);
+    for k in (0..rounds).rev() {
+        let base = k * n_streams;
+        let width = n_streams.min(n - base);
+        for i in 0..width {
+            let s = usize::from(nib(base + i)) & (SYMBOLS - 1);
+            let f = freq[s];
+            let x_max = x_max_unit * f;
+            let (mut xi, mut pi) = (x[i], p[i]);
+            while xi >= x_max {
+                // Never writes outside region i, even if the bound were ever too tight.
+                if pi == starts[i] {
+                    return false;
+                }
+                pi -= 1;
+                #[allow(clippy::cast_possible_truncation)] // the low byte, by design.
+                {
+                    dst[pi] = xi as u8;
+                }
+                xi >>= 8;
+            }
+            x[i] = ((xi / f) << sb) + (xi % f) + start[s];
+            p[i] = pi;
+        }
+    }
+    // Flush the states and compact: stream i moves down to follow stream i − 1.
+    let mut to = head;
+    for i in 0..n_streams {
+        if p[i] < starts[i] + 4 {
+            return false;
+        }
+    }
+    for i in 0..n_streams {
+        let a = p[i] - 4;
+        dst[a..p[i]].copy_from_slice(&x[i].to_be_bytes());
+        let len = ends[i] - a;
+        dst.copy_within(a..ends[i], to);
+        lens[i] = len;
+        to += len;
+    }
+    true
+}
+
+/// Encodes the streams one at a time, last first, each backwards below the previous one from
+/// the end of `dst`, then moves the payload down behind the header; needs only the exact size.
+fn encode_sequential(
+    table: &Table,
+    nibbles: Nibbles<'_>,
+    n_streams: usize,
+    head: usize,
+    dst: &mut [u8],
+    lens: &mut [usize; MAX_STREAMS],
+) -> Result<(), EncodeError> {
+    let n = nibbles.len();
+    let cap = dst.len();
     let mut lo = cap;
     for i in (0..n_streams).rev() {
         // usize fits: c ≤ n.
@@ -177,32 +306,10 @@ pub fn encode_record(
             available: cap as u64,
         })?;
         lo -= len;
-        ends[i] = cap - lo; // bytes from lo..cap so far, fixed up below
-    }
-    let payload = cap - lo;
-    let Ok(payload32) = u32::try_from(payload) else {
-        return Err(EncodeError::Scratch {
-            needed: payload as u64,
-            available: u64::from(u32::MAX),
-        });
-    };
-    let total = head + round16(payload);
-    if total > cap {
-        return Err(EncodeError::Scratch { needed: total as u64, available: cap as u64 });
+        lens[i] = len;
     }
     dst.copy_within(lo..cap, head);
-    dst[head + payload..total].fill(0);
-    // ends[i] is the byte count of streams i..N; offsets[i] = payload − ends[i].
-    dst[..head].fill(0);
-    dst[0..8].copy_from_slice(&(n as u64).to_le_bytes());
-    dst[8..16].copy_from_slice(&(n as u64).div_ceil(2).to_le_bytes());
-    for i in 0..n_streams {
-        #[allow(clippy::cast_possible_truncation)] // ≤ payload, which fits in u32.
-        let off = (payload - ends[i]) as u32;
-        dst[16 + 4 * i..20 + 4 * i].copy_from_slice(&off.to_le_bytes());
-    }
-    dst[16 + 4 * n_streams..20 + 4 * n_streams].copy_from_slice(&payload32.to_le_bytes());
-    Ok(total)
+    Ok(())
 }
 
 /// [`encode_record`] of packed int4 bytes with the format's 256 streams.
@@ -448,5 +555,9 @@ mod tests {
         assert_eq!(head_len(8), 64);
         assert_eq!(round16(0), 0);
         assert_eq!(round16(17), 32);
+        assert_eq!(stream_symbols(10, 4, 1), 3);
+        assert_eq!(stream_symbols(10, 4, 2), 2);
+        assert_eq!(stream_symbols(10, 0, 0), 0);
+        assert_eq!(max_record_len(1, 256), 1056 + round16(256 * 6));
     }
 }

@@ -225,3 +225,46 @@ fn realistic_megabyte_all_arms() {
         assert!(out == packed, "{arm}");
     }
 }
+
+#[test]
+fn stream_bound_holds_for_the_costliest_symbols() {
+    // Symbols of frequency 1 cost the full sb bits each: the tightest case of the bound
+    // ceil(c·sb/8) + 4 that the interleaved record encoder sizes its regions by.
+    for sb in [1u32, 6, 12, 14, 15] {
+        let m = 1u32 << sb;
+        let mut f = [0u32; 16];
+        f[0] = 1;
+        f[15] = 1;
+        f[7] = m - 2;
+        let t = Table::from_freq(sb, &f).unwrap();
+        for c in [1usize, 2, 3, 7, 100, 1001, 65_537] {
+            for pattern in 0..if sb == 1 { 2 } else { 3u64 } {
+                let sym: Vec<u8> = (0..c as u64)
+                    .map(|k| match pattern {
+                        0 => 15,
+                        1 => {
+                            if k % 2 == 0 {
+                                0
+                            } else {
+                                15
+                            }
+                        }
+                        _ => {
+                            if Rng(k).below(8) == 0 {
+                                7
+                            } else {
+                                15
+                            }
+                        }
+                    })
+                    .collect();
+                let mut dst = vec![0u8; max_stream_len(c, sb)];
+                let len = encode_stream(&t, &sym, &mut dst)
+                    .unwrap_or_else(|e| panic!("sb {sb} c {c} pattern {pattern}: {e}"));
+                let mut out = vec![0u8; c];
+                decode_stream_checked(&t, &dst[dst.len() - len..], &mut out).unwrap();
+                assert_eq!(out, sym);
+            }
+        }
+    }
+}
