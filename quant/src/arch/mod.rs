@@ -48,3 +48,30 @@ pub(crate) fn decode_small_ints(m: &Matrix<'_>, row: &[u8], c0: usize, out: &mut
         }
     }
 }
+
+/// `2^(e−128)` for every UE8M0 byte (`0` → `+0.0`, `255` → NaN, never used: refused at load):
+/// the mxfp4 group scale paired with doubled e2m1 codes (`crate::scalar::ue8m0_half`).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) static UE8M0_HALF: [f32; 256] = {
+    let mut t = [0f32; 256];
+    t[1] = f32::from_bits(1 << 22); // 2^−127 (subnormal)
+    let mut e = 2u32;
+    while e < 255 {
+        // 2^(e−128): biased exponent e − 1.
+        t[e as usize] = f32::from_bits((e - 1) << 23);
+        e += 1;
+    }
+    t[255] = f32::NAN;
+    t
+};
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ue8m0_half_table_matches_the_scalar_rule() {
+        for e in 0..=255u8 {
+            let (t, r) = (super::UE8M0_HALF[usize::from(e)], crate::scalar::ue8m0_half(e));
+            assert!(t.to_bits() == r.to_bits() || (t.is_nan() && r.is_nan()), "e = {e}");
+        }
+    }
+}

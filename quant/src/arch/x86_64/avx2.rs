@@ -28,7 +28,7 @@ use core::arch::x86_64::*;
 use core::ops::Range;
 
 use crate::format::Format;
-use crate::kernels::{Matrix, QuantizedActs};
+use crate::kernels::{Matrix, QuantizedActs, Scales};
 use crate::scalar;
 
 /// Columns decoded per chunk.
@@ -84,8 +84,8 @@ static MX_LUT: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -
 
 /// The f32-path scale of group `g` of row `o` as this arm uses it (mxfp4 codes are doubled).
 fn scale_f32(m: &Matrix<'_>, o: usize, g: usize) -> f32 {
-    if m.format() == Format::Mxfp4 {
-        scalar::group_scale_q8(m, o, g)
+    if let Scales::Ue8m0(e) = m.scales() {
+        super::super::UE8M0_HALF[usize::from(e[m.scale_index(o, g)])]
     } else {
         scalar::group_scale(m, o, g)
     }
@@ -316,6 +316,16 @@ fn decode_f32(
 /// AVX2 + FMA available; shapes as asserted by [`matmul_f32_rows`].
 #[target_feature(enable = "avx2,fma")]
 unsafe fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
+    let nibble_fast = match m.format() {
+        Format::Int4Row | Format::Mxfp4 => true,
+        Format::Int4Grouped => m.group_len().is_multiple_of(32),
+        _ => false,
+    };
+    if nibble_fast {
+        // SAFETY: same contract.
+        unsafe { f32_nibbles(m, x, s, rows, y) };
+        return;
+    }
     let (ni, gl, nr) = (m.i(), m.group_len(), rows.len());
     let mut ibuf = [0i8; CH];
     let mut fbuf = [0f32; CH];
@@ -366,6 +376,16 @@ unsafe fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &
 /// AVX2 available; shapes as asserted by [`matmul_q8_rows`].
 #[target_feature(enable = "avx2,fma")]
 unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
+    if m.format() == Format::Int4Row {
+        // SAFETY: same contract.
+        unsafe { q8_int4_row(m, xq, rows, y) };
+        return;
+    }
+    if m.format() == Format::Mxfp4 {
+        // SAFETY: same contract.
+        unsafe { q8_mxfp4(m, xq, rows, y) };
+        return;
+    }
     let (ni, gl, nr, s) = (m.i(), m.group_len(), rows.len(), xq.s());
     let mut ibuf = [0i8; CH];
     let mut s0 = 0;
@@ -407,5 +427,300 @@ unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y:
             }
         }
         s0 += st;
+    }
+}
+
+/// `Σ nib · x` over the full 64-column blocks of one int4 row for `T` activation rows at once
+/// (one weight load and unpack shared by the `T` rows). `maddubs(nib, x)` with `nib ≤ 15`,
+/// `|x| ≤ 127`: pair sums ≤ 3810, two added ≤ 7620, no i16 saturation.
+///
+/// # Safety
+/// AVX2; `row` holds at least `32 · blocks` bytes and every `xs[k]` at least `64 · blocks`.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn int4_blocks_q8<const T: usize>(
+    row: *const u8,
+    xs: [*const i8; T],
+    blocks: usize,
+) -> [i32; T] {
+    let mut acc = [_mm256_setzero_si256(); T];
+    let mask = _mm256_set1_epi8(0x0F);
+    let ones = _mm256_set1_epi16(1);
+    for b in 0..blocks {
+        // SAFETY: b < blocks, so the 32 bytes at 32·b are within the row.
+        let v = unsafe { _mm256_loadu_si256(row.add(32 * b).cast()) };
+        let lo = _mm256_and_si256(v, mask);
+        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask);
+        let a = _mm256_unpacklo_epi8(lo, hi); // columns 0..16 | 32..48
+        let c = _mm256_unpackhi_epi8(lo, hi); // columns 16..32 | 48..64
+        let w0 = _mm256_permute2x128_si256::<0x20>(a, c); // columns 0..32
+        let w1 = _mm256_permute2x128_si256::<0x31>(a, c); // columns 32..64
+        for k in 0..T {
+            // SAFETY: 64 codes at 64·b are within xs[k].
+            let (x0, x1) = unsafe {
+                (
+                    _mm256_loadu_si256(xs[k].add(64 * b).cast()),
+                    _mm256_loadu_si256(xs[k].add(64 * b + 32).cast()),
+                )
+            };
+            let p = _mm256_add_epi16(_mm256_maddubs_epi16(w0, x0), _mm256_maddubs_epi16(w1, x1));
+            acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(p, ones));
+        }
+    }
+    let mut out = [0i32; T];
+    for k in 0..T {
+        out[k] = hsum_epi32(acc[k]);
+    }
+    out
+}
+
+/// Fused int4-row int8-activation kernel: `d = Σ nib·x − 8·Σx` (exact), then the scalar
+/// reference's epilogue `((0 + d·s) · sx)`.
+///
+/// # Safety
+/// AVX2; shapes as asserted by [`matmul_q8_rows`].
+#[target_feature(enable = "avx2,fma")]
+unsafe fn q8_int4_row(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
+    let (ni, nr, s) = (m.i(), rows.len(), xq.s());
+    let blocks = ni / 64;
+    let mut s0 = 0;
+    while s0 < s {
+        let st = if s - s0 >= 4 {
+            4
+        } else if s - s0 >= 2 {
+            2
+        } else {
+            1
+        };
+        let mut xp = [core::ptr::null::<i8>(); 4];
+        let mut xsum = [0i32; 4];
+        for k in 0..st {
+            let q = xq.row(s0 + k).0;
+            xp[k] = q.as_ptr();
+            xsum[k] = q.iter().map(|&v| i32::from(v)).sum();
+        }
+        for (r, o) in rows.clone().enumerate() {
+            let row = m.row_bytes(o);
+            // SAFETY: the row has ceil(I/2) ≥ 32·blocks bytes and each activation row I ≥ 64·blocks codes.
+            let d4: [i32; 4] = unsafe {
+                match st {
+                    4 => int4_blocks_q8::<4>(row.as_ptr(), xp, blocks),
+                    2 => {
+                        let d = int4_blocks_q8::<2>(row.as_ptr(), [xp[0], xp[1]], blocks);
+                        [d[0], d[1], 0, 0]
+                    }
+                    _ => [int4_blocks_q8::<1>(row.as_ptr(), [xp[0]], blocks)[0], 0, 0, 0],
+                }
+            };
+            let sc = scalar::group_scale_q8(m, o, 0);
+            for k in 0..st {
+                let (q, sx) = xq.row(s0 + k);
+                let mut d = d4[k] - 8 * xsum[k];
+                for (c, &xv) in q.iter().enumerate().skip(64 * blocks) {
+                    d += i32::from((row[c / 2] >> (4 * (c % 2))) & 0xF) * i32::from(xv);
+                }
+                let mut acc = 0.0f32;
+                if ni > 0 {
+                    #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                    let df = d as f32;
+                    acc += df * sc;
+                }
+                y[(s0 + k) * nr + r] = acc * sx;
+            }
+        }
+        s0 += st;
+    }
+}
+
+/// One 32-column block of a nibble row as 4 × 8 f32 values (`nib − 8`, or `±2·e2m1`).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn nibble_block_f32(v: __m128i, mx: bool, lut: __m128i) -> [__m256; 4] {
+    let (a, c) = nibbles(v);
+    let (a, c) = if mx {
+        (_mm_shuffle_epi8(lut, a), _mm_shuffle_epi8(lut, c))
+    } else {
+        let eight = _mm_set1_epi8(8);
+        (_mm_sub_epi8(a, eight), _mm_sub_epi8(c, eight))
+    };
+    let f = |t: __m128i| _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(t));
+    [f(a), f(_mm_srli_si128::<8>(a)), f(c), f(_mm_srli_si128::<8>(c))]
+}
+
+/// Fused f32-activation kernel for int4-row, int4-grouped (`gs` a multiple of 32) and mxfp4,
+/// for `T` activation rows sharing each weight decode. Returns `y` for the `T` rows.
+///
+/// # Safety
+/// AVX2 + FMA; every `xs[k]` points at `I` values.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn nibble_row_f32<const T: usize>(
+    m: &Matrix<'_>,
+    o: usize,
+    xs: [*const f32; T],
+) -> [f32; T] {
+    let (ni, gl) = (m.i(), m.group_len());
+    let row = m.row_bytes(o);
+    let mx = m.format() == Format::Mxfp4;
+    // SAFETY: MX_LUT has 16 bytes.
+    let lut = unsafe { _mm_loadu_si128(MX_LUT.as_ptr().cast()) };
+    let mut acc = [_mm256_setzero_ps(); T];
+    let mut tail_acc = [0f32; T];
+    for g in 0..m.groups_per_row() {
+        let (c0, c1) = (g * gl, ((g + 1) * gl).min(ni));
+        let nfull = (c1 - c0) / 32;
+        let mut p0 = [_mm256_setzero_ps(); T];
+        let mut p1 = [_mm256_setzero_ps(); T];
+        for b in 0..nfull {
+            let col = c0 + 32 * b;
+            // SAFETY: col + 32 ≤ I, so the 16 bytes at col/2 are within the row.
+            let v = unsafe { _mm_loadu_si128(row.as_ptr().add(col / 2).cast()) };
+            let w = nibble_block_f32(v, mx, lut);
+            for k in 0..T {
+                // SAFETY: col + 32 ≤ I values of xs[k].
+                unsafe {
+                    let xp = xs[k].add(col);
+                    p0[k] = _mm256_fmadd_ps(w[0], _mm256_loadu_ps(xp), p0[k]);
+                    p1[k] = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xp.add(8)), p1[k]);
+                    p0[k] = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xp.add(16)), p0[k]);
+                    p1[k] = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xp.add(24)), p1[k]);
+                }
+            }
+        }
+        let sc = scale_f32(m, o, g);
+        let scv = _mm256_set1_ps(sc);
+        for k in 0..T {
+            let mut tail = 0.0f32;
+            for c in c0 + 32 * nfull..c1 {
+                let nib = (row[c / 2] >> (4 * (c % 2))) & 0xF;
+                #[allow(clippy::cast_possible_wrap)] // nibble < 16
+                let v = if mx { MX_LUT[usize::from(nib)] } else { nib as i8 - 8 };
+                // SAFETY: c < I.
+                tail += f32::from(v) * unsafe { *xs[k].add(c) };
+            }
+            acc[k] = _mm256_fmadd_ps(_mm256_add_ps(p0[k], p1[k]), scv, acc[k]);
+            tail_acc[k] += tail * sc;
+        }
+    }
+    let mut out = [0f32; T];
+    for k in 0..T {
+        out[k] = hsum_ps(acc[k]) + tail_acc[k];
+    }
+    out
+}
+
+/// # Safety
+/// AVX2 + FMA; shapes as asserted by [`matmul_f32_rows`].
+#[target_feature(enable = "avx2,fma")]
+unsafe fn f32_nibbles(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
+    let (ni, nr) = (m.i(), rows.len());
+    let mut s0 = 0;
+    while s0 < s {
+        let st = if s - s0 >= 4 {
+            4
+        } else if s - s0 >= 2 {
+            2
+        } else {
+            1
+        };
+        let xp = |k: usize| x[(s0 + k) * ni..].as_ptr();
+        for (r, o) in rows.clone().enumerate() {
+            // SAFETY: each pointer addresses the I values of activation row s0 + k.
+            let v: [f32; 4] = unsafe {
+                match st {
+                    4 => nibble_row_f32::<4>(m, o, [xp(0), xp(1), xp(2), xp(3)]),
+                    2 => {
+                        let v = nibble_row_f32::<2>(m, o, [xp(0), xp(1)]);
+                        [v[0], v[1], 0.0, 0.0]
+                    }
+                    _ => [nibble_row_f32::<1>(m, o, [xp(0)])[0], 0.0, 0.0, 0.0],
+                }
+            };
+            for k in 0..st {
+                y[(s0 + k) * nr + r] = v[k];
+            }
+        }
+        s0 += st;
+    }
+}
+
+/// Eight i32 vectors → one vector of their eight horizontal sums, in order.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn hsum8_epi32(v: [__m256i; 8]) -> __m256i {
+    let h01 = _mm256_hadd_epi32(v[0], v[1]);
+    let h23 = _mm256_hadd_epi32(v[2], v[3]);
+    let h45 = _mm256_hadd_epi32(v[4], v[5]);
+    let h67 = _mm256_hadd_epi32(v[6], v[7]);
+    let a = _mm256_hadd_epi32(h01, h23); // [v0..v3 low halves | v0..v3 high halves]
+    let b = _mm256_hadd_epi32(h45, h67);
+    _mm256_add_epi32(
+        _mm256_permute2x128_si256::<0x20>(a, b),
+        _mm256_permute2x128_si256::<0x31>(a, b),
+    )
+}
+
+/// mxfp4 int8-activation kernel: 256-column super-blocks of 8 groups give 8 exact group dot
+/// products at once (`hsum8_epi32`), converted and scaled lane-wise, then added to the row's
+/// accumulator one group at a time in the scalar reference's order (bit-exact). Columns past
+/// the last full super-block run group by group.
+///
+/// # Safety
+/// AVX2; shapes as asserted by [`matmul_q8_rows`].
+#[target_feature(enable = "avx2,fma")]
+unsafe fn q8_mxfp4(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
+    let (ni, nr, s) = (m.i(), rows.len(), xq.s());
+    let Scales::Ue8m0(es) = m.scales() else { return };
+    let supers = ni / 256;
+    // SAFETY: MX_LUT has 16 bytes.
+    let lut = unsafe { _mm_loadu_si128(MX_LUT.as_ptr().cast()) };
+    for si in 0..s {
+        let (q, sx) = xq.row(si);
+        for (r, o) in rows.clone().enumerate() {
+            let row = m.row_bytes(o);
+            let e = &es[m.scale_index(o, 0)..][..m.groups_per_row()];
+            let mut acc = 0.0f32;
+            for sb in 0..supers {
+                let mut v = [_mm256_setzero_si256(); 8];
+                for (g, vg) in v.iter_mut().enumerate() {
+                    let col = 256 * sb + 32 * g;
+                    // SAFETY: col + 32 ≤ I: 16 weight bytes at col/2 and 32 codes at col exist.
+                    let (wv, xv) = unsafe {
+                        let (a, c) = nibbles(_mm_loadu_si128(row.as_ptr().add(col / 2).cast()));
+                        let w =
+                            _mm256_set_m128i(_mm_shuffle_epi8(lut, c), _mm_shuffle_epi8(lut, a));
+                        (w, _mm256_loadu_si256(q.as_ptr().add(col).cast()))
+                    };
+                    *vg = dot32_i8(wv, xv);
+                }
+                let d = _mm256_cvtepi32_ps(hsum8_epi32(v));
+                let mut sc = [0f32; 8];
+                for (g, scg) in sc.iter_mut().enumerate() {
+                    *scg = super::super::UE8M0_HALF[usize::from(e[8 * sb + g])];
+                }
+                let mut prod = [0f32; 8];
+                // SAFETY: both arrays hold 8 f32.
+                unsafe {
+                    _mm256_storeu_ps(
+                        prod.as_mut_ptr(),
+                        _mm256_mul_ps(d, _mm256_loadu_ps(sc.as_ptr())),
+                    );
+                }
+                for p in prod {
+                    acc += p;
+                }
+            }
+            for (g, &eg) in e.iter().enumerate().skip(8 * supers) {
+                let mut d = 0i32;
+                for c in 32 * g..(32 * g + 32).min(ni) {
+                    let nib = (row[c / 2] >> (4 * (c % 2))) & 0xF;
+                    d += i32::from(MX_LUT[usize::from(nib)]) * i32::from(q[c]);
+                }
+                #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                let df = d as f32;
+                acc += df * super::super::UE8M0_HALF[usize::from(eg)];
+            }
+            y[si * nr + r] = acc * sx;
+        }
     }
 }
