@@ -5,9 +5,8 @@ mod common;
 
 use common::*;
 use tetrad_rans::{
-    Arm, Nibbles, ParseOrder, Record, Table, decode_record_with, decode_stream,
-    decode_stream_checked, encode_record, encode_stream, max_record_len, max_stream_len,
-    quantize_freq,
+    Nibbles, ParseOrder, Record, Table, decode_record_with, decode_stream, decode_stream_checked,
+    encode_record, encode_stream, max_record_len, max_stream_len, quantize_freq,
 };
 
 #[test]
@@ -110,7 +109,7 @@ fn stream_refusal_vectors() {
 
 fn decode_all_arms(t: &Table, rec: &Record<'_>) -> Vec<u8> {
     let mut first: Option<Vec<u8>> = None;
-    for &arm in Arm::ALL {
+    for &arm in &arms() {
         let mut out = vec![0u8; rec.packed_bytes() as usize];
         decode_record_with(arm, t, rec, &mut out).unwrap_or_else(|e| panic!("{arm}: {e}"));
         if let Some(f) = &first {
@@ -191,7 +190,7 @@ fn unchecked_vectors() {
     let blob = unhex(v[1]["record_hex"].as_str().unwrap());
     assert_ne!(v[1]["scalar_hex"], v[1]["avx512_hex"]);
     let rec = Record::parse_format(&blob).unwrap();
-    for &arm in Arm::ALL {
+    for &arm in &arms() {
         let mut out = vec![0u8; rec.packed_bytes() as usize];
         let err = decode_record_with(arm, &t, &rec, &mut out).unwrap_err();
         assert_eq!(err.class(), "E_STREAM_STATE_RANGE", "{arm}: {err}");

@@ -20,8 +20,23 @@
 //!
 //! Arms: [`Arm::Scalar`] (the spec's branchy loop, never reads past a stream) and
 //! [`Arm::ScalarBranchFree`] (closed-form renormalisation, groups of streams in registers,
-//! tiles of rounds so the output stays in L1). SIMD arms go in `arch/` and are added to
-//! [`Arm`], [`Arm::is_available`] and the dispatch in `rounds`.
+//! tiles of rounds so the output stays in L1).
+//!
+//! # Adding an arm
+//! SIMD arms go in `decode/arch/<isa>/…` (the only place `unsafe` is allowed, each block with
+//! a `// SAFETY:` comment) and are wired in three places here: a variant of [`Arm`] (plus its
+//! name), [`Arm::is_available`] (runtime detection with the `std` feature, `cfg!` otherwise)
+//! and the dispatch in `rounds_with`. The kernel contract is `rounds_with`'s: given the `N`
+//! (even) stream states `x`, read positions `pos` and ends `end` (all relative to `data`, the
+//! payload followed by its zero padding; `data` may end right at the last stream's end), decode
+//! `rounds` full rounds into `out` (exactly `rounds · N/2` bytes, two streams per byte, even
+//! stream in the low nibble) and leave `x`/`pos` exactly as [`step`] would. Every state is in
+//! `[L, 2^32)` on entry (the driver replaced bad ones), so the closed-form refill is exact;
+//! refills must still be capped by `end − pos`, and loads past `data.len()` are not allowed
+//! (use a scalar tail or the slack of [`Table::slot_symbols_padded`] for table gathers). The
+//! table's slot → symbol bytes are [`Table::slot_symbols_padded`], `freq`/`start` are 16-entry
+//! arrays. Tests: every test in `tests/` iterates [`Arm::ALL`], so a new arm is checked against
+//! the reference by the golden vectors, the round trips, the bit-flip sweep and the properties.
 
 mod scalar;
 

@@ -83,3 +83,18 @@ pub fn sample(table: &Table, n: usize, seed: u64) -> Vec<u8> {
     let mut rng = Rng(seed);
     (0..n).map(|_| table.symbol(rng.below(u64::from(table.m())) as usize)).collect()
 }
+
+/// The decode arms to test: every available one. An arm named in `TETRAD_REQUIRE_ISA`
+/// (comma-separated arm names) that is unavailable fails the test instead of being skipped.
+pub fn arms() -> Vec<tetrad_rans::Arm> {
+    use tetrad_rans::Arm;
+    if let Ok(req) = std::env::var("TETRAD_REQUIRE_ISA") {
+        for name in req.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let arm = Arm::from_name(name).unwrap_or_else(|| panic!("unknown arm {name}"));
+            assert!(arm.is_available(), "required arm {name} is not available here");
+        }
+    }
+    let arms: Vec<Arm> = Arm::ALL.iter().copied().filter(|a| a.is_available()).collect();
+    assert!(arms.contains(&Arm::Scalar) && arms.contains(&Arm::ScalarBranchFree));
+    arms
+}
