@@ -4,11 +4,99 @@
 //! with its own histogram table at the format's 14 scale bits and 256 streams. Throughput is in
 //! nibbles (`Throughput::Elements(n_nibbles)`), so criterion's `Gelem/s` reads as G nibbles/s.
 //! Run: `cargo bench -p tetrad-benches --bench rans`.
+//!
+//! Clock: the development machine is shared by several agents, so by default the bench
+//! measures this thread's CPU time (`/proc/thread-self/schedstat`, ns) rather than wall time;
+//! under contention wall time mostly measures the other processes. `TETRAD_BENCH_CLOCK=wall`
+//! switches to wall-clock time (the right choice on an idle machine). The clock in use is
+//! printed once.
 #![allow(missing_docs)]
 
+use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Wall-clock or this thread's CPU time, in nanoseconds.
+struct Clock {
+    cpu: bool,
+}
+
+impl Clock {
+    fn from_env() -> Clock {
+        let wall = std::env::var("TETRAD_BENCH_CLOCK").is_ok_and(|v| v == "wall");
+        let cpu = !wall && thread_cpu_ns().is_some();
+        println!("rans bench clock: {}", if cpu { "thread CPU time" } else { "wall time" });
+        Clock { cpu }
+    }
+}
+
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+impl Measurement for Clock {
+    type Intermediate = (Instant, u64);
+    type Value = f64;
+    fn start(&self) -> (Instant, u64) {
+        (Instant::now(), if self.cpu { thread_cpu_ns().unwrap_or(0) } else { 0 })
+    }
+    fn end(&self, (t, c): (Instant, u64)) -> f64 {
+        if self.cpu {
+            thread_cpu_ns().unwrap_or(0).saturating_sub(c) as f64
+        } else {
+            t.elapsed().as_nanos() as f64
+        }
+    }
+    fn add(&self, a: &f64, b: &f64) -> f64 {
+        a + b
+    }
+    fn zero(&self) -> f64 {
+        0.0
+    }
+    fn to_f64(&self, v: &f64) -> f64 {
+        *v
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        &NanosFormatter
+    }
+}
+
+struct NanosFormatter;
+
+impl ValueFormatter for NanosFormatter {
+    fn scale_values(&self, ns: f64, values: &mut [f64]) -> &'static str {
+        let (factor, unit) = if ns < 1e3 {
+            (1.0, "ns")
+        } else if ns < 1e6 {
+            (1e-3, "µs")
+        } else if ns < 1e9 {
+            (1e-6, "ms")
+        } else {
+            (1e-9, "s")
+        };
+        values.iter_mut().for_each(|v| *v *= factor);
+        unit
+    }
+    fn scale_throughputs(&self, typical: f64, t: &Throughput, values: &mut [f64]) -> &'static str {
+        let per = match *t {
+            Throughput::Bytes(n) | Throughput::BytesDecimal(n) | Throughput::Elements(n) => n as f64,
+        };
+        let rate = per * 1e9 / typical;
+        let (div, unit) = match (t, rate) {
+            (Throughput::Elements(_), r) if r >= 1e9 => (1e9, "Gelem/s"),
+            (Throughput::Elements(_), _) => (1e6, "Melem/s"),
+            (_, r) if r >= 1e9 => (1e9, "GB/s"),
+            _ => (1e6, "MB/s"),
+        };
+        values.iter_mut().for_each(|v| *v = per * 1e9 / *v / div);
+        unit
+    }
+    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
+        "ns"
+    }
+}
 use tetrad_benches::synth;
 use tetrad_rans::{Arm, Record, Table, decode_record_with, encode_record_packed, max_record_len};
 
@@ -40,7 +128,7 @@ fn case(name: &'static str, bytes: usize) -> Case {
     Case { name, packed, table, record }
 }
 
-fn bench_case(c: &mut Criterion, cs: &Case, samples: usize, secs: u64) {
+fn bench_case(c: &mut Criterion<Clock>, cs: &Case, samples: usize, secs: u64) {
     let rec = Record::parse_format(&cs.record).expect("parse");
     let nibbles = 2 * cs.packed.len() as u64;
     let mut out = vec![0u8; cs.packed.len()];
@@ -65,7 +153,7 @@ fn bench_case(c: &mut Criterion, cs: &Case, samples: usize, secs: u64) {
     g.finish();
 }
 
-fn benches(c: &mut Criterion) {
+fn benches(c: &mut Criterion<Clock>) {
     let small = case("1MiB", 1 << 20);
     bench_case(c, &small, 20, 3);
     drop(small);
@@ -73,5 +161,9 @@ fn benches(c: &mut Criterion) {
     bench_case(c, &big, 10, 8);
 }
 
-criterion_group!(rans, benches);
+criterion_group! {
+    name = rans;
+    config = Criterion::default().with_measurement(Clock::from_env());
+    targets = benches
+}
 criterion_main!(rans);
