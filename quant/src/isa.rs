@@ -99,7 +99,8 @@ impl Isa {
     pub const fn is_implemented(self) -> bool {
         match self {
             Self::Scalar => true,
-            Self::Avx2 => cfg!(target_arch = "x86_64"),
+            // Soft-float x86-64 targets (e.g. x86_64-unknown-none, no SSE2) build no SIMD arms.
+            Self::Avx2 => cfg!(all(target_arch = "x86_64", target_feature = "sse2")),
             Self::Avx512
             | Self::Avx512Vnni
             | Self::AvxVnni

@@ -419,7 +419,7 @@ fn run_f32(
             scalar::matmul_f32_rows(m, x, s, rows, y);
             true
         }
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Isa::Avx2 => crate::arch::x86_64::avx2::matmul_f32_rows(m, x, s, rows, y),
         _ => false,
     }
@@ -437,7 +437,7 @@ fn run_q8(
             scalar::matmul_q8_rows(m, xq, rows, y);
             true
         }
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Isa::Avx2 => crate::arch::x86_64::avx2::matmul_q8_rows(m, xq, rows, y),
         _ => false,
     }
@@ -549,7 +549,9 @@ pub fn matmul_raw(
 pub fn f32_tolerance(i: usize, sum_abs_terms: f64) -> f64 {
     #[allow(clippy::cast_precision_loss)] // a bound, exactness irrelevant
     let n = (i + 4) as f64;
-    n * (sum_abs_terms * f64::powi(2.0, -24) + f64::powi(2.0, -149))
+    const U: f64 = 1.0 / 16_777_216.0; // 2^-24
+    let tiny = f64::from(f32::from_bits(1)); // 2^-149
+    n * (sum_abs_terms * U + tiny)
 }
 
 // ---------------------------------------------------------------------------------------------

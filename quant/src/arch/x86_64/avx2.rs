@@ -381,9 +381,9 @@ unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y:
         unsafe { q8_int4_row(m, xq, rows, y) };
         return;
     }
-    if m.format() == Format::Mxfp4 {
+    if m.format() == Format::Mxfp4 || (m.format() == Format::Int4Grouped && m.group_len() == 32) {
         // SAFETY: same contract.
-        unsafe { q8_mxfp4(m, xq, rows, y) };
+        unsafe { q8_nibble_g32(m, xq, rows, y) };
         return;
     }
     let (ni, gl, nr, s) = (m.i(), m.group_len(), rows.len(), xq.s());
@@ -660,25 +660,26 @@ fn hsum8_epi32(v: [__m256i; 8]) -> __m256i {
     )
 }
 
-/// mxfp4 int8-activation kernel: 256-column super-blocks of 8 groups give 8 exact group dot
-/// products at once (`hsum8_epi32`), converted and scaled lane-wise, then added to the row's
-/// accumulator one group at a time in the scalar reference's order (bit-exact). Columns past
-/// the last full super-block run group by group.
+/// int8-activation kernel for 32-column nibble groups (mxfp4, int4-grouped with `gs = 32`):
+/// 256-column super-blocks of 8 groups give 8 exact group dot products at once
+/// (`hsum8_epi32`), converted and scaled lane-wise, then added to the row's accumulator one
+/// group at a time in the scalar reference's order (bit-exact). Columns past the last full
+/// super-block run group by group.
 ///
 /// # Safety
 /// AVX2; shapes as asserted by [`matmul_q8_rows`].
 #[target_feature(enable = "avx2,fma")]
-unsafe fn q8_mxfp4(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
+unsafe fn q8_nibble_g32(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
     let (ni, nr, s) = (m.i(), rows.len(), xq.s());
-    let Scales::Ue8m0(es) = m.scales() else { return };
+    let mx = m.format() == Format::Mxfp4;
     let supers = ni / 256;
     // SAFETY: MX_LUT has 16 bytes.
     let lut = unsafe { _mm_loadu_si128(MX_LUT.as_ptr().cast()) };
+    let eight = _mm_set1_epi8(8);
     for si in 0..s {
         let (q, sx) = xq.row(si);
         for (r, o) in rows.clone().enumerate() {
             let row = m.row_bytes(o);
-            let e = &es[m.scale_index(o, 0)..][..m.groups_per_row()];
             let mut acc = 0.0f32;
             for sb in 0..supers {
                 let mut v = [_mm256_setzero_si256(); 8];
@@ -687,8 +688,12 @@ unsafe fn q8_mxfp4(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y
                     // SAFETY: col + 32 ≤ I: 16 weight bytes at col/2 and 32 codes at col exist.
                     let (wv, xv) = unsafe {
                         let (a, c) = nibbles(_mm_loadu_si128(row.as_ptr().add(col / 2).cast()));
-                        let w =
-                            _mm256_set_m128i(_mm_shuffle_epi8(lut, c), _mm_shuffle_epi8(lut, a));
+                        let (a, c) = if mx {
+                            (_mm_shuffle_epi8(lut, a), _mm_shuffle_epi8(lut, c))
+                        } else {
+                            (_mm_sub_epi8(a, eight), _mm_sub_epi8(c, eight))
+                        };
+                        let w = _mm256_set_m128i(c, a);
                         (w, _mm256_loadu_si256(q.as_ptr().add(col).cast()))
                     };
                     *vg = dot32_i8(wv, xv);
@@ -696,7 +701,7 @@ unsafe fn q8_mxfp4(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y
                 let d = _mm256_cvtepi32_ps(hsum8_epi32(v));
                 let mut sc = [0f32; 8];
                 for (g, scg) in sc.iter_mut().enumerate() {
-                    *scg = super::super::UE8M0_HALF[usize::from(e[8 * sb + g])];
+                    *scg = scale_f32(m, o, 8 * sb + g);
                 }
                 let mut prod = [0f32; 8];
                 // SAFETY: both arrays hold 8 f32.
@@ -710,15 +715,17 @@ unsafe fn q8_mxfp4(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y
                     acc += p;
                 }
             }
-            for (g, &eg) in e.iter().enumerate().skip(8 * supers) {
+            for g in 8 * supers..m.groups_per_row() {
                 let mut d = 0i32;
-                for c in 32 * g..(32 * g + 32).min(ni) {
+                for (c, &qc) in q.iter().enumerate().take((32 * g + 32).min(ni)).skip(32 * g) {
                     let nib = (row[c / 2] >> (4 * (c % 2))) & 0xF;
-                    d += i32::from(MX_LUT[usize::from(nib)]) * i32::from(q[c]);
+                    #[allow(clippy::cast_possible_wrap)] // nibble < 16
+                    let code = if mx { MX_LUT[usize::from(nib)] } else { nib as i8 - 8 };
+                    d += i32::from(code) * i32::from(qc);
                 }
                 #[allow(clippy::cast_precision_loss)] // the spec's rounding
                 let df = d as f32;
-                acc += df * super::super::UE8M0_HALF[usize::from(eg)];
+                acc += df * scale_f32(m, o, g);
             }
             y[si * nr + r] = acc * sx;
         }
