@@ -81,7 +81,9 @@ impl ValueFormatter for NanosFormatter {
     }
     fn scale_throughputs(&self, typical: f64, t: &Throughput, values: &mut [f64]) -> &'static str {
         let per = match *t {
-            Throughput::Bytes(n) | Throughput::BytesDecimal(n) | Throughput::Elements(n) => n as f64,
+            Throughput::Bytes(n) | Throughput::BytesDecimal(n) | Throughput::Elements(n) => {
+                n as f64
+            }
         };
         let rate = per * 1e9 / typical;
         let (div, unit) = match (t, rate) {
