@@ -107,7 +107,7 @@ pub mod record;
 pub mod stream;
 pub mod table;
 
-pub use decode::{Arm, Decoder, decode_record, decode_record_with};
+pub use decode::{Arm, Decoder, decode_record, decode_record_with, verify_record_with};
 pub use error::{DecodeError, EncodeError, RecordError, StreamError, TableError};
 pub use record::{
     FORMAT_HEAD_LEN, FORMAT_STREAMS, MAX_STREAMS, Nibbles, ParseOrder, Record, encode_record,

@@ -43,7 +43,11 @@ fn all_arms(t: &Table, rec: &Record<'_>) -> Result<Vec<u8>, DecodeError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
+    // 192 cases by default; `PROPTEST_CASES` raises it for a longer run.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(192),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn quantized_histograms_make_valid_tables(h in histogram(), sb in 1u32..=15) {
@@ -134,11 +138,16 @@ proptest! {
         if let Ok(r) = Record::parse(&rec, n_streams)
             && let Ok(out) = all_arms(&t, &r)
         {
-            // Accepted: the record really encodes what was decoded.
+            // Accepted: the record really encodes what was decoded, byte for byte, unless a
+            // stream starts from a non-canonical state ≥ 256·L (the spec accepts the whole
+            // [L, 2^32), the encoder only writes below 2^31; see tests/fuzz_regressions.rs).
             let nib = unpack(&out, r.n_symbols() as usize);
             let mut re = vec![0u8; rec.len() + 64];
             let l2 = encode_record(&t, Nibbles::Unpacked(&nib), n_streams, &mut re).unwrap();
-            prop_assert_eq!(&re[..l2], &rec[..]);
+            if re[..l2] != rec[..] {
+                let non_canonical = (0..n_streams).any(|i| r.stream(i)[0] >= 0x80);
+                prop_assert!(non_canonical, "accepted record is not the encoding of its output");
+            }
         }
     }
 }

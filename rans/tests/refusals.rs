@@ -52,6 +52,10 @@ fn full_class(t: &Table, blob: &[u8], n_streams: usize) -> &'static str {
     for other in results {
         assert_eq!(other, first, "arms disagree");
     }
+    for arm in arms() {
+        let v = tetrad_rans::verify_record_with(arm, t, &rec);
+        assert_eq!(v, first.as_ref().map(|_| ()).map_err(|e| *e), "verify with {arm}");
+    }
     first.map_or_else(|e| e.class(), |_| "OK")
 }
 

@@ -117,6 +117,20 @@ pub fn decode_record_with(
     d.finish()
 }
 
+/// Checks every stream's seal of a parsed record without keeping the output: decodes through a
+/// 4 KiB stack buffer (no allocation). Returns what [`decode_record_with`] would.
+pub fn verify_record_with(arm: Arm, table: &Table, record: &Record<'_>) -> Result<(), DecodeError> {
+    let mut d = Decoder::new(arm, table, *record)?;
+    let mut buf = [0u8; 4096];
+    while d.remaining_bytes() > 0 {
+        // At most 4096.
+        #[allow(clippy::cast_possible_truncation)]
+        let k = d.remaining_bytes().min(buf.len() as u64) as usize;
+        d.decode_next(&mut buf[..k])?;
+    }
+    d.finish()
+}
+
 /// An incremental record decoder: decode the packed output in chunks of any size (e.g. row
 /// tiles that stay in cache), then [`finish`](Decoder::finish) to check every seal.
 ///
