@@ -326,6 +326,11 @@ unsafe fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &
         unsafe { f32_nibbles(m, x, s, rows, y) };
         return;
     }
+    if m.format() == Format::Fp8E4m3B128 {
+        // SAFETY: same contract.
+        unsafe { f32_fp8(m, x, s, rows, y) };
+        return;
+    }
     let (ni, gl, nr) = (m.i(), m.group_len(), rows.len());
     let mut ibuf = [0i8; CH];
     let mut fbuf = [0f32; CH];
@@ -729,5 +734,136 @@ unsafe fn q8_nibble_g32(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usiz
             }
             y[si * nr + r] = acc * sx;
         }
+    }
+}
+
+/// Eight e4m3 bytes → eight exact f32 values (see the module documentation); `nan` also maps
+/// the NaN codes, otherwise the caller has checked that there are none.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn fp8x8(b: __m128i, nan: bool) -> __m256 {
+    let t = _mm256_cvtepi8_epi32(b);
+    #[allow(clippy::cast_possible_wrap)] // bit pattern
+    let bits =
+        _mm256_and_si256(_mm256_slli_epi32::<20>(t), _mm256_set1_epi32(0x87F0_0000u32 as i32));
+    let f = _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_set1_ps(scalar::pow2(120)));
+    if nan {
+        let is_nan = _mm256_cmpeq_epi32(
+            _mm256_and_si256(bits, _mm256_set1_epi32(0x7FF0_0000)),
+            _mm256_set1_epi32(0x07F0_0000),
+        );
+        _mm256_or_ps(f, _mm256_castsi256_ps(is_nan))
+    } else {
+        f
+    }
+}
+
+/// Fused fp8-e4m3-b128 f32-activation kernel for one weight row and `T` activation rows: per
+/// 128-column block, decode 8 bytes at a time in registers (NaN handling only when the block
+/// holds a NaN code), 2 accumulators per activation row, `acc = fma(part, scale, acc)`.
+///
+/// # Safety
+/// AVX2 + FMA; every `xs[k]` points at `I` values.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fp8_row_f32<const T: usize>(m: &Matrix<'_>, o: usize, xs: [*const f32; T]) -> [f32; T] {
+    let ni = m.i();
+    let row = m.row_bytes(o);
+    let mut acc = [_mm256_setzero_ps(); T];
+    let mut tail_acc = [0f32; T];
+    let nan_code = _mm256_set1_epi8(0x7F);
+    for g in 0..m.groups_per_row() {
+        let (c0, c1) = (128 * g, (128 * g + 128).min(ni));
+        let n8 = (c1 - c0) / 8;
+        // NaN codes in the block? (only full 32-byte pieces are probed; the rest is decoded with NaN handling)
+        let mut has_nan = (c1 - c0) % 32 != 0;
+        for p in 0..(c1 - c0) / 32 {
+            // SAFETY: c0 + 32·p + 32 ≤ c1 ≤ I bytes of the row.
+            let v = unsafe { _mm256_loadu_si256(row.as_ptr().add(c0 + 32 * p).cast()) };
+            let hit = _mm256_cmpeq_epi8(_mm256_and_si256(v, nan_code), nan_code);
+            has_nan |= _mm256_movemask_epi8(hit) != 0;
+        }
+        let mut p0 = [_mm256_setzero_ps(); T];
+        let mut p1 = [_mm256_setzero_ps(); T];
+        let mut j = 0;
+        while j + 2 <= n8 {
+            let col = c0 + 8 * j;
+            // SAFETY: col + 16 ≤ c1 ≤ I.
+            let (b0, b1) = unsafe {
+                (
+                    _mm_loadl_epi64(row.as_ptr().add(col).cast()),
+                    _mm_loadl_epi64(row.as_ptr().add(col + 8).cast()),
+                )
+            };
+            let (w0, w1) = (fp8x8(b0, has_nan), fp8x8(b1, has_nan));
+            for k in 0..T {
+                // SAFETY: col + 16 ≤ I values of xs[k].
+                unsafe {
+                    p0[k] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xs[k].add(col)), p0[k]);
+                    p1[k] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xs[k].add(col + 8)), p1[k]);
+                }
+            }
+            j += 2;
+        }
+        if j < n8 {
+            let col = c0 + 8 * j;
+            // SAFETY: col + 8 ≤ c1 ≤ I.
+            let w0 = fp8x8(unsafe { _mm_loadl_epi64(row.as_ptr().add(col).cast()) }, true);
+            for k in 0..T {
+                // SAFETY: col + 8 ≤ I values of xs[k].
+                p0[k] = _mm256_fmadd_ps(w0, unsafe { _mm256_loadu_ps(xs[k].add(col)) }, p0[k]);
+            }
+        }
+        let sc = scalar::group_scale(m, o, g);
+        let scv = _mm256_set1_ps(sc);
+        for k in 0..T {
+            let mut tail = 0.0f32;
+            for (c, &b) in row.iter().enumerate().take(c1).skip(c0 + 8 * n8) {
+                // SAFETY: c < I.
+                tail += scalar::e4m3_to_f32(b) * unsafe { *xs[k].add(c) };
+            }
+            acc[k] = _mm256_fmadd_ps(_mm256_add_ps(p0[k], p1[k]), scv, acc[k]);
+            tail_acc[k] += tail * sc;
+        }
+    }
+    let mut out = [0f32; T];
+    for k in 0..T {
+        out[k] = hsum_ps(acc[k]) + tail_acc[k];
+    }
+    out
+}
+
+/// # Safety
+/// AVX2 + FMA; shapes as asserted by [`matmul_f32_rows`].
+#[target_feature(enable = "avx2,fma")]
+unsafe fn f32_fp8(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
+    let (ni, nr) = (m.i(), rows.len());
+    let mut s0 = 0;
+    while s0 < s {
+        let st = if s - s0 >= 4 {
+            4
+        } else if s - s0 >= 2 {
+            2
+        } else {
+            1
+        };
+        let xp = |k: usize| x[(s0 + k) * ni..].as_ptr();
+        for (r, o) in rows.clone().enumerate() {
+            // SAFETY: each pointer addresses the I values of activation row s0 + k.
+            let v: [f32; 4] = unsafe {
+                match st {
+                    4 => fp8_row_f32::<4>(m, o, [xp(0), xp(1), xp(2), xp(3)]),
+                    2 => {
+                        let v = fp8_row_f32::<2>(m, o, [xp(0), xp(1)]);
+                        [v[0], v[1], 0.0, 0.0]
+                    }
+                    _ => [fp8_row_f32::<1>(m, o, [xp(0)])[0], 0.0, 0.0, 0.0],
+                }
+            };
+            for k in 0..st {
+                y[(s0 + k) * nr + r] = v[k];
+            }
+        }
+        s0 += st;
     }
 }
