@@ -21,13 +21,14 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod adapter;
 mod arch;
 pub mod format;
 pub mod isa;
 pub mod kernels;
 pub mod quantize;
-pub mod scalar;
 pub mod resolve;
+pub mod scalar;
 pub mod stamp;
 
 pub use format::Format;

@@ -1,0 +1,336 @@
+//! Decode-then-matmul over compressed weights: multiply with an `int4-rans256-g0` record
+//! without ever materialising the dense int4 matrix.
+//!
+//! A [`Rans256Matrix`] is a parsed record (borrowed bytes), its table, the per-row scales and
+//! `[O, I]`; it exists only once every check passed (record framing, `n_symbols ==
+//! 2 · O · ceil(I/2)`, `O` scales). [`Rans256Matrix::matmul`] walks the record with the
+//! incremental checked decoder in tiles of whole rows (about [`TILE_BYTES`] of int4, so a tile
+//! is decoded into L1/L2 and consumed from there) and hands each tile to the int4-row kernel of
+//! the chosen arm; the tile's outputs are scattered into `y`. Decoded weights never reach DRAM.
+//!
+//! Exactness: each output `y[s, o]` is the int4-row kernel's dot product of row `o`, computed
+//! by the same arm over the same bytes in the same order as dense [`crate::kernels::matmul`] on
+//! the decoded matrix, so the results are bit-identical to it (a test proves it per arm).
+//!
+//! Integrity: stream seals are only known once the whole record has been decoded, so on any
+//! decode error `y` is zero-filled before the error is returned: a corrupted record never
+//! leaves partial products behind.
+//!
+//! Threads: the record's 256 streams are interleaved across every row, so a row band cannot be
+//! decoded without decoding all bands before it. The `tetrad` crate's threaded matmul therefore
+//! pipelines instead of splitting: one thread decodes tile `k + 1` while another multiplies
+//! tile `k` (see `tetrad::adapter`).
+
+use core::ops::Range;
+
+use tetrad_rans::{Arm, DecodeError, Decoder, Record, RecordError, Table};
+
+use crate::Format;
+use crate::isa::Isa;
+use crate::kernels::{
+    KernelError, Matrix, QuantizedActs, Scales, matmul_q8_rows_with, matmul_rows_with,
+};
+
+/// Target int4 bytes per tile (a little under a 32 KiB L1 data cache).
+pub const TILE_BYTES: usize = 24 * 1024;
+
+/// Why a compressed matrix could not be built or multiplied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdapterError {
+    /// The record's framing was refused.
+    #[error("record: {0}")]
+    Record(RecordError),
+    /// The record decodes to a different number of nibbles than `[O, I]` int4-row needs.
+    #[error("record holds {got} nibbles, [{o}, {i}] int4-row needs 2·O·ceil(I/2) = {expected}")]
+    NSymbols {
+        /// Nibbles in the record.
+        got: u64,
+        /// `2 · O · ceil(I/2)`.
+        expected: u64,
+        /// Rows.
+        o: usize,
+        /// Columns.
+        i: usize,
+    },
+    /// Not one scale per row.
+    #[error("{got} scales for {expected} rows")]
+    ScaleCount {
+        /// Scales given.
+        got: usize,
+        /// `O`.
+        expected: usize,
+    },
+    /// `[O, I]` overflows.
+    #[error("shape [{o}, {i}] overflows")]
+    Overflow {
+        /// Rows.
+        o: usize,
+        /// Columns.
+        i: usize,
+    },
+    /// The scratch buffers cannot hold one row (or its outputs).
+    #[error("scratch holds {got} bytes, a tile needs at least {needed}")]
+    Scratch {
+        /// Minimum needed.
+        needed: usize,
+        /// Given.
+        got: usize,
+    },
+    /// Checked decode refused a stream (the output was zero-filled).
+    #[error("decode: {0}")]
+    Decode(DecodeError),
+    /// The kernel refused (shapes, or an unavailable arm).
+    #[error("kernel: {0}")]
+    Kernel(KernelError),
+}
+
+impl AdapterError {
+    /// The refusal class (that of the underlying stage where there is one).
+    pub const fn class(&self) -> &'static str {
+        match self {
+            Self::Record(e) => e.class(),
+            Self::NSymbols { .. } => "E_COUNT_MISMATCH",
+            Self::ScaleCount { .. } => "E_SCALE_COUNT",
+            Self::Overflow { .. } => "E_ADAPTER_OVERFLOW",
+            Self::Scratch { .. } => "E_SCRATCH",
+            Self::Decode(e) => e.class(),
+            Self::Kernel(e) => e.class(),
+        }
+    }
+}
+
+impl From<KernelError> for AdapterError {
+    fn from(e: KernelError) -> Self {
+        Self::Kernel(e)
+    }
+}
+
+impl From<DecodeError> for AdapterError {
+    fn from(e: DecodeError) -> Self {
+        Self::Decode(e)
+    }
+}
+
+/// How to multiply one tile: f32 activations or int8-quantized ones.
+#[derive(Debug, Clone, Copy)]
+pub enum Acts<'x> {
+    /// `S × I` f32 activations.
+    F32 {
+        /// The activations.
+        x: &'x [f32],
+        /// Rows `S`.
+        s: usize,
+    },
+    /// int8-quantized activations (exact integer dot products).
+    Q8(&'x QuantizedActs<'x>),
+}
+
+impl Acts<'_> {
+    const fn s(&self) -> usize {
+        match self {
+            Self::F32 { s, .. } => *s,
+            Self::Q8(q) => q.s(),
+        }
+    }
+}
+
+/// An `int4-rans256-g0` record viewed as an int4-row weight matrix `W[O, I]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Rans256Matrix<'a> {
+    record: Record<'a>,
+    table: &'a Table,
+    scales: &'a [f32],
+    o: usize,
+    i: usize,
+    stride: usize,
+}
+
+impl<'a> Rans256Matrix<'a> {
+    /// Parses and checks a record as the `[o, i]` int4-row matrix with per-row `scales`.
+    pub fn new(
+        blob: &'a [u8],
+        table: &'a Table,
+        scales: &'a [f32],
+        o: usize,
+        i: usize,
+    ) -> Result<Self, AdapterError> {
+        let record = Record::parse_format(blob).map_err(AdapterError::Record)?;
+        let stride = i.div_ceil(2);
+        let expected = (o as u64)
+            .checked_mul(stride as u64)
+            .and_then(|b| b.checked_mul(2))
+            .ok_or(AdapterError::Overflow { o, i })?;
+        if record.n_symbols() != expected {
+            return Err(AdapterError::NSymbols { got: record.n_symbols(), expected, o, i });
+        }
+        if scales.len() != o {
+            return Err(AdapterError::ScaleCount { got: scales.len(), expected: o });
+        }
+        Ok(Self { record, table, scales, o, i, stride })
+    }
+
+    /// Rows `O`.
+    pub const fn o(&self) -> usize {
+        self.o
+    }
+
+    /// Columns `I`.
+    pub const fn i(&self) -> usize {
+        self.i
+    }
+
+    /// Bytes of one int4 row, `ceil(I/2)`.
+    pub const fn row_bytes(&self) -> usize {
+        self.stride
+    }
+
+    /// Packed int4 bytes the record decodes to, `O · ceil(I/2)`.
+    pub const fn dense_len(&self) -> usize {
+        self.o * self.stride
+    }
+
+    /// The per-row scales.
+    pub const fn scales(&self) -> &'a [f32] {
+        self.scales
+    }
+
+    /// Rows per tile for a tile budget of `bytes`.
+    pub const fn tile_rows(&self, bytes: usize) -> usize {
+        let r = bytes / self.stride;
+        if r == 0 {
+            1
+        } else if r > self.o {
+            self.o
+        } else {
+            r
+        }
+    }
+
+    /// A fresh checked decoder over the record.
+    pub fn decoder(&self, arm: Arm) -> Result<Decoder<'a, 'a>, AdapterError> {
+        Ok(Decoder::new(arm, self.table, self.record)?)
+    }
+
+    /// Decodes the whole matrix into `out` (`O · ceil(I/2)` bytes), checked.
+    pub fn decode_into(&self, arm: Arm, out: &mut [u8]) -> Result<(), AdapterError> {
+        tetrad_rans::decode_record_with(arm, self.table, &self.record, out)?;
+        Ok(())
+    }
+
+    /// Multiplies the int4 rows `rows` held (already decoded) in `tile` into `y`
+    /// (`S × O`), using `ytile` (at least `S · rows.len()` floats) as the kernel's output.
+    pub fn multiply_tile(
+        &self,
+        isa: Isa,
+        acts: Acts<'_>,
+        tile: &[u8],
+        rows: Range<usize>,
+        ytile: &mut [f32],
+        y: &mut [f32],
+    ) -> Result<(), AdapterError> {
+        let n = rows.len();
+        let s = acts.s();
+        let m = Matrix::new(
+            Format::Int4Row,
+            tile,
+            Scales::F32(&self.scales[rows.clone()]),
+            n,
+            self.i,
+            0,
+        )?;
+        let yt = &mut ytile[..s * n];
+        match acts {
+            Acts::F32 { x, s } => matmul_rows_with(isa, &m, x, s, 0..n, yt)?,
+            Acts::Q8(q) => matmul_q8_rows_with(isa, &m, q, 0..n, yt)?,
+        }
+        for si in 0..s {
+            y[si * self.o + rows.start..si * self.o + rows.end]
+                .copy_from_slice(&yt[si * n..(si + 1) * n]);
+        }
+        Ok(())
+    }
+
+    /// `y = acts · Wᵀ` (`y` is `S × O`), decoding tile by tile into `wbuf` and multiplying on
+    /// arm `isa` (record decode on `arm`). `wbuf` must hold at least one row, `ybuf` `S` floats
+    /// per row of a tile. On error `y` is zero-filled.
+    #[allow(clippy::too_many_arguments)] // the two scratch buffers are what makes it no_std
+    pub fn matmul_scratch(
+        &self,
+        isa: Isa,
+        arm: Arm,
+        acts: Acts<'_>,
+        y: &mut [f32],
+        wbuf: &mut [u8],
+        ybuf: &mut [f32],
+    ) -> Result<(), AdapterError> {
+        let r = self.matmul_tiles(isa, arm, acts, y, wbuf, ybuf);
+        if r.is_err() {
+            y.fill(0.0);
+        }
+        r
+    }
+
+    fn matmul_tiles(
+        &self,
+        isa: Isa,
+        arm: Arm,
+        acts: Acts<'_>,
+        y: &mut [f32],
+        wbuf: &mut [u8],
+        ybuf: &mut [f32],
+    ) -> Result<(), AdapterError> {
+        let s = acts.s();
+        let want_y =
+            s.checked_mul(self.o).ok_or(AdapterError::Overflow { o: self.o, i: self.i })?;
+        if y.len() != want_y {
+            return Err(AdapterError::Kernel(KernelError::Length {
+                what: "y",
+                expected: want_y,
+                got: y.len(),
+            }));
+        }
+        let by_w = wbuf.len() / self.stride.max(1);
+        let by_y = ybuf.len().checked_div(s).unwrap_or(usize::MAX);
+        let t = by_w.min(by_y).min(self.o);
+        if t == 0 && self.o > 0 {
+            return Err(AdapterError::Scratch {
+                needed: self.stride.max(s * 4),
+                got: wbuf.len().min(ybuf.len() * 4),
+            });
+        }
+        let mut dec = self.decoder(arm)?;
+        let mut r0 = 0;
+        while r0 < self.o {
+            let r1 = (r0 + t).min(self.o);
+            let tile = &mut wbuf[..(r1 - r0) * self.stride];
+            dec.decode_next(tile)?;
+            self.multiply_tile(isa, acts, tile, r0..r1, ybuf, y)?;
+            r0 = r1;
+        }
+        dec.finish()?;
+        Ok(())
+    }
+
+    /// [`matmul_scratch`](Self::matmul_scratch) with f32 activations on the best arms,
+    /// allocating tile buffers of about [`TILE_BYTES`].
+    #[cfg(feature = "std")]
+    pub fn matmul(&self, x: &[f32], s: usize, y: &mut [f32]) -> Result<(), AdapterError> {
+        self.matmul_with(crate::isa::best(), Arm::best(), Acts::F32 { x, s }, y)
+    }
+
+    /// As [`matmul`](Self::matmul) on forced arms and either activation kind.
+    #[cfg(feature = "std")]
+    pub fn matmul_with(
+        &self,
+        isa: Isa,
+        arm: Arm,
+        acts: Acts<'_>,
+        y: &mut [f32],
+    ) -> Result<(), AdapterError> {
+        let t = self.tile_rows(TILE_BYTES);
+        let mut wbuf = std::vec![0u8; t * self.stride];
+        let mut ybuf = std::vec![0f32; t * acts.s()];
+        self.matmul_scratch(isa, arm, acts, y, &mut wbuf, &mut ybuf)
+    }
+}
