@@ -14,8 +14,6 @@ struct Case {
     scales: Vec<f32>,
     table: Table,
     blob: Vec<u8>,
-    o: usize,
-    i: usize,
 }
 
 fn case(o: usize, i: usize, seed: u64) -> Case {
@@ -44,7 +42,7 @@ fn case(o: usize, i: usize, seed: u64) -> Case {
     let mut blob = vec![0u8; max_record_len(2 * codes.len(), 256)];
     let n = encode_record_packed(&table, &codes, &mut blob).unwrap();
     blob.truncate(n);
-    Case { codes, scales, table, blob, o, i }
+    Case { codes, scales, table, blob }
 }
 
 fn isas() -> Vec<Isa> {
