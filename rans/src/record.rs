@@ -22,7 +22,7 @@
 //! `i`'s bytes are two offset reads away.
 
 use crate::error::{EncodeError, RecordError};
-use crate::stream::{RANS_L, divisors, encode_core, max_stream_len};
+use crate::stream::{RANS_L, encode_core, max_stream_len};
 use crate::table::{SYMBOLS, Table};
 
 /// The largest stream count the allocation-free decoders hold state for.
@@ -225,7 +225,6 @@ fn encode_interleaved(
     }
     let (freq, start) = (table.freq(), table.start());
     let x_max_unit = (RANS_L >> sb) << 8;
-    let div = divisors(table);
     let mut x = [RANS_L; MAX_STREAMS];
     let mut p = ends;
     let rounds = n.div_ceil(n_streams);
@@ -249,9 +248,7 @@ fn encode_interleaved(
                 }
                 xi >>= 8;
             }
-            // xi < x_max ≤ 2^31 here.
-            let q = div[s].div(xi);
-            x[i] = (q << sb) + (xi - q * f) + start[s];
+            x[i] = ((xi / f) << sb) + (xi % f) + start[s];
             p[i] = pi;
         }
     }

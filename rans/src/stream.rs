@@ -31,42 +31,6 @@ pub const fn max_stream_len(n: usize, scale_bits: u32) -> usize {
     }
 }
 
-/// Exact division by a table frequency without a divide instruction: for every `x < 2^31`
-/// and `1 ≤ f ≤ 2^15`, `x / f == (x · rcp) >> (31 + s)` where `2^s ≥ f` and
-/// `rcp = ceil(2^(31+s) / f)` (the round-up reciprocal is exact for `N`-bit dividends when the
-/// extra shift `s` covers `f`; here `N = 31`, and the product stays below `2^63`).
-#[derive(Clone, Copy)]
-pub(crate) struct Divisor {
-    rcp: u64,
-    shift: u32,
-}
-
-impl Divisor {
-    /// The divisor for `f` (`1..=2^15`).
-    #[inline]
-    pub(crate) fn new(f: u32) -> Divisor {
-        debug_assert!((1..=1 << 15).contains(&f));
-        let s = 32 - (f - 1).leading_zeros(); // ceil(log2 f); 0 for f = 1
-        let shift = 31 + s;
-        Divisor { rcp: (1u64 << shift).div_ceil(u64::from(f)), shift }
-    }
-
-    /// `x / f` for `x < 2^31`.
-    #[inline(always)]
-    pub(crate) fn div(self, x: u32) -> u32 {
-        debug_assert!(x < 1 << 31);
-        #[allow(clippy::cast_possible_truncation)] // the quotient is at most x.
-        let q = ((u64::from(x) * self.rcp) >> self.shift) as u32;
-        q
-    }
-}
-
-/// Divisors of every symbol's frequency (1 stands in for absent symbols, never used).
-#[inline]
-pub(crate) fn divisors(table: &Table) -> [Divisor; SYMBOLS] {
-    core::array::from_fn(|s| Divisor::new(table.freq()[s].max(1)))
-}
-
 /// Encodes one stream core: `sym(k)` is symbol `k` of `count`, all already known codable.
 /// Writes backwards ending at `dst.len()`; returns the stream length.
 #[inline]
@@ -80,7 +44,6 @@ pub(crate) fn encode_core(
     let freq = table.freq();
     let start = table.start();
     let x_max_unit = (RANS_L >> sb) << 8;
-    let div = divisors(table);
     let mut x = RANS_L;
     let mut p = dst.len();
     for k in (0..count).rev() {
@@ -98,9 +61,7 @@ pub(crate) fn encode_core(
             }
             x >>= 8;
         }
-        // x < x_max ≤ 2^31 here.
-        let q = div[s].div(x);
-        x = (q << sb) + (x - q * f) + start[s];
+        x = ((x / f) << sb) + (x % f) + start[s];
     }
     if p < 4 {
         return Err(scratch(dst.len()));
@@ -269,28 +230,6 @@ mod tests {
         let mut dst = [0u8; 16];
         let n = encode_stream(&t, &[8; 100], &mut dst).unwrap();
         assert_eq!(&dst[16 - n..], &[0x00, 0x80, 0x00, 0x00]);
-    }
-
-    #[test]
-    fn reciprocal_division_is_exact() {
-        let edges = |f: u32| {
-            let top = (1u32 << 31) - 1;
-            [0, 1, f - 1, f, f + 1, 2 * f - 1, top, top - 1, top - top % f, top - top % f - 1]
-        };
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        for f in 1..=1u32 << 15 {
-            let d = Divisor::new(f);
-            for x in edges(f) {
-                assert_eq!(d.div(x), x / f, "{x} / {f}");
-            }
-            for _ in 0..64 {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                let x = (state >> 33) as u32;
-                assert_eq!(d.div(x), x / f, "{x} / {f}");
-            }
-        }
     }
 
     #[test]
