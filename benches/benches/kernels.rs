@@ -5,11 +5,16 @@
 //!
 //! Run: `cargo bench -p tetrad-benches --bench kernels` (filter with a trailing substring, e.g.
 //! `-- int4-row`). Results and the machine: docs/PERFORMANCE.md, section "tetrad-quant kernels".
-#![allow(missing_docs, clippy::cast_possible_truncation)]
+//!
+//! Clock: the development machine is shared, so the single-thread groups measure this thread's
+//! CPU time (`/proc/thread-self/schedstat`) unless `TETRAD_BENCH_CLOCK=wall`; the 2-thread
+//! group always uses wall time (CPU time of one thread cannot measure two).
+#![allow(missing_docs, clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tetrad_quant::kernels::{self, Matrix, Scales};
 use tetrad_quant::{Format, Isa, isa};
@@ -118,16 +123,75 @@ const FORMATS: [(Format, usize, &str); 8] = [
     (Format::Fp8E4m3B128, 0, "fp8-e4m3-b128"),
 ];
 
-fn configure(c: &mut Criterion) -> &mut Criterion {
-    c
+/// Wall-clock or this thread's CPU time, in nanoseconds.
+struct Clock {
+    cpu: bool,
 }
 
-fn bench_size(
-    c: &mut Criterion,
-    label: &str,
-    shape: impl Fn(Format) -> (usize, usize),
-    arms: &[Isa],
-) {
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+impl Clock {
+    fn from_env() -> Clock {
+        let wall = std::env::var("TETRAD_BENCH_CLOCK").is_ok_and(|v| v == "wall");
+        let cpu = !wall && thread_cpu_ns().is_some();
+        eprintln!("kernels bench clock: {}", if cpu { "thread CPU time" } else { "wall time" });
+        Clock { cpu }
+    }
+}
+
+impl Measurement for Clock {
+    type Intermediate = (Instant, u64);
+    type Value = f64;
+    fn start(&self) -> (Instant, u64) {
+        (Instant::now(), if self.cpu { thread_cpu_ns().unwrap_or(0) } else { 0 })
+    }
+    fn end(&self, (t, c): (Instant, u64)) -> f64 {
+        if self.cpu {
+            thread_cpu_ns().unwrap_or(0).saturating_sub(c) as f64
+        } else {
+            t.elapsed().as_nanos() as f64
+        }
+    }
+    fn add(&self, a: &f64, b: &f64) -> f64 {
+        a + b
+    }
+    fn zero(&self) -> f64 {
+        0.0
+    }
+    fn to_f64(&self, v: &f64) -> f64 {
+        *v
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        &Nanos
+    }
+}
+
+struct Nanos;
+
+impl ValueFormatter for Nanos {
+    fn scale_values(&self, _ns: f64, _values: &mut [f64]) -> &'static str {
+        "ns"
+    }
+    fn scale_throughputs(&self, _typical: f64, t: &Throughput, values: &mut [f64]) -> &'static str {
+        let per = match *t {
+            Throughput::Bytes(n) | Throughput::BytesDecimal(n) | Throughput::Elements(n) => {
+                n as f64
+            }
+        };
+        values.iter_mut().for_each(|v| *v = per / *v); // per ns = G per s
+        "Gelem/s"
+    }
+    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
+        "ns"
+    }
+}
+
+type C = Criterion<Clock>;
+
+fn bench_size(c: &mut C, label: &str, shape: impl Fn(Format) -> (usize, usize), arms: &[Isa]) {
     for (format, gs, name) in FORMATS {
         let (o, i) = shape(format);
         let t = make(format, gs, o, i);
@@ -217,16 +281,23 @@ fn large_shape(format: Format) -> (usize, usize) {
     (o, i)
 }
 
-fn kernels_bench(c: &mut Criterion) {
-    let c = configure(c);
+fn kernels_bench(c: &mut C) {
     let simd: Vec<Isa> = isa::available().filter(|a| *a != Isa::Scalar).collect();
     let mut l2_arms = vec![Isa::Scalar];
     l2_arms.extend(&simd);
     eprintln!("best arm: {}; benchmarking {:?}", isa::best(), l2_arms);
     bench_size(c, "l2", l2_shape, &l2_arms);
     bench_size(c, "dram", large_shape, &simd);
+}
+
+fn threads_bench(c: &mut Criterion) {
     bench_threads(c, isa::best());
 }
 
-criterion_group!(benches, kernels_bench);
-criterion_main!(benches);
+criterion_group! {
+    name = benches;
+    config = Criterion::default().with_measurement(Clock::from_env());
+    targets = kernels_bench
+}
+criterion_group!(threads, threads_bench);
+criterion_main!(benches, threads);
