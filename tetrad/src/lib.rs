@@ -10,15 +10,19 @@
 //! Rust 1.89.
 #![deny(unsafe_code)] // one audited exception: the read-only file map in `io`.
 
+pub mod adapter;
 pub mod cfse;
 pub mod cli;
 pub mod container;
+pub mod gguf;
 pub mod io;
 pub mod json;
 pub mod progress;
+pub mod quantize_container;
 pub mod rans256;
 pub mod shard;
 pub mod shardset;
+pub mod stats;
 pub mod synth;
 pub mod table_json;
 

@@ -2,7 +2,7 @@
 //!
 //! It generates realistic per-row int4 weights (see [`crate::synth`]), measures their order-0
 //! entropy and the compression bound it implies, codes them with every codec the workspace
-//! has (checking each round trip byte for byte), and runs the container tools (pack, verify,
+//! has and with zstd (levels 3 and 19) for reference (checking each round trip byte for byte), and runs the container tools (pack, verify,
 //! unpack) on a small generated checkpoint in a temporary directory. Every number printed is
 //! measured in this run, on this machine.
 
@@ -101,6 +101,27 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
         gnib(data.len(), cenc),
         gnib(data.len(), cdec)
     );
+
+    // zstd on the same bytes, for reference (level 3: its default; level 19: near its best).
+    for level in [3, 19] {
+        let t = Instant::now();
+        let z = zstd::bulk::compress(&data, level).map_err(|e| fail("zstd encode", e))?;
+        let zenc = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let n = zstd::bulk::decompress_to_buffer(&z, &mut back[..])
+            .map_err(|e| fail("zstd decode", e))?;
+        let zdec = t.elapsed().as_secs_f64();
+        if n != data.len() || back != data {
+            return Err(CliError("demo: zstd round trip differs".into()));
+        }
+        println!(
+            "zstd -{level:<2}:       {} bytes = {:.4} of int4; encode {:.3}, decode {:.2} G nibbles/s (reference)",
+            z.len(),
+            z.len() as f64 / data.len() as f64,
+            gnib(data.len(), zenc),
+            gnib(data.len(), zdec)
+        );
+    }
 
     // The container tools on a small generated MoE checkpoint.
     let dir = tempfile::tempdir().map_err(|e| fail("temp dir", e))?;

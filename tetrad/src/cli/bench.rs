@@ -1,0 +1,456 @@
+//! `tetrad bench`: codec, kernel and memory throughput on this machine, beside zstd.
+//!
+//! Every measurement is the median of `--runs` (≥ 5) timed runs after one untimed warm-up run,
+//! on one thread unless the result says otherwise. The data is generated realistic per-row
+//! int4 ([`crate::synth::int4_bytes`], `--mib` MiB of packed bytes, so twice as many
+//! nibbles) or the int4 weights of `--input`. The read bandwidth is a STREAM-like sum over a
+//! `u64` array of 8 × `--mib` MiB (so it is DRAM-resident for the default size). Kernels run
+//! `matmul` (f32 activations) on an int4-row matrix that fits in L2 (256 × 1024, 128 KiB) and
+//! on one of 4 × `--mib` MiB. The decode-then-matmul adapter does not exist yet: asking for
+//! it is a refusal, and `all` lists it under `"unavailable"`. The JSON schema is documented in
+//! `docs/CLI.md`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use rayon::prelude::*;
+use serde_json::{Value, json};
+use tetrad_quant::{Format, Isa, Matrix, Scales};
+use tetrad_rans::{
+    Arm, FORMAT_SCALE_BITS, FORMAT_STREAMS, Record, Table, decode_record_with,
+    encode_record_packed, max_record_len,
+};
+
+use crate::rans256::Refusal;
+use crate::stats::{StatsOptions, Symbols, collect_safetensors};
+
+/// Which group of measurements to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Which {
+    /// int4-rans256-g0, CFS1 and zstd encode/decode.
+    Codecs,
+    /// int4-row matmul kernels, L2- and DRAM-resident.
+    Kernels,
+    /// The decode-then-matmul adapter (not available yet).
+    Adapter,
+    /// Everything available, plus the read bandwidth.
+    All,
+}
+
+/// Options of `tetrad bench`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+--isa forces one arm: a rANS decode arm (scalar, scalar-bf) or a kernel ISA (scalar, avx2, …);
+an unavailable arm is a refusal, never a silent downgrade. Without it every available arm runs.
+--input takes a safetensors container (file or directory: its int4 weights, decoded if
+entropy-coded) or a raw file of packed int4 bytes. The --json schema is in docs/CLI.md.
+
+Examples:
+  tetrad bench
+  tetrad bench --json codecs
+  tetrad bench --isa scalar-bf --input packed/ codecs")]
+pub struct BenchArgs {
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Force one arm (rANS decode arm or kernel ISA).
+    #[arg(long, value_name = "ARM")]
+    pub isa: Option<String>,
+    /// A container or a raw file of packed int4 bytes instead of generated data.
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    /// MiB of generated packed int4 (default 32 = 64 Mi nibbles).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub mib: u32,
+    /// Timed runs per measurement (the median is reported).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(5..=1000))]
+    pub runs: u32,
+    /// What to measure.
+    #[arg(value_enum, default_value_t = Which::All)]
+    pub what: Which,
+}
+
+/// One warm-up, then the median of `runs` timed calls, in seconds.
+fn median_secs(runs: u32, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut t: Vec<f64> = (0..runs)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed().as_secs_f64()
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+fn cpu_model() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    text.lines()
+        .find(|l| l.starts_with("model name") || l.starts_with("Model"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_owned())
+}
+
+fn cpu_flags() -> Vec<&'static str> {
+    let mut v = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        for (f, on) in [
+            ("sse4.2", std::arch::is_x86_feature_detected!("sse4.2")),
+            ("avx2", std::arch::is_x86_feature_detected!("avx2")),
+            ("fma", std::arch::is_x86_feature_detected!("fma")),
+            ("f16c", std::arch::is_x86_feature_detected!("f16c")),
+            ("bmi2", std::arch::is_x86_feature_detected!("bmi2")),
+            ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
+        ] {
+            if on {
+                v.push(f);
+            }
+        }
+    }
+    v
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` of now (civil-from-days, proleptic Gregorian).
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+fn rustc_version() -> Option<String> {
+    let out = std::process::Command::new("rustc").arg("--version").output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn machine() -> Value {
+    json!({
+        "cpu": cpu_model(),
+        "cores": std::thread::available_parallelism().map_or(1, |n| n.get()),
+        "arch": std::env::consts::ARCH,
+        "os": std::env::consts::OS,
+        "cpu_features": cpu_flags(),
+        "rustc": rustc_version(),
+        "rustc_note": "the rustc on PATH when the bench ran; rust-toolchain.toml pins the build",
+        "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
+        "tetrad": env!("CARGO_PKG_VERSION"),
+        "date": utc_now(),
+        "rans_arms": Arm::ALL.iter().filter(|a| a.is_available()).map(|a| a.name()).collect::<Vec<_>>(),
+        "kernel_isas": tetrad_quant::isa::available().map(Isa::name).collect::<Vec<_>>(),
+    })
+}
+
+fn gnib(bytes: usize, secs: f64) -> f64 {
+    2.0 * bytes as f64 / secs / 1e9
+}
+
+fn input_bytes(args: &BenchArgs) -> Result<(Vec<u8>, String), Refusal> {
+    let Some(p) = &args.input else {
+        let bytes = usize::try_from(args.mib).unwrap_or(1) << 20;
+        return Ok((
+            crate::synth::int4_bytes(bytes, 2026),
+            format!("generated per-row int4, {} MiB", args.mib),
+        ));
+    };
+    let is_container =
+        p.is_dir() || p.extension().is_some_and(|e| e.eq_ignore_ascii_case("safetensors"));
+    if is_container {
+        let opts =
+            StatsOptions { quantize: crate::quantize_container::QuantFormat::Int4Row, zstd: false };
+        let (m, _) = collect_safetensors(p, &opts)?;
+        let data: Vec<u8> =
+            m.into_iter().filter(|m| m.symbols == Symbols::Nibble).flat_map(|m| m.data).collect();
+        if data.is_empty() {
+            return Err(Refusal::new(
+                "E_NO_INPUT",
+                format!("{} holds no int4 weights", p.display()),
+            ));
+        }
+        Ok((data, format!("int4 weights of {}", p.display())))
+    } else {
+        let data =
+            std::fs::read(p).map_err(|e| Refusal::new("E_IO", format!("{}: {e}", p.display())))?;
+        if data.is_empty() {
+            return Err(Refusal::new("E_NO_INPUT", format!("{} is empty", p.display())));
+        }
+        Ok((data, format!("raw packed int4 bytes of {}", p.display())))
+    }
+}
+
+fn codecs(args: &BenchArgs, arm: Option<Arm>, out: &mut Vec<Value>) -> Result<(), Refusal> {
+    let (data, source) = input_bytes(args)?;
+    let n = data.len();
+    let runs = args.runs;
+    let hist = crate::synth::nibble_histogram(&data);
+    let table = Table::from_histogram(FORMAT_SCALE_BITS, &hist)
+        .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+    let mut blob = vec![0u8; max_record_len(2 * n, FORMAT_STREAMS)];
+    let mut len = 0;
+    let mut err = None;
+    let t = median_secs(runs, || match encode_record_packed(&table, &data, &mut blob) {
+        Ok(l) => len = l,
+        Err(e) => err = Some(e),
+    });
+    if let Some(e) = err {
+        return Err(Refusal::new(e.class(), e.to_string()));
+    }
+    let base = |what: &str, codec: &str, arm: &str, secs: f64, out_bytes: usize| {
+        json!({"what": what, "codec": codec, "arm": arm, "threads": 1, "bytes": n,
+               "compressed_bytes": out_bytes, "gnib_per_s": gnib(n, secs), "median_s": secs,
+               "runs": runs, "input": source})
+    };
+    out.push(base("encode", "int4-rans256-g0", "scalar", t, len));
+    let record =
+        Record::parse_format(&blob[..len]).map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+    let mut back = vec![0u8; n];
+    let arms: Vec<Arm> = match arm {
+        Some(a) => vec![a],
+        None => Arm::ALL.iter().copied().filter(|a| a.is_available()).collect(),
+    };
+    for a in arms {
+        let mut err = None;
+        let t = median_secs(runs, || {
+            if let Err(e) = decode_record_with(a, &table, &record, &mut back) {
+                err = Some(e);
+            }
+        });
+        if let Some(e) = err {
+            return Err(Refusal::new(e.class(), e.to_string()));
+        }
+        if back != data {
+            return Err(Refusal::new("E_ROUNDTRIP", format!("{a} decode differs from the input")));
+        }
+        out.push(base("decode", "int4-rans256-g0", a.name(), t, len));
+    }
+    // CFS1.
+    let mut cblob = vec![0u8; tetrad_fse::max_compressed_len(n)];
+    let mut clen = 0;
+    let t = median_secs(runs, || {
+        clen = tetrad_fse::compress_into(&data, &mut cblob).unwrap_or(0);
+    });
+    if clen == 0 {
+        return Err(Refusal::new("E_CFS1", "CFS1 encode failed".to_owned()));
+    }
+    out.push(base("encode", "cfs1", "scalar", t, clen));
+    let mut ok = true;
+    let t = median_secs(runs, || {
+        ok &= tetrad_fse::decompress_into(&cblob[..clen], &mut back).is_ok_and(|m| m == n);
+    });
+    if !ok || back != data {
+        return Err(Refusal::new("E_ROUNDTRIP", "CFS1 decode differs from the input".to_owned()));
+    }
+    out.push(base("decode", "cfs1", "scalar", t, clen));
+    // zstd on the same bytes: level 3 both ways, level 19 decode (its encode is too slow to
+    // repeat; it is done once, untimed).
+    for (level, time_encode) in [(3, true), (19, false)] {
+        let io = |e: std::io::Error| Refusal::new("E_ZSTD", e.to_string());
+        let z = if time_encode {
+            let mut res = Ok(Vec::new());
+            let t = median_secs(runs, || res = zstd::bulk::compress(&data, level));
+            let z = res.map_err(io)?;
+            let mut r = base("encode", "zstd", "libzstd", t, z.len());
+            r["level"] = json!(level);
+            out.push(r);
+            z
+        } else {
+            zstd::bulk::compress(&data, level).map_err(io)?
+        };
+        let mut ok = true;
+        let t = median_secs(runs, || {
+            ok &= zstd::bulk::decompress_to_buffer(&z, &mut back).is_ok_and(|m| m == n);
+        });
+        if !ok || back != data {
+            return Err(Refusal::new("E_ROUNDTRIP", "zstd decode differs".to_owned()));
+        }
+        let mut r = base("decode", "zstd", "libzstd", t, z.len());
+        r["level"] = json!(level);
+        out.push(r);
+    }
+    Ok(())
+}
+
+fn read_bandwidth(args: &BenchArgs, out: &mut Vec<Value>) {
+    let words = (usize::try_from(args.mib).unwrap_or(1) << 20) * 8 / 8;
+    let buf: Vec<u64> = (0..words as u64).collect();
+    let bytes = words * 8;
+    let sum = |s: &[u64]| {
+        let mut acc = [0u64; 4];
+        for c in s.chunks_exact(4) {
+            for k in 0..4 {
+                acc[k] = acc[k].wrapping_add(c[k]);
+            }
+        }
+        acc.iter().fold(0u64, |a, &b| a.wrapping_add(b))
+    };
+    let threads = rayon::current_num_threads();
+    for th in [1, threads] {
+        let t = median_secs(args.runs, || {
+            let s = if th == 1 {
+                sum(&buf)
+            } else {
+                buf.par_chunks(words.div_ceil(th).max(4)).map(sum).reduce(|| 0, u64::wrapping_add)
+            };
+            std::hint::black_box(s);
+        });
+        out.push(json!({"what": "read_bandwidth", "arm": "scalar", "threads": th, "bytes": bytes,
+            "gbytes_per_s": bytes as f64 / t / 1e9, "median_s": t, "runs": args.runs}));
+        if threads == 1 {
+            break;
+        }
+    }
+}
+
+fn kernels(args: &BenchArgs, isa: Option<Isa>, out: &mut Vec<Value>) -> Result<(), Refusal> {
+    let isas: Vec<Isa> = match isa {
+        Some(i) => vec![i],
+        None => tetrad_quant::isa::available().collect(),
+    };
+    let i = 1024usize;
+    let big_o = ((usize::try_from(args.mib).unwrap_or(1) << 20) * 4 / (i / 2)).max(256);
+    for (resident, o) in [("l2", 256usize), ("dram", big_o)] {
+        let (codes, _) = crate::synth::int4_rows(o, i, crate::synth::Dist::Laplace, 7);
+        let scales: Vec<f32> = (0..o).map(|r| 0.01 + r as f32 * 1e-6).collect();
+        let m = Matrix::new(Format::Int4Row, &codes, Scales::F32(&scales), o, i, 0)
+            .map_err(|e| Refusal::new("E_KERNEL", e.to_string()))?;
+        for batch in [1usize, 8] {
+            let x: Vec<f32> = (0..batch * i).map(|k| ((k % 17) as f32 - 8.0) * 0.1).collect();
+            let mut y = vec![0f32; batch * o];
+            for &a in &isas {
+                let mut err = None;
+                let t = median_secs(args.runs, || {
+                    if let Err(e) = tetrad_quant::kernels::matmul_with(a, &m, &x, batch, &mut y) {
+                        err = Some(e);
+                    }
+                });
+                if let Some(e) = err {
+                    return Err(Refusal::new("E_KERNEL", format!("{}: {e}", a.name())));
+                }
+                out.push(json!({"what": "kernel", "format": "int4-row", "arm": a.name(),
+                    "threads": 1, "batch": batch, "bytes": codes.len(), "rows": o, "cols": i,
+                    "resident": resident, "gweights_per_s": (o * i * batch) as f64 / t / 1e9,
+                    "median_s": t, "runs": args.runs}));
+            }
+        }
+    }
+    Ok(())
+}
+
+const ADAPTER_MISSING: &str =
+    "the decode-then-matmul adapter does not exist yet; nothing was measured";
+
+fn bench(args: &BenchArgs) -> Result<Value, Refusal> {
+    let (mut arm, mut isa) = (None, None);
+    if let Some(name) = &args.isa {
+        arm = Arm::from_name(name);
+        isa = Isa::from_name(name);
+        if arm.is_none() && isa.is_none() {
+            return Err(Refusal::new(
+                "E_ARM_UNKNOWN",
+                format!("{name:?} is neither a rANS decode arm nor a kernel ISA"),
+            ));
+        }
+        if arm.is_some_and(|a| !a.is_available()) || isa.is_some_and(|i| !i.is_available()) {
+            return Err(Refusal::new(
+                "E_ARM_UNAVAILABLE",
+                format!("{name} is not available on this machine"),
+            ));
+        }
+    }
+    let w = args.what;
+    if w == Which::Adapter {
+        return Err(Refusal::new("E_UNAVAILABLE", ADAPTER_MISSING.to_owned()));
+    }
+    let mut results = Vec::new();
+    let mut unavailable = Vec::new();
+    if matches!(w, Which::Codecs | Which::All) {
+        if args.isa.is_some() && arm.is_none() {
+            unavailable.push(json!({"what": "decode", "reason": "--isa names a kernel ISA, not a rANS arm; codecs skipped"}));
+        } else {
+            codecs(args, arm, &mut results)?;
+        }
+    }
+    if w == Which::All {
+        read_bandwidth(args, &mut results);
+    }
+    if matches!(w, Which::Kernels | Which::All) {
+        if args.isa.is_some() && isa.is_none() {
+            unavailable.push(json!({"what": "kernel", "reason": "--isa names a rANS arm, not a kernel ISA; kernels skipped"}));
+        } else {
+            kernels(args, isa, &mut results)?;
+        }
+    }
+    if w == Which::All {
+        unavailable.push(json!({"what": "adapter", "reason": ADAPTER_MISSING}));
+    }
+    Ok(json!({"machine": machine(), "results": results, "unavailable": unavailable}))
+}
+
+/// Runs `tetrad bench`.
+pub fn run(args: &BenchArgs) -> ExitCode {
+    let v = match bench(args) {
+        Ok(v) => v,
+        Err(r) => return super::refused(&r),
+    };
+    if args.json {
+        println!("{v}");
+        return ExitCode::SUCCESS;
+    }
+    let m = &v["machine"];
+    println!(
+        "machine: {} ({} cores, {}), {}, {} build, {}",
+        m["cpu"].as_str().unwrap_or("unknown cpu"),
+        m["cores"],
+        m["arch"].as_str().unwrap_or(""),
+        m["rustc"].as_str().unwrap_or("rustc unknown"),
+        m["profile"].as_str().unwrap_or(""),
+        m["date"].as_str().unwrap_or("")
+    );
+    for r in v["results"].as_array().into_iter().flatten() {
+        let what = r["what"].as_str().unwrap_or("");
+        let name = r["codec"].as_str().or(r["format"].as_str()).unwrap_or("memory");
+        let level = r.get("level").map(|l| format!(" -{l}")).unwrap_or_default();
+        let extra = match (r.get("batch"), r.get("resident")) {
+            (Some(b), Some(res)) => format!(" batch {b} {}", res.as_str().unwrap_or("")),
+            _ => String::new(),
+        };
+        let rate = if let Some(g) = r["gnib_per_s"].as_f64() {
+            format!("{g:.3} G nibbles/s")
+        } else if let Some(g) = r["gbytes_per_s"].as_f64() {
+            format!("{g:.2} GB/s")
+        } else {
+            format!("{:.3} G weights/s", r["gweights_per_s"].as_f64().unwrap_or(0.0))
+        };
+        let size = r
+            .get("compressed_bytes")
+            .map(|c| format!(" ({c} of {} bytes)", r["bytes"]))
+            .unwrap_or_default();
+        println!(
+            "{what:>14} {name}{level} [{} x{}{extra}]: {rate}{size}",
+            r["arm"].as_str().unwrap_or(""),
+            r["threads"]
+        );
+    }
+    for u in v["unavailable"].as_array().into_iter().flatten() {
+        println!(
+            "{:>14}: {}",
+            u["what"].as_str().unwrap_or(""),
+            u["reason"].as_str().unwrap_or("")
+        );
+    }
+    ExitCode::SUCCESS
+}

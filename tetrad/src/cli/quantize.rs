@@ -1,0 +1,94 @@
+//! `tetrad quantize`: float safetensors → quantized container (see
+//! [`crate::quantize_container`]).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::quantize_container::{QuantFormat, QuantizeOptions, quantize_path};
+use crate::rans256::Refusal;
+
+/// Options of `tetrad quantize`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+IN is one *.safetensors file or a directory of them (F32, BF16 or F16 tensors). OUT is a
+directory (created if missing) that receives one shard per input shard, same file name.
+Every selected 2-D float tensor X [O, I] becomes X (U8 codes, shape [O, row_bytes]) followed by
+X.qs (F32 scales) with the reference quantizers of docs/FORMATS.md; every other tensor is copied
+byte for byte. Each shard stamps what it wrote in __metadata__[\"colibri.fmt\"]. A shard is built
+in memory (about its input size plus the codes) and written atomically.
+
+Examples:
+  tetrad quantize --format int4-row model.safetensors q/
+  tetrad quantize --format int4-grouped:64 --only 'mlp|attn' ckpt/ q/
+  tetrad pack --indir q/ --outdir packed/ --select '\\.weight$'")]
+pub struct QuantizeArgs {
+    /// int4-row, int4-grouped:GS, int8-row, int2-row or int3-g64.
+    #[arg(long, value_parser = QuantFormat::parse, default_value = "int4-row")]
+    pub format: QuantFormat,
+    /// Only quantize 2-D float tensors whose name matches this regex (the rest is copied).
+    #[arg(long, value_name = "REGEX")]
+    pub only: Option<regex::Regex>,
+    /// Replace output shards that already exist.
+    #[arg(long)]
+    pub force: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Input shard or directory of shards.
+    #[arg(value_name = "IN")]
+    pub input: PathBuf,
+    /// Output directory.
+    #[arg(value_name = "OUT")]
+    pub output: PathBuf,
+}
+
+/// Runs `tetrad quantize`.
+pub fn run(args: &QuantizeArgs) -> ExitCode {
+    let opts = QuantizeOptions {
+        format: args.format,
+        only: args.only.clone(),
+        force: args.force,
+        quiet: args.quiet || args.json,
+    };
+    let report = match quantize_path(&args.input, &args.output, &opts) {
+        Ok(r) => r,
+        Err(r) => return refused(&r),
+    };
+    let quantized = report.tensors.iter().filter(|t| t.quantized).count();
+    let copied = report.tensors.len() - quantized;
+    if args.json {
+        let v = serde_json::json!({
+            "format": args.format.to_string(),
+            "stamp": args.format.stamp_name(),
+            "quantized": quantized,
+            "copied": copied,
+            "shards": report.shards.iter().map(|(i, o, b)| serde_json::json!({
+                "input": i.display().to_string(), "output": o.display().to_string(), "bytes": b,
+            })).collect::<Vec<_>>(),
+            "tensors": report.tensors.iter().map(|t| serde_json::json!({
+                "name": t.name, "shard": t.shard, "dtype": t.dtype, "shape": t.shape,
+                "action": if t.quantized { "quantized" } else { "copied" },
+            })).collect::<Vec<_>>(),
+        });
+        println!("{v}");
+    } else {
+        for (i, o, b) in &report.shards {
+            println!("{} -> {} ({b} bytes)", i.display(), o.display());
+        }
+        println!(
+            "{quantized} tensor(s) quantized to {} (stamped {:?}), {copied} copied",
+            args.format,
+            args.format.stamp_name()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+fn refused(r: &Refusal) -> ExitCode {
+    super::refused(r)
+}

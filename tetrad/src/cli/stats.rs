@@ -1,0 +1,203 @@
+//! `tetrad stats`: entropy and codec sizes of quantized weights (see [`crate::stats`]).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::quantize_container::QuantFormat;
+use crate::stats::{
+    StatsOptions, Symbols, TensorStats, Total, collect, measure, ratio, ratio_bound, verdict,
+};
+
+/// Options of `tetrad stats`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+PATHs are safetensors shards, GGUF files, or directories of either (a directory's
+*.safetensors are one container). Measured: int4-row, int4-grouped and int4-rans256-g0
+(decoded) nibbles, int8-row bytes, GGUF Q4_0/Q4_1/Q4_K nibbles and Q8_0 bytes; 2-D float
+tensors as they would be after `tetrad quantize --format FORMAT`. Ratios are code bytes /
+compressed bytes. int4-rans256-g0 uses one table pooled over every nibble tensor (the total
+includes the table's JSON). zstd level 19 is slow (a few MB/s per core); --no-zstd skips it.
+The --json schema is in docs/CLI.md.
+
+Examples:
+  tetrad stats model.safetensors
+  tetrad stats --per-tensor --quantize int4-grouped:64 ckpt/
+  tetrad stats --json SmolLM2-135M-Instruct.Q4_1.gguf")]
+pub struct StatsArgs {
+    /// Print one line per tensor (always included in --json).
+    #[arg(long)]
+    pub per_tensor: bool,
+    /// Format float tensors are measured in: int4-row, int4-grouped:GS or int8-row.
+    #[arg(long, value_parser = parse_measurable, default_value = "int4-row")]
+    pub quantize: QuantFormat,
+    /// Skip zstd level 19 (its fields become null).
+    #[arg(long)]
+    pub no_zstd: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Files or directories.
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+}
+
+fn parse_measurable(s: &str) -> Result<QuantFormat, String> {
+    let f = QuantFormat::parse(s)?;
+    match f {
+        QuantFormat::Int4Row | QuantFormat::Int4Grouped(_) | QuantFormat::Int8Row => Ok(f),
+        _ => Err(format!("{s}: stats measures int4-row, int4-grouped:GS or int8-row codes")),
+    }
+}
+
+fn sym_name(s: Symbols) -> &'static str {
+    match s {
+        Symbols::Nibble => "nibble",
+        Symbols::Byte => "byte",
+    }
+}
+
+fn tensor_json(t: &TensorStats) -> Value {
+    let n = t.counts.symbols();
+    let (h0, h1) = (t.counts.entropy0(), t.counts.entropy1());
+    json!({
+        "name": t.name,
+        "file": t.file,
+        "format": t.format,
+        "format_source": t.format_source,
+        "shape": t.shape,
+        "symbols": sym_name(t.symbols),
+        "nibbles": (t.symbols == Symbols::Nibble).then_some(n),
+        "weights": n,
+        "bytes": t.bytes,
+        "entropy_bits": h0,
+        "entropy_bits_order1": h1,
+        "order1_gain_bits": h0 - h1,
+        "ratio_bound": ratio_bound(t.symbols, h0),
+        "rans256_bytes": t.rans256_bytes,
+        "rans256_ratio": ratio(t.bytes, t.rans256_bytes),
+        "cfs1_bytes": t.cfs1_bytes,
+        "cfs1_ratio": ratio(t.bytes, t.cfs1_bytes),
+        "zstd19_bytes": t.zstd19_bytes,
+        "zstd19_ratio": ratio(t.bytes, t.zstd19_bytes),
+    })
+}
+
+fn total_json(t: &Total) -> Value {
+    let n = t.counts.symbols();
+    let (h0, h1) = (t.counts.entropy0(), t.counts.entropy1());
+    json!({
+        "symbols": sym_name(t.symbols),
+        "tensors": t.tensors,
+        "nibbles": (t.symbols == Symbols::Nibble).then_some(n),
+        "weights": n,
+        "bytes": t.bytes,
+        "entropy_bits": h0,
+        "entropy_bits_pooled": h0,
+        "entropy_bits_per_tensor": t.entropy_bits_per_tensor,
+        "entropy_bits_order1": h1,
+        "order1_gain_bits": h0 - h1,
+        "ratio_bound": ratio_bound(t.symbols, h0),
+        "rans256_bytes": t.rans256_bytes,
+        "rans256_table_bytes": t.rans256_table_bytes,
+        "rans256_ratio": ratio(t.bytes, t.rans256_bytes),
+        "cfs1_bytes": t.cfs1_bytes,
+        "cfs1_ratio": ratio(t.bytes, t.cfs1_bytes),
+        "zstd19_bytes": t.zstd19_bytes,
+        "zstd19_ratio": ratio(t.bytes, t.zstd19_bytes),
+        "verdict": verdict(t),
+    })
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+fn optr(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.3}x"))
+}
+
+/// Runs `tetrad stats`.
+pub fn run(args: &StatsArgs) -> ExitCode {
+    let opts = StatsOptions { quantize: args.quantize, zstd: !args.no_zstd };
+    let (measured, skipped) = match collect(&args.paths, &opts) {
+        Ok(v) => v,
+        Err(r) => return super::refused(&r),
+    };
+    let report = measure(measured, skipped, &opts);
+    if args.json {
+        let total = report.nibbles.as_ref().or(report.bytes.as_ref()).map(total_json);
+        let v = json!({
+            "quantize": args.quantize.to_string(),
+            "tensors": report.tensors.iter().map(tensor_json).collect::<Vec<_>>(),
+            "total": total,
+            "total_bytes": report.bytes.as_ref().filter(|_| report.nibbles.is_some()).map(total_json),
+            "skipped": report.skipped.iter().map(|s| json!({"name": s.name, "file": s.file, "reason": s.reason})).collect::<Vec<_>>(),
+        });
+        println!("{v}");
+        return ExitCode::SUCCESS;
+    }
+    if args.per_tensor {
+        for t in &report.tensors {
+            let h0 = t.counts.entropy0();
+            println!(
+                "{} [{}] {} {:?}: {} {}s, H0 {:.4} H1 {:.4} bits, bound {}, rans256 {} cfs1 {} zstd19 {}",
+                t.name,
+                t.file,
+                t.format,
+                t.shape,
+                t.counts.symbols(),
+                sym_name(t.symbols),
+                h0,
+                t.counts.entropy1(),
+                optr(ratio_bound(t.symbols, h0)),
+                optr(ratio(t.bytes, t.rans256_bytes)),
+                optr(ratio(t.bytes, t.cfs1_bytes)),
+                optr(ratio(t.bytes, t.zstd19_bytes)),
+            );
+        }
+        for s in &report.skipped {
+            println!("skipped {} [{}]: {}", s.name, s.file, s.reason);
+        }
+    }
+    for t in [&report.nibbles, &report.bytes].into_iter().flatten() {
+        let (h0, h1) = (t.counts.entropy0(), t.counts.entropy1());
+        println!(
+            "total ({} {} stream(s), {} {}s, {} bytes):",
+            t.tensors,
+            sym_name(t.symbols),
+            t.counts.symbols(),
+            sym_name(t.symbols),
+            t.bytes
+        );
+        println!(
+            "  entropy: {h0:.4} bits pooled, {:.4} per tensor (weighted), order-1 {h1:.4} (gain {:.4})",
+            t.entropy_bits_per_tensor,
+            h0 - h1
+        );
+        println!("  ratio bound {}", optr(ratio_bound(t.symbols, h0)));
+        if t.symbols == Symbols::Nibble {
+            println!(
+                "  int4-rans256-g0 {} bytes ({}, pooled table {} bytes incl.)",
+                opt(t.rans256_bytes),
+                optr(ratio(t.bytes, t.rans256_bytes)),
+                opt(t.rans256_table_bytes)
+            );
+        }
+        println!("  CFS1 {} bytes ({})", opt(t.cfs1_bytes), optr(ratio(t.bytes, t.cfs1_bytes)));
+        println!(
+            "  zstd -19 {} bytes ({})",
+            opt(t.zstd19_bytes),
+            optr(ratio(t.bytes, t.zstd19_bytes))
+        );
+        println!("  {}", verdict(t));
+    }
+    if report.tensors.is_empty() {
+        println!("no quantized weights measured ({} tensor(s) skipped)", report.skipped.len());
+    } else if !args.per_tensor && !report.skipped.is_empty() {
+        println!("{} tensor(s) skipped (--per-tensor lists them)", report.skipped.len());
+    }
+    ExitCode::SUCCESS
+}

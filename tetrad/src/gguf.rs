@@ -1,0 +1,391 @@
+//! A small, strict GGUF (v2/v3) reader: just enough to find each tensor's bytes.
+//!
+//! `tetrad stats` measures the quantized codes of llama.cpp checkpoints, so it needs the tensor
+//! directory of a GGUF file and nothing else: metadata values are skipped (only
+//! `general.alignment` is read), tensor infos are parsed and every offset and size is checked
+//! against the file. No maintained GGUF crate on crates.io was a clear fit (the one published
+//! under the name is a small utility without a strict-reader contract), so this is written from
+//! the format description: little-endian; `"GGUF"`, version `u32`, tensor count `u64`, metadata
+//! count `u64`; metadata `key: string, type: u32, value`; tensor infos
+//! `name: string, n_dims: u32, dims: u64 × n_dims, type: u32, offset: u64`; tensor data after
+//! the infos, aligned to `general.alignment` (default 32), offsets relative to its start.
+//!
+//! Hostile input: every length is checked against the bytes that remain before anything is
+//! allocated (a string of `n` bytes needs `n` bytes left, a list of `n` items at least `n`
+//! bytes), nested arrays are limited in depth, element counts and byte sizes use checked
+//! arithmetic, so a malformed file is a [`GgufError`], never a panic or a huge allocation.
+
+/// Why a GGUF file was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GgufError {
+    /// The file ends before a field.
+    #[error("truncated at byte {at}: needed {need} more bytes, {have} left")]
+    Truncated {
+        /// Offset of the field.
+        at: u64,
+        /// Bytes the field needs.
+        need: u64,
+        /// Bytes left.
+        have: u64,
+    },
+    /// Not a GGUF file.
+    #[error("bad magic {got:#010x}, expected 0x46554747 (\"GGUF\")")]
+    Magic {
+        /// The first four bytes, little-endian.
+        got: u32,
+    },
+    /// A version this reader does not know.
+    #[error("GGUF version {got}, expected 2 or 3")]
+    Version {
+        /// Version found.
+        got: u32,
+    },
+    /// A metadata value type outside the specification.
+    #[error("metadata value type {got} at byte {at}, expected 0..=12")]
+    ValueType {
+        /// Type found.
+        got: u32,
+        /// Offset.
+        at: u64,
+    },
+    /// Arrays nested deeper than the reader allows.
+    #[error("metadata arrays nested {got} deep, at most {max} allowed")]
+    Nesting {
+        /// Depth found.
+        got: u32,
+        /// Depth allowed.
+        max: u32,
+    },
+    /// `general.alignment` is zero, not a power of two, or not a u32.
+    #[error("general.alignment is {got}, expected a nonzero power of two (u32)")]
+    Alignment {
+        /// Value found (0 when of the wrong type).
+        got: u64,
+    },
+    /// A tensor with more dimensions than GGML allows.
+    #[error("tensor {index} has {got} dimensions, at most 4")]
+    Dims {
+        /// Tensor index.
+        index: u64,
+        /// Dimensions found.
+        got: u32,
+    },
+    /// A count or size overflows.
+    #[error("tensor {index}: element count or byte size overflows u64")]
+    Overflow {
+        /// Tensor index.
+        index: u64,
+    },
+    /// A tensor's row length is not a multiple of its block size.
+    #[error("tensor {index}: row of {ne0} elements is not a multiple of the {block}-element block")]
+    Block {
+        /// Tensor index.
+        index: u64,
+        /// Row length.
+        ne0: u64,
+        /// Block size of its type.
+        block: u64,
+    },
+    /// A tensor's data lies outside the data section or is misaligned.
+    #[error(
+        "tensor {index}: data [{begin}, {end}) outside the {len}-byte data section or misaligned"
+    )]
+    Range {
+        /// Tensor index.
+        index: u64,
+        /// Start, relative to the data section.
+        begin: u64,
+        /// End (exclusive).
+        end: u64,
+        /// Data section size.
+        len: u64,
+    },
+}
+
+impl GgufError {
+    /// Stable machine-readable class name.
+    pub const fn class(&self) -> &'static str {
+        match self {
+            Self::Truncated { .. } => "E_GGUF_TRUNCATED",
+            Self::Magic { .. } => "E_GGUF_MAGIC",
+            Self::Version { .. } => "E_GGUF_VERSION",
+            Self::ValueType { .. } => "E_GGUF_VALUE_TYPE",
+            Self::Nesting { .. } => "E_GGUF_NESTING",
+            Self::Alignment { .. } => "E_GGUF_ALIGNMENT",
+            Self::Dims { .. } => "E_GGUF_DIMS",
+            Self::Overflow { .. } => "E_GGUF_OVERFLOW",
+            Self::Block { .. } => "E_GGUF_BLOCK",
+            Self::Range { .. } => "E_GGUF_RANGE",
+        }
+    }
+}
+
+/// The GGUF magic, little-endian.
+pub const MAGIC: u32 = 0x4655_4747;
+/// Deepest metadata array nesting accepted.
+pub const MAX_NESTING: u32 = 8;
+
+/// One tensor of a GGUF file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GgufTensor {
+    /// Name (lossy UTF-8).
+    pub name: String,
+    /// Dimensions as stored: `dims[0]` is the row length (fastest-varying).
+    pub dims: Vec<u64>,
+    /// GGML type id.
+    pub ggml_type: u32,
+    /// Byte range in the file, when the type's size is known (`None` for unknown types).
+    pub range: Option<(u64, u64)>,
+}
+
+impl GgufTensor {
+    /// The type's name (`Q4_0`, …) or `type N`.
+    pub fn type_name(&self) -> String {
+        type_info(self.ggml_type).map_or_else(|| format!("type {}", self.ggml_type), |t| t.0.into())
+    }
+
+    /// Shape in row-major order (safetensors/numpy: the row length last).
+    pub fn shape(&self) -> Vec<u64> {
+        self.dims.iter().rev().copied().collect()
+    }
+}
+
+/// A parsed GGUF directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gguf {
+    /// Version (2 or 3).
+    pub version: u32,
+    /// Data alignment.
+    pub alignment: u64,
+    /// Start of the data section in the file.
+    pub data_start: u64,
+    /// Tensors in file order.
+    pub tensors: Vec<GgufTensor>,
+}
+
+/// `(name, elements per block, bytes per block)` of the GGML types whose size is known.
+pub fn type_info(t: u32) -> Option<(&'static str, u64, u64)> {
+    Some(match t {
+        0 => ("F32", 1, 4),
+        1 => ("F16", 1, 2),
+        2 => ("Q4_0", 32, 18),
+        3 => ("Q4_1", 32, 20),
+        6 => ("Q5_0", 32, 22),
+        7 => ("Q5_1", 32, 24),
+        8 => ("Q8_0", 32, 34),
+        9 => ("Q8_1", 32, 36),
+        10 => ("Q2_K", 256, 84),
+        11 => ("Q3_K", 256, 110),
+        12 => ("Q4_K", 256, 144),
+        13 => ("Q5_K", 256, 176),
+        14 => ("Q6_K", 256, 210),
+        15 => ("Q8_K", 256, 292),
+        30 => ("BF16", 1, 2),
+        _ => return None,
+    })
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: u64) -> Result<&'a [u8], GgufError> {
+        let have = (self.b.len() - self.pos) as u64;
+        if n > have {
+            return Err(GgufError::Truncated { at: self.pos as u64, need: n, have });
+        }
+        // n ≤ have, which fits usize.
+        #[allow(clippy::cast_possible_truncation)]
+        let n = n as usize;
+        let s = &self.b[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    fn u32(&mut self) -> Result<u32, GgufError> {
+        let s = self.take(4)?;
+        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn u64(&mut self) -> Result<u64, GgufError> {
+        let s = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn string(&mut self) -> Result<&'a [u8], GgufError> {
+        let n = self.u64()?;
+        self.take(n)
+    }
+    fn remaining(&self) -> u64 {
+        (self.b.len() - self.pos) as u64
+    }
+}
+
+/// Fixed size of a scalar metadata type, `None` for string/array.
+fn scalar_size(t: u32) -> Option<u64> {
+    Some(match t {
+        0 | 1 | 7 => 1,
+        2 | 3 => 2,
+        4..=6 => 4,
+        10..=12 => 8,
+        _ => return None,
+    })
+}
+
+/// Skips one metadata value of type `t`; returns its u32 value when it is a u32 (type 4).
+fn skip_value(c: &mut Cursor<'_>, t: u32, depth: u32) -> Result<Option<u64>, GgufError> {
+    let at = c.pos as u64;
+    match t {
+        4 => Ok(Some(u64::from(c.u32()?))),
+        8 => c.string().map(|_| None),
+        9 => {
+            if depth >= MAX_NESTING {
+                return Err(GgufError::Nesting { got: depth + 1, max: MAX_NESTING });
+            }
+            let et = c.u32()?;
+            let n = c.u64()?;
+            if let Some(sz) = scalar_size(et) {
+                let need = n.checked_mul(sz).ok_or(GgufError::Truncated {
+                    at: c.pos as u64,
+                    need: u64::MAX,
+                    have: c.remaining(),
+                })?;
+                c.take(need)?;
+            } else if et == 8 || et == 9 {
+                // Each item takes at least 8 bytes (a length or an array header).
+                if n > c.remaining() / 8 {
+                    return Err(GgufError::Truncated {
+                        at: c.pos as u64,
+                        need: n.saturating_mul(8),
+                        have: c.remaining(),
+                    });
+                }
+                for _ in 0..n {
+                    skip_value(c, et, depth + 1)?;
+                }
+            } else {
+                return Err(GgufError::ValueType { got: et, at });
+            }
+            Ok(None)
+        }
+        _ => match scalar_size(t) {
+            Some(sz) => c.take(sz).map(|_| None),
+            None => Err(GgufError::ValueType { got: t, at }),
+        },
+    }
+}
+
+/// Parses the GGUF directory of `bytes` (the whole file).
+pub fn parse(bytes: &[u8]) -> Result<Gguf, GgufError> {
+    let mut c = Cursor { b: bytes, pos: 0 };
+    let magic = c.u32()?;
+    if magic != MAGIC {
+        return Err(GgufError::Magic { got: magic });
+    }
+    let version = c.u32()?;
+    if !(2..=3).contains(&version) {
+        return Err(GgufError::Version { got: version });
+    }
+    let n_tensors = c.u64()?;
+    let n_kv = c.u64()?;
+    // A KV takes at least 8 (key length) + 4 (type) + 1 bytes.
+    if n_kv > c.remaining() / 13 {
+        return Err(GgufError::Truncated {
+            at: c.pos as u64,
+            need: n_kv.saturating_mul(13),
+            have: c.remaining(),
+        });
+    }
+    let mut alignment = 32u64;
+    for _ in 0..n_kv {
+        let key = c.string()?;
+        let t = c.u32()?;
+        let v = skip_value(&mut c, t, 0)?;
+        if key == b"general.alignment" {
+            match v {
+                Some(a) if a.is_power_of_two() => alignment = a,
+                Some(a) => return Err(GgufError::Alignment { got: a }),
+                None => return Err(GgufError::Alignment { got: 0 }),
+            }
+        }
+    }
+    // A tensor info takes at least 8 + 4 + 4 + 8 bytes.
+    if n_tensors > c.remaining() / 24 {
+        return Err(GgufError::Truncated {
+            at: c.pos as u64,
+            need: n_tensors.saturating_mul(24),
+            have: c.remaining(),
+        });
+    }
+    let mut raw = Vec::new();
+    for index in 0..n_tensors {
+        let name = String::from_utf8_lossy(c.string()?).into_owned();
+        let nd = c.u32()?;
+        if nd > 4 {
+            return Err(GgufError::Dims { index, got: nd });
+        }
+        let mut dims = Vec::with_capacity(4);
+        for _ in 0..nd {
+            dims.push(c.u64()?);
+        }
+        let ggml_type = c.u32()?;
+        let offset = c.u64()?;
+        raw.push((name, dims, ggml_type, offset));
+    }
+    let end_of_infos = c.pos as u64;
+    let data_start = end_of_infos
+        .div_ceil(alignment)
+        .checked_mul(alignment)
+        .ok_or(GgufError::Alignment { got: alignment })?;
+    let file_len = bytes.len() as u64;
+    let data_len = file_len.saturating_sub(data_start);
+    let mut tensors = Vec::with_capacity(raw.len());
+    for (index, (name, dims, ggml_type, offset)) in raw.into_iter().enumerate() {
+        let index = index as u64;
+        let range = match type_info(ggml_type) {
+            None => None,
+            Some((_, block, size)) => {
+                let ovf = GgufError::Overflow { index };
+                let n = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).ok_or(ovf)?;
+                let ne0 = dims.first().copied().unwrap_or(1);
+                if ne0 % block != 0 {
+                    return Err(GgufError::Block { index, ne0, block });
+                }
+                let len = (n / block).checked_mul(size).ok_or(ovf)?;
+                let end = offset.checked_add(len).ok_or(ovf)?;
+                if end > data_len || offset % alignment != 0 || data_start > file_len {
+                    return Err(GgufError::Range { index, begin: offset, end, len: data_len });
+                }
+                Some((data_start + offset, data_start + end))
+            }
+        };
+        tensors.push(GgufTensor { name, dims, ggml_type, range });
+    }
+    Ok(Gguf { version, alignment, data_start, tensors })
+}
+
+/// The nibble bytes of a Q4_0 / Q4_1 / Q4_K tensor's blocks, or the i8 code bytes of a Q8_0
+/// tensor, concatenated in storage order; `None` for other types. `data` is the tensor's
+/// bytes (a whole number of blocks, as [`parse`] checked).
+pub fn code_bytes(ggml_type: u32, data: &[u8]) -> Option<Vec<u8>> {
+    // (block bytes, offset of the codes in the block, code bytes per block)
+    let (bs, off, n) = match ggml_type {
+        2 => (18, 2, 16),
+        3 => (20, 4, 16),
+        12 => (144, 16, 128),
+        8 => (34, 2, 32),
+        _ => return None,
+    };
+    let mut out = Vec::with_capacity(data.len() / bs * n);
+    for b in data.chunks_exact(bs) {
+        out.extend_from_slice(&b[off..off + n]);
+    }
+    Some(out)
+}
+
+/// True when [`code_bytes`] yields nibbles (Q4_0, Q4_1, Q4_K), false for bytes (Q8_0).
+pub fn is_nibble_type(ggml_type: u32) -> bool {
+    matches!(ggml_type, 2 | 3 | 12)
+}

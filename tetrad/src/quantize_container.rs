@@ -1,0 +1,394 @@
+//! `tetrad quantize`: float safetensors → a colibrì-style quantized container.
+//!
+//! A float checkpoint (F32, BF16 or F16 tensors) becomes a container every other tetrad tool
+//! reads: each selected 2-D float tensor `X` of shape `[O, I]` is replaced by its codes `X`
+//! (dtype `U8`, shape `[O, row_bytes]`) followed by its scales `X.qs` (dtype `F32`, one per
+//! row or per group), produced by the reference quantizers of [`tetrad_quant::quantize`]
+//! (the spec's bytes, not a fast path). Everything else — 1-D tensors, integer tensors,
+//! unselected tensors — is copied byte for byte, in header order. Each output shard stamps
+//! what it wrote in `__metadata__["colibri.fmt"]` (sorted keys, `", "`/`": "` separators),
+//! merged with any stamps the input already carried, because `I` is not recorded in the file
+//! and the stamp is what lets readers tell int4 from int8 codes of the same byte count.
+//!
+//! Input is one shard file or a directory of `*.safetensors` shards; output is always a
+//! directory holding one shard per input shard, under the same file name (what `tetrad pack
+//! --indir` takes). Each shard is built in memory and written atomically.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use tetrad_quant::format::GROUP_SIZE_CANDIDATES;
+use tetrad_quant::quantize::{
+    QuantizeError, quantize_int2_row, quantize_int3_g64, quantize_int4_grouped, quantize_int4_row,
+    quantize_int8_row,
+};
+
+use crate::container::StoredScales;
+use crate::json::sorted_string_map;
+use crate::rans256::{Refusal, STAMP_KEY};
+use crate::shard::{HeaderStyle, OutTensor, shard_bytes};
+use crate::shardset::{Shard, list_shards};
+
+/// A format `tetrad quantize` can write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuantFormat {
+    /// `int4-row`: nibbles `q + 8`, one scale per row.
+    Int4Row,
+    /// `int4-grouped`: nibbles, one scale per `gs` columns of a row.
+    Int4Grouped(usize),
+    /// `int8-row`: one i8 per weight, one scale per row.
+    Int8Row,
+    /// `int2-row`: crumbs `q + 2`, one scale per row.
+    Int2Row,
+    /// `int3-g64`: 24-byte groups of 64 values, one scale per group.
+    Int3G64,
+}
+
+impl QuantFormat {
+    /// Parses `int4-row`, `int4-grouped:GS`, `int8-row`, `int2-row` or `int3-g64`. GS must be
+    /// one of the group sizes readers detect from the scale count
+    /// ([`GROUP_SIZE_CANDIDATES`]).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "int4-row" => Self::Int4Row,
+            "int8-row" => Self::Int8Row,
+            "int2-row" => Self::Int2Row,
+            "int3-g64" => Self::Int3G64,
+            _ => match s.strip_prefix("int4-grouped:") {
+                Some(gs) => match gs.parse::<u32>() {
+                    Ok(g) if GROUP_SIZE_CANDIDATES.contains(&g) => Self::Int4Grouped(g as usize),
+                    _ => {
+                        return Err(format!(
+                            "group size {gs:?} is not one readers can detect: {GROUP_SIZE_CANDIDATES:?}"
+                        ));
+                    }
+                },
+                None => {
+                    return Err(format!(
+                        "unknown format {s:?}, expected int4-row, int4-grouped:GS, int8-row, int2-row or int3-g64"
+                    ));
+                }
+            },
+        })
+    }
+
+    /// The registry name stamped in `colibri.fmt` (`int4-grouped` without its group size,
+    /// which readers recover from the scale count).
+    pub fn stamp_name(self) -> &'static str {
+        match self {
+            Self::Int4Row => "int4-row",
+            Self::Int4Grouped(_) => "int4-grouped",
+            Self::Int8Row => "int8-row",
+            Self::Int2Row => "int2-row",
+            Self::Int3G64 => "int3-g64",
+        }
+    }
+
+    /// True for the two nibble formats.
+    pub fn is_int4(self) -> bool {
+        matches!(self, Self::Int4Row | Self::Int4Grouped(_))
+    }
+
+    /// Codes (`O · row_bytes`) and scales of `w[O, I]`, with `row_bytes`.
+    pub fn quantize(
+        self,
+        w: &[f32],
+        o: usize,
+        i: usize,
+    ) -> Result<(Vec<u8>, Vec<f32>, usize), QuantizeError> {
+        let ovf = QuantizeError::Overflow { o, i };
+        let (row_bytes, groups) = match self {
+            Self::Int4Row => (i.div_ceil(2), 1),
+            Self::Int4Grouped(gs) => (i.div_ceil(2), i.div_ceil(gs.max(1))),
+            Self::Int8Row => (i, 1),
+            Self::Int2Row => (i.div_ceil(4), 1),
+            Self::Int3G64 => (
+                i.div_ceil(64).checked_mul(tetrad_quant::quantize::INT3_GROUP_BYTES).ok_or(ovf)?,
+                i.div_ceil(64),
+            ),
+        };
+        let mut codes = vec![0u8; o.checked_mul(row_bytes).ok_or(ovf)?];
+        let mut scales = vec![0f32; o.checked_mul(groups).ok_or(ovf)?];
+        match self {
+            Self::Int4Row => quantize_int4_row(w, o, i, &mut codes, &mut scales)?,
+            Self::Int4Grouped(gs) => quantize_int4_grouped(w, o, i, gs, &mut codes, &mut scales)?,
+            Self::Int8Row => quantize_int8_row(w, o, i, &mut codes, &mut scales)?,
+            Self::Int2Row => quantize_int2_row(w, o, i, &mut codes, &mut scales)?,
+            Self::Int3G64 => quantize_int3_g64(w, o, i, &mut codes, &mut scales)?,
+        }
+        Ok((codes, scales, row_bytes))
+    }
+}
+
+impl std::fmt::Display for QuantFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Int4Grouped(gs) => write!(f, "int4-grouped:{gs}"),
+            other => f.write_str(other.stamp_name()),
+        }
+    }
+}
+
+/// The f32 values of a float tensor (`F32`, `BF16`, `F16`), or `None` for any other dtype.
+pub fn float_values(dtype: &str, bytes: &[u8]) -> Option<Vec<f32>> {
+    matches!(dtype, "F32" | "BF16" | "F16")
+        .then(|| StoredScales { dtype, bytes }.to_f32())
+        .flatten()
+}
+
+/// What happened to one input tensor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorAction {
+    /// Tensor name.
+    pub name: String,
+    /// Shard it came from (file name).
+    pub shard: String,
+    /// Its dtype and shape in the input.
+    pub dtype: String,
+    /// Its shape in the input.
+    pub shape: Vec<u64>,
+    /// True when quantized (`X` + `X.qs` written), false when copied.
+    pub quantized: bool,
+}
+
+/// The result of [`quantize_path`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuantizeReport {
+    /// `(input path, output path, output bytes)` per shard.
+    pub shards: Vec<(PathBuf, PathBuf, u64)>,
+    /// Every input tensor, in order.
+    pub tensors: Vec<TensorAction>,
+}
+
+/// Options of [`quantize_path`].
+#[derive(Debug, Clone)]
+pub struct QuantizeOptions {
+    /// Format to write.
+    pub format: QuantFormat,
+    /// Only quantize 2-D float tensors whose name matches (others are copied).
+    pub only: Option<Regex>,
+    /// Replace output shards that already exist.
+    pub force: bool,
+    /// No progress bar.
+    pub quiet: bool,
+}
+
+/// Whether a tensor is quantized: 2-D, float, non-empty, selected, not itself a `.qs`.
+fn selected(name: &str, dtype: &str, shape: &[u64], only: Option<&Regex>) -> bool {
+    matches!(dtype, "F32" | "BF16" | "F16")
+        && matches!(shape, [o, i] if *o > 0 && *i > 0)
+        && !name.ends_with(".qs")
+        && only.is_none_or(|r| r.is_match(name))
+}
+
+/// The stamp of one quantized tensor, checked by resolving it the way every reader will: an
+/// `int4-grouped` tensor with a single group per row is stamped `int4-row` (the same bytes),
+/// and a group size the scale count would resolve to another group size is refused.
+fn stamp_for(
+    fmt: QuantFormat,
+    name: &str,
+    o: u64,
+    i: u64,
+    codes: usize,
+    scales: usize,
+) -> Result<&'static str, Refusal> {
+    let stamp = match fmt {
+        QuantFormat::Int4Grouped(gs) if i <= gs as u64 => "int4-row",
+        f => f.stamp_name(),
+    };
+    let r =
+        tetrad_quant::resolve(o, i, codes as u64, 4 * scales as u64, Some(stamp)).map_err(|e| {
+            Refusal::new(e.class(), format!("{name}: {fmt} output does not resolve: {e}"))
+        })?;
+    let same_group = match fmt {
+        QuantFormat::Int4Grouped(gs) if stamp == "int4-grouped" => {
+            r.group_size.and_then(|g| usize::try_from(g).ok()) == Some(gs)
+        }
+        _ => true,
+    };
+    if r.format.name() != stamp || !same_group {
+        return Err(Refusal::new(
+            "E_QUANT_AMBIGUOUS",
+            format!(
+                "{name} [{o}, {i}]: {fmt} would be read back as {r} (readers infer the group size from the scale count); choose another group size"
+            ),
+        ));
+    }
+    Ok(stamp)
+}
+
+/// Builds the quantized bytes of one shard and what it did to each tensor.
+pub fn quantize_shard(
+    shard: &Shard,
+    opts: &QuantizeOptions,
+) -> Result<(Vec<u8>, Vec<TensorAction>), Refusal> {
+    let file = shard.basename();
+    let names: std::collections::BTreeSet<&str> =
+        shard.header.tensors.iter().map(|t| t.name.as_str()).collect();
+    let mut stamps: BTreeMap<String, String> = BTreeMap::new();
+    let mut metadata = shard.header.metadata.clone().unwrap_or_default();
+    if let Some(old) = metadata.remove(STAMP_KEY) {
+        let v: serde_json::Value = serde_json::from_str(&old).map_err(|e| {
+            Refusal::new("E_STAMP_MALFORMED", format!("{file}: {STAMP_KEY} is not JSON: {e}"))
+        })?;
+        let obj = v.as_object().ok_or_else(|| {
+            Refusal::new("E_STAMP_MALFORMED", format!("{file}: {STAMP_KEY} is not an object"))
+        })?;
+        for (k, v) in obj {
+            let s = v.as_str().ok_or_else(|| {
+                Refusal::new("E_STAMP_MALFORMED", format!("{file}: stamp of {k:?} is not a string"))
+            })?;
+            stamps.insert(k.clone(), s.to_owned());
+        }
+    }
+    struct Built {
+        codes: Vec<u8>,
+        code_shape: [u64; 2],
+        scales: Vec<u8>,
+        scale_shape: [u64; 1],
+        qs_name: String,
+    }
+    let mut built: Vec<Option<Built>> = Vec::with_capacity(shard.header.tensors.len());
+    let mut actions = Vec::with_capacity(shard.header.tensors.len());
+    for t in &shard.header.tensors {
+        let q = selected(&t.name, &t.dtype, &t.shape, opts.only.as_ref());
+        actions.push(TensorAction {
+            name: t.name.clone(),
+            shard: file.clone(),
+            dtype: t.dtype.clone(),
+            shape: t.shape.clone(),
+            quantized: q,
+        });
+        if !q {
+            built.push(None);
+            continue;
+        }
+        let qs_name = format!("{}.qs", t.name);
+        if names.contains(qs_name.as_str()) {
+            return Err(Refusal::new(
+                "E_NAME_COLLISION",
+                format!("{file}: {} would write {qs_name}, which the input already has", t.name),
+            ));
+        }
+        let (o, i) = (t.shape[0], t.shape[1]);
+        let too_big = || {
+            Refusal::new("E_QUANT_OVERFLOW", format!("{}: shape {:?} too large", t.name, t.shape))
+        };
+        let (ou, iu) = (
+            usize::try_from(o).map_err(|_| too_big())?,
+            usize::try_from(i).map_err(|_| too_big())?,
+        );
+        let w = float_values(&t.dtype, shard.data(t)).ok_or_else(too_big)?;
+        let (codes, scales, row_bytes) = opts
+            .format
+            .quantize(&w, ou, iu)
+            .map_err(|e| Refusal::new(e.class(), format!("{}: {e}", t.name)))?;
+        let stamp = stamp_for(opts.format, &t.name, o, i, codes.len(), scales.len())?;
+        stamps.insert(t.name.clone(), stamp.to_owned());
+        built.push(Some(Built {
+            code_shape: [o, row_bytes as u64],
+            scale_shape: [scales.len() as u64],
+            scales: scales.iter().flat_map(|s| s.to_le_bytes()).collect(),
+            codes,
+            qs_name,
+        }));
+    }
+    if !stamps.is_empty() {
+        metadata.insert(
+            STAMP_KEY.to_owned(),
+            sorted_string_map(stamps.iter().map(|(k, v)| (k.as_str(), v.as_str())), ", ", ": "),
+        );
+    }
+    let mut out = Vec::with_capacity(built.len() + actions.iter().filter(|a| a.quantized).count());
+    for (t, b) in shard.header.tensors.iter().zip(&built) {
+        match b {
+            None => out.push(OutTensor {
+                name: &t.name,
+                dtype: &t.dtype,
+                shape: &t.shape,
+                data: shard.data(t),
+            }),
+            Some(b) => {
+                out.push(OutTensor {
+                    name: &t.name,
+                    dtype: "U8",
+                    shape: &b.code_shape,
+                    data: &b.codes,
+                });
+                out.push(OutTensor {
+                    name: &b.qs_name,
+                    dtype: "F32",
+                    shape: &b.scale_shape,
+                    data: &b.scales,
+                });
+            }
+        }
+    }
+    let bytes = shard_bytes(&metadata, &out, HeaderStyle::EscapedUnpadded)
+        .map_err(|e| Refusal::new("E_INTERNAL", format!("{file}: {}", e.0)))?;
+    Ok((bytes, actions))
+}
+
+/// Quantizes `input` (a shard or a directory of shards) into the directory `outdir`.
+pub fn quantize_path(
+    input: &Path,
+    outdir: &Path,
+    opts: &QuantizeOptions,
+) -> Result<QuantizeReport, Refusal> {
+    let paths = if input.is_dir() {
+        list_shards(input).map_err(|e| Refusal::new(e.class, e.detail))?
+    } else {
+        vec![input.to_owned()]
+    };
+    if paths.is_empty() {
+        return Err(Refusal::new(
+            "E_NO_INPUT",
+            format!("no *.safetensors files in {}", input.display()),
+        ));
+    }
+    if outdir.is_file() {
+        return Err(Refusal::new(
+            "E_OUTPUT_NOT_DIR",
+            format!("{} is a file; the output is a directory", outdir.display()),
+        ));
+    }
+    let mut targets = Vec::with_capacity(paths.len());
+    for p in &paths {
+        let name = p.file_name().ok_or_else(|| {
+            Refusal::new("E_NO_INPUT", format!("{} has no file name", p.display()))
+        })?;
+        let target = outdir.join(name);
+        if target.exists() && !opts.force {
+            return Err(Refusal::new(
+                "E_OUTPUT_EXISTS",
+                format!("{} exists (pass --force to replace it)", target.display()),
+            ));
+        }
+        if let (Ok(a), Ok(b)) = (p.canonicalize(), target.canonicalize())
+            && a == b
+        {
+            return Err(Refusal::new(
+                "E_OUTPUT_IS_INPUT",
+                format!("{} would overwrite its own input", target.display()),
+            ));
+        }
+        targets.push(target);
+    }
+    std::fs::create_dir_all(outdir)
+        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
+    let total: u64 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+    let bar = crate::progress::bytes(total, "quantize", opts.quiet);
+    let mut report = QuantizeReport { shards: Vec::new(), tensors: Vec::new() };
+    for (p, target) in paths.iter().zip(&targets) {
+        let shard = Shard::open(p).map_err(|e| Refusal::new(e.class, e.detail))?;
+        let (bytes, actions) = quantize_shard(&shard, opts)?;
+        crate::io::write_bytes_atomic(target, &bytes)
+            .map_err(|e| Refusal::new("E_IO", format!("writing {}: {e}", target.display())))?;
+        bar.inc(shard.bytes.len() as u64);
+        report.shards.push((p.clone(), target.clone(), bytes.len() as u64));
+        report.tensors.extend(actions);
+    }
+    bar.finish_and_clear();
+    Ok(report)
+}

@@ -1,0 +1,623 @@
+//! `tetrad stats`: how much would these weights shrink, losslessly?
+//!
+//! For every quantized weight of safetensors containers and GGUF files this measures the code
+//! stream a lossless coder would see — nibbles for the int4 formats (int4-row, int4-grouped,
+//! decoded int4-rans256-g0 records, GGUF Q4_0/Q4_1/Q4_K), bytes for int8-row and GGUF Q8_0 —
+//! and reports, per tensor and in total:
+//! - order-0 entropy `H0` (bits per symbol) and the ratio bound `symbol_bits / H0`;
+//! - order-1 conditional entropy `H1 = H(s_t | s_{t−1})` over pairs of neighbouring symbols
+//!   of the same row (storage order; the first symbol of a row has no context and is not
+//!   counted), and its gain `H0 − H1`, which says whether a context model could help;
+//! - the actual bytes of int4-rans256-g0 (one table pooled over every measured nibble tensor;
+//!   the total adds the table's JSON once, as `tetrad pack` stores it), of CFS1 and of zstd
+//!   level 19 on the same code bytes.
+//!
+//! Float tensors (2-D F32/BF16/F16) are measured as they would be after `tetrad quantize` with
+//! the chosen format. Every ratio is `code bytes / compressed bytes` (above 1 means smaller).
+//!
+//! The measured code bytes of every tensor are held in memory until the pooled table is built
+//! (about the size of the checkpoint's quantized codes); zstd level 19 is the slow part
+//! (a few MB/s per core; tensors are compressed in parallel, `--no-zstd` skips it).
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use tetrad_rans::{FORMAT_SCALE_BITS, FORMAT_STREAMS, Table, encode_record_packed, max_record_len};
+
+use crate::container::Container;
+use crate::gguf;
+use crate::quantize_container::{QuantFormat, float_values};
+use crate::rans256::{FORMAT_NAME, Refusal, table_parts};
+
+/// What one symbol of a code stream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Symbols {
+    /// 4-bit codes, two per byte, low nibble first.
+    Nibble,
+    /// 8-bit codes.
+    Byte,
+}
+
+impl Symbols {
+    /// Bits per symbol.
+    pub const fn bits(self) -> u32 {
+        match self {
+            Self::Nibble => 4,
+            Self::Byte => 8,
+        }
+    }
+    /// Alphabet size.
+    pub const fn alphabet(self) -> usize {
+        match self {
+            Self::Nibble => 16,
+            Self::Byte => 256,
+        }
+    }
+}
+
+/// The code stream of one tensor, ready to be measured.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// Tensor name.
+    pub name: String,
+    /// File it came from.
+    pub file: String,
+    /// Format of the codes (`int4-row`, `gguf:Q4_1`, …).
+    pub format: String,
+    /// How the format was decided: `stamp`, `resolved`, `quantize` or `gguf`.
+    pub format_source: &'static str,
+    /// Shape (row-major).
+    pub shape: Vec<u64>,
+    /// Symbol kind.
+    pub symbols: Symbols,
+    /// Code bytes.
+    pub data: Vec<u8>,
+    /// Bytes per row (order-1 contexts restart at each row); 0 means one row.
+    pub row_bytes: usize,
+}
+
+/// A tensor `stats` did not measure, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// Tensor name.
+    pub name: String,
+    /// File.
+    pub file: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Symbol and neighbour-pair counts of a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counts {
+    /// Symbol histogram (`alphabet` entries).
+    pub hist: Vec<u64>,
+    /// Pair counts `pairs[prev · alphabet + cur]` within rows.
+    pub pairs: Vec<u64>,
+}
+
+impl Counts {
+    fn zero(s: Symbols) -> Self {
+        let a = s.alphabet();
+        Self { hist: vec![0; a], pairs: vec![0; a * a] }
+    }
+    fn add(&mut self, o: &Self) {
+        self.hist.iter_mut().zip(&o.hist).for_each(|(a, b)| *a += b);
+        self.pairs.iter_mut().zip(&o.pairs).for_each(|(a, b)| *a += b);
+    }
+    /// Symbols counted.
+    pub fn symbols(&self) -> u64 {
+        self.hist.iter().sum()
+    }
+    /// Order-0 entropy in bits per symbol (0 for an empty stream).
+    pub fn entropy0(&self) -> f64 {
+        entropy(&self.hist)
+    }
+    /// Order-1 conditional entropy in bits per symbol over the counted pairs.
+    pub fn entropy1(&self) -> f64 {
+        let a = self.hist.len();
+        let total: u64 = self.pairs.iter().sum();
+        if total == 0 {
+            return 0.0;
+        }
+        let mut h = 0.0;
+        for prev in self.pairs.chunks_exact(a) {
+            let row: u64 = prev.iter().sum();
+            for &c in prev.iter().filter(|&&c| c > 0) {
+                h -= c as f64 * (c as f64 / row as f64).log2();
+            }
+        }
+        h / total as f64
+    }
+}
+
+/// Order-0 entropy of a histogram, bits per symbol.
+pub fn entropy(hist: &[u64]) -> f64 {
+    let n: u64 = hist.iter().sum();
+    if n == 0 {
+        return 0.0;
+    }
+    hist.iter().filter(|&&c| c > 0).map(|&c| c as f64 / n as f64).map(|p| -p * p.log2()).sum()
+}
+
+/// Counts symbols and within-row neighbour pairs of a code stream.
+pub fn count(symbols: Symbols, data: &[u8], row_bytes: usize) -> Counts {
+    let mut c = Counts::zero(symbols);
+    let a = symbols.alphabet();
+    let rows: Vec<&[u8]> = if row_bytes == 0 || row_bytes >= data.len() {
+        vec![data]
+    } else {
+        data.chunks(row_bytes).collect()
+    };
+    for row in rows {
+        let mut prev: Option<usize> = None;
+        let mut push = |s: usize| {
+            c.hist[s] += 1;
+            if let Some(p) = prev {
+                c.pairs[p * a + s] += 1;
+            }
+            prev = Some(s);
+        };
+        for &b in row {
+            match symbols {
+                Symbols::Nibble => {
+                    push(usize::from(b & 15));
+                    push(usize::from(b >> 4));
+                }
+                Symbols::Byte => push(usize::from(b)),
+            }
+        }
+    }
+    c
+}
+
+/// Every number of one tensor (or of the total).
+#[derive(Debug, Clone)]
+pub struct TensorStats {
+    /// The stream measured (its data is dropped after measuring).
+    pub name: String,
+    /// File.
+    pub file: String,
+    /// Format.
+    pub format: String,
+    /// How the format was decided.
+    pub format_source: &'static str,
+    /// Shape.
+    pub shape: Vec<u64>,
+    /// Symbol kind.
+    pub symbols: Symbols,
+    /// Code bytes.
+    pub bytes: u64,
+    /// Counts.
+    pub counts: Counts,
+    /// int4-rans256-g0 record bytes (nibble streams; `None` if the table could not be built).
+    pub rans256_bytes: Option<u64>,
+    /// CFS1 blob bytes.
+    pub cfs1_bytes: Option<u64>,
+    /// zstd level 19 frame bytes (`None` when skipped).
+    pub zstd19_bytes: Option<u64>,
+}
+
+/// Totals over the tensors of one symbol kind.
+#[derive(Debug, Clone)]
+pub struct Total {
+    /// Symbol kind.
+    pub symbols: Symbols,
+    /// Tensors.
+    pub tensors: u64,
+    /// Code bytes.
+    pub bytes: u64,
+    /// Pooled counts.
+    pub counts: Counts,
+    /// Symbol-weighted mean of the per-tensor order-0 entropies.
+    pub entropy_bits_per_tensor: f64,
+    /// Records plus the pooled table's JSON (nibbles only).
+    pub rans256_bytes: Option<u64>,
+    /// Table JSON bytes included in `rans256_bytes`.
+    pub rans256_table_bytes: Option<u64>,
+    /// Sum of the CFS1 blobs.
+    pub cfs1_bytes: Option<u64>,
+    /// Sum of the zstd-19 frames.
+    pub zstd19_bytes: Option<u64>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Measured tensors, in input order.
+    pub tensors: Vec<TensorStats>,
+    /// Tensors not measured.
+    pub skipped: Vec<Skipped>,
+    /// Total over nibble streams.
+    pub nibbles: Option<Total>,
+    /// Total over byte streams.
+    pub bytes: Option<Total>,
+}
+
+/// Options of [`collect`] and [`measure`].
+#[derive(Debug, Clone, Copy)]
+pub struct StatsOptions {
+    /// Format float tensors are quantized to before measuring.
+    pub quantize: QuantFormat,
+    /// Compute zstd level 19 sizes (slow).
+    pub zstd: bool,
+}
+
+fn is_gguf(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+        || std::fs::File::open(path)
+            .and_then(|mut f| {
+                let mut m = [0u8; 4];
+                std::io::Read::read_exact(&mut f, &mut m).map(|()| m)
+            })
+            .is_ok_and(|m| u32::from_le_bytes(m) == gguf::MAGIC)
+}
+
+/// The inputs of `paths`: files as given, directories expanded to their `*.gguf` files (one
+/// entry each) and, if they hold `*.safetensors`, the directory itself (one container).
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Refusal> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let rd = std::fs::read_dir(p)
+                .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", p.display())))?;
+            let mut ggufs = Vec::new();
+            let mut has_st = false;
+            for e in rd {
+                let e = e.map_err(|e| Refusal::new("E_IO", format!("{}: {e}", p.display())))?;
+                let n = e.file_name().to_string_lossy().into_owned();
+                if n.starts_with('.') {
+                    continue;
+                }
+                has_st |= n.ends_with(".safetensors");
+                if n.to_ascii_lowercase().ends_with(".gguf") {
+                    ggufs.push(e.path());
+                }
+            }
+            ggufs.sort();
+            if has_st {
+                out.push(p.clone());
+            }
+            if ggufs.is_empty() && !has_st {
+                return Err(Refusal::new(
+                    "E_NO_INPUT",
+                    format!("no *.safetensors or *.gguf files in {}", p.display()),
+                ));
+            }
+            out.extend(ggufs);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn quantized(
+    opts: &StatsOptions,
+    name: &str,
+    file: &str,
+    dtype: &str,
+    shape: &[u64],
+    data: &[u8],
+) -> Result<Measured, String> {
+    let fmt = opts.quantize;
+    let [o, i] = shape else { return Err("not 2-D".into()) };
+    let (o, i) = (
+        usize::try_from(*o).map_err(|e| e.to_string())?,
+        usize::try_from(*i).map_err(|e| e.to_string())?,
+    );
+    let w = float_values(dtype, data).ok_or("not a float tensor")?;
+    let (codes, _, row_bytes) = fmt.quantize(&w, o, i).map_err(|e| e.to_string())?;
+    Ok(Measured {
+        name: name.to_owned(),
+        file: file.to_owned(),
+        format: fmt.to_string(),
+        format_source: "quantize",
+        shape: shape.to_vec(),
+        symbols: if fmt.is_int4() { Symbols::Nibble } else { Symbols::Byte },
+        data: codes,
+        row_bytes,
+    })
+}
+
+/// Reads the code streams of one safetensors container (file or directory).
+pub fn collect_safetensors(
+    path: &Path,
+    opts: &StatsOptions,
+) -> Result<(Vec<Measured>, Vec<Skipped>), Refusal> {
+    let c = Container::open(path)?;
+    let set = c.shards();
+    let mut measured = Vec::new();
+    let mut skipped = Vec::new();
+    for (name, &loc) in &set.index {
+        let e = set.entry(loc);
+        let file = set.shards[loc.shard].basename();
+        let skip = |reason: String| Skipped { name: name.clone(), file: file.clone(), reason };
+        if name.ends_with(".qs") && set.get(&name[..name.len() - 3]).is_some() {
+            continue; // scales of a measured weight
+        }
+        let stamp = c.stamps().get(name);
+        if matches!(e.dtype.as_str(), "F32" | "BF16" | "F16") && stamp.is_none() {
+            if e.shape.len() != 2 || e.shape.contains(&0) {
+                skipped.push(skip(format!("{} {:?}: not a 2-D float matrix", e.dtype, e.shape)));
+                continue;
+            }
+            match quantized(opts, name, &file, &e.dtype, &e.shape, set.data(loc)) {
+                Ok(m) => measured.push(m),
+                Err(why) => skipped.push(skip(format!("cannot quantize: {why}"))),
+            }
+            continue;
+        }
+        if e.dtype != "U8" {
+            skipped.push(skip(format!("{} tensor, not quantized codes", e.dtype)));
+            continue;
+        }
+        let has_scales = set.get(&format!("{name}.qs")).is_some();
+        if stamp.is_none() && !has_scales {
+            skipped.push(skip("U8 without .qs scales or a stamp: not a quantized weight".into()));
+            continue;
+        }
+        let o = e.shape.first().copied().unwrap_or(0);
+        let cols = e.len().checked_div(o).unwrap_or(0);
+        let view = if stamp == Some(FORMAT_NAME) {
+            let packed = tetrad_rans::Record::parse_format(set.data(loc))
+                .map(|r| r.packed_bytes())
+                .map_err(|err| Refusal::new(err.class(), format!("{name}: {err}")))?;
+            let i = 2 * packed.checked_div(o).unwrap_or(0);
+            c.tensor(name, o, i)
+        } else {
+            // The file does not record I: a stamp says how many codes a byte holds; unstamped
+            // codes are read as [O, bytes per row] (what `tetrad inspect` does).
+            let i = match stamp {
+                Some("int4-row" | "int4-grouped") => 2 * cols,
+                Some("int2-row") => 4 * cols,
+                _ => cols,
+            };
+            c.tensor(name, o, i)
+        };
+        let view = match view {
+            Ok(v) => v,
+            Err(r) => {
+                skipped.push(skip(format!("REFUSED {}: {}", r.class, r.detail)));
+                continue;
+            }
+        };
+        let (format, symbols) = match view.format() {
+            tetrad_quant::Format::Int4Row | tetrad_quant::Format::Int4Grouped => {
+                (view.format().name().to_owned(), Symbols::Nibble)
+            }
+            tetrad_quant::Format::Int4Rans256G0 => {
+                (format!("{FORMAT_NAME} (decoded int4-row)"), Symbols::Nibble)
+            }
+            tetrad_quant::Format::Int8Row => ("int8-row".to_owned(), Symbols::Byte),
+            f => {
+                skipped.push(skip(format!("format {} is not measured", f.name())));
+                continue;
+            }
+        };
+        let Ok(len) = usize::try_from(view.decoded_len()) else {
+            skipped.push(skip("too large".into()));
+            continue;
+        };
+        let mut data = vec![0u8; len];
+        view.decode_into(&mut data)?;
+        let row_bytes = match usize::try_from(o) {
+            Ok(o) if o > 0 => len / o,
+            _ => 0,
+        };
+        measured.push(Measured {
+            name: name.clone(),
+            file,
+            format,
+            format_source: if stamp.is_some() { "stamp" } else { "resolved" },
+            shape: e.shape.clone(),
+            symbols,
+            data,
+            row_bytes,
+        });
+    }
+    Ok((measured, skipped))
+}
+
+/// Reads the code streams of one GGUF file.
+pub fn collect_gguf(
+    path: &Path,
+    opts: &StatsOptions,
+) -> Result<(Vec<Measured>, Vec<Skipped>), Refusal> {
+    let bytes = crate::io::map_file(path)
+        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", path.display())))?;
+    let g = gguf::parse(&bytes)
+        .map_err(|e| Refusal::new(e.class(), format!("{}: {e}", path.display())))?;
+    let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut measured = Vec::new();
+    let mut skipped = Vec::new();
+    for t in &g.tensors {
+        let skip = |reason: String| Skipped { name: t.name.clone(), file: file.clone(), reason };
+        let Some((a, b)) = t.range else {
+            skipped.push(skip(format!("GGML {} has no known layout", t.type_name())));
+            continue;
+        };
+        // parse() checked the range against the file.
+        #[allow(clippy::cast_possible_truncation)]
+        let data = &bytes[a as usize..b as usize];
+        let ne0 = t.dims.first().copied().unwrap_or(1);
+        match t.ggml_type {
+            0 | 1 | 30 => {
+                let dtype = match t.ggml_type {
+                    0 => "F32",
+                    1 => "F16",
+                    _ => "BF16",
+                };
+                let shape = t.shape();
+                if shape.len() != 2 || shape.contains(&0) {
+                    skipped.push(skip(format!("{dtype} {shape:?}: not a 2-D float matrix")));
+                    continue;
+                }
+                match quantized(opts, &t.name, &file, dtype, &shape, data) {
+                    Ok(m) => measured.push(m),
+                    Err(why) => skipped.push(skip(format!("cannot quantize: {why}"))),
+                }
+            }
+            ty => match gguf::code_bytes(ty, data) {
+                Some(codes) => {
+                    let nib = gguf::is_nibble_type(ty);
+                    let row_bytes = usize::try_from(if nib { ne0 / 2 } else { ne0 }).unwrap_or(0);
+                    measured.push(Measured {
+                        name: t.name.clone(),
+                        file: file.clone(),
+                        format: format!("gguf:{}", t.type_name()),
+                        format_source: "gguf",
+                        shape: t.shape(),
+                        symbols: if nib { Symbols::Nibble } else { Symbols::Byte },
+                        data: codes,
+                        row_bytes,
+                    });
+                }
+                None => skipped.push(skip(format!(
+                    "GGML {}: only Q4_0, Q4_1, Q4_K nibbles and Q8_0 bytes are measured",
+                    t.type_name()
+                ))),
+            },
+        }
+    }
+    Ok((measured, skipped))
+}
+
+/// Collects every code stream of `paths` (see [`expand`]).
+pub fn collect(
+    paths: &[PathBuf],
+    opts: &StatsOptions,
+) -> Result<(Vec<Measured>, Vec<Skipped>), Refusal> {
+    let mut m = Vec::new();
+    let mut s = Vec::new();
+    for p in expand(paths)? {
+        let (a, b) = if !p.is_dir() && is_gguf(&p) {
+            collect_gguf(&p, opts)?
+        } else {
+            collect_safetensors(&p, opts)?
+        };
+        m.extend(a);
+        s.extend(b);
+    }
+    Ok((m, s))
+}
+
+fn sum_opt(it: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    it.sum()
+}
+
+/// Measures the collected streams: counts, the pooled int4-rans256-g0 table and every codec.
+pub fn measure(measured: Vec<Measured>, skipped: Vec<Skipped>, opts: &StatsOptions) -> Report {
+    let counts: Vec<Counts> =
+        measured.par_iter().map(|m| count(m.symbols, &m.data, m.row_bytes)).collect();
+    let mut pooled16 = [0u64; 16];
+    for (m, c) in measured.iter().zip(&counts) {
+        if m.symbols == Symbols::Nibble {
+            pooled16.iter_mut().zip(&c.hist).for_each(|(a, b)| *a += b);
+        }
+    }
+    let table = Table::from_histogram(FORMAT_SCALE_BITS, &pooled16).ok();
+    let tensors: Vec<TensorStats> = measured
+        .into_par_iter()
+        .zip(counts)
+        .map(|(m, counts)| {
+            let rans256_bytes = match (&table, m.symbols) {
+                (Some(t), Symbols::Nibble) => {
+                    let mut blob = vec![0u8; max_record_len(2 * m.data.len(), FORMAT_STREAMS)];
+                    encode_record_packed(t, &m.data, &mut blob).ok().map(|n| n as u64)
+                }
+                _ => None,
+            };
+            let cfs1_bytes = {
+                let mut blob = vec![0u8; tetrad_fse::max_compressed_len(m.data.len())];
+                tetrad_fse::compress_into(&m.data, &mut blob).ok().map(|n| n as u64)
+            };
+            let zstd19_bytes = opts
+                .zstd
+                .then(|| zstd::bulk::compress(&m.data, 19).ok().map(|v| v.len() as u64))
+                .flatten();
+            TensorStats {
+                name: m.name,
+                file: m.file,
+                format: m.format,
+                format_source: m.format_source,
+                shape: m.shape,
+                symbols: m.symbols,
+                bytes: m.data.len() as u64,
+                counts,
+                rans256_bytes,
+                cfs1_bytes,
+                zstd19_bytes,
+            }
+        })
+        .collect();
+    let table_bytes =
+        table.as_ref().map(|t| crate::table_json::to_json(&table_parts(t)).len() as u64);
+    let total = |s: Symbols| -> Option<Total> {
+        let ts: Vec<&TensorStats> = tensors.iter().filter(|t| t.symbols == s).collect();
+        if ts.is_empty() {
+            return None;
+        }
+        let mut counts = Counts::zero(s);
+        ts.iter().for_each(|t| counts.add(&t.counts));
+        let n = counts.symbols();
+        let per_tensor = if n == 0 {
+            0.0
+        } else {
+            ts.iter().map(|t| t.counts.symbols() as f64 * t.counts.entropy0()).sum::<f64>()
+                / n as f64
+        };
+        let (rans256_bytes, rans256_table_bytes) = match s {
+            Symbols::Nibble => (
+                sum_opt(ts.iter().map(|t| t.rans256_bytes)).and_then(|r| Some(r + table_bytes?)),
+                table_bytes,
+            ),
+            Symbols::Byte => (None, None),
+        };
+        Some(Total {
+            symbols: s,
+            tensors: ts.len() as u64,
+            bytes: ts.iter().map(|t| t.bytes).sum(),
+            counts,
+            entropy_bits_per_tensor: per_tensor,
+            rans256_bytes,
+            rans256_table_bytes,
+            cfs1_bytes: sum_opt(ts.iter().map(|t| t.cfs1_bytes)),
+            zstd19_bytes: sum_opt(ts.iter().map(|t| t.zstd19_bytes)),
+        })
+    };
+    Report { nibbles: total(Symbols::Nibble), bytes: total(Symbols::Byte), tensors, skipped }
+}
+
+/// `bytes / compressed`, `None` when either is missing or zero.
+pub fn ratio(bytes: u64, compressed: Option<u64>) -> Option<f64> {
+    compressed.filter(|&c| c > 0 && bytes > 0).map(|c| bytes as f64 / c as f64)
+}
+
+/// `symbol_bits / H0`, `None` for a zero entropy.
+pub fn ratio_bound(symbols: Symbols, h0: f64) -> Option<f64> {
+    (h0 > 0.0).then(|| f64::from(symbols.bits()) / h0)
+}
+
+/// A plain sentence on how far lossless coding can go for a total.
+pub fn verdict(t: &Total) -> String {
+    let h = t.counts.entropy0();
+    let bits = f64::from(t.symbols.bits());
+    let saving = (1.0 - h / bits) * 100.0;
+    let what = match t.symbols {
+        Symbols::Nibble => "nibble",
+        Symbols::Byte => "byte",
+    };
+    if saving < 10.0 {
+        format!(
+            "these codes barely compress: the {what} entropy is {h:.3} of {bits} bits, so no order-0 lossless coder can save more than {saving:.1}% (group-quantized codes use their range almost evenly); order-1 context gains {:.3} bits",
+            h - t.counts.entropy1()
+        )
+    } else {
+        format!(
+            "lossless coding can save up to {saving:.1}%: {what} entropy {h:.3} of {bits} bits (ratio bound {:.3}x); order-1 context gains {:.3} bits",
+            bits / h,
+            h - t.counts.entropy1()
+        )
+    }
+}

@@ -1,0 +1,95 @@
+//! `tetrad bench --json`: the documented schema (docs/CLI.md), on a tiny input so the test
+//! stays fast. No speed is asserted (speed targets are criterion's job).
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn bench(args: &[&str]) -> (Option<i32>, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_tetrad")).arg("bench").args(args).output().unwrap();
+    (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+#[test]
+fn json_schema_of_all() {
+    let (code, out) = bench(&["--json", "--mib", "1", "all"]);
+    assert_eq!(code, Some(0), "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let m = &v["machine"];
+    for k in ["cpu", "cores", "rustc", "date", "arch", "profile", "rans_arms", "kernel_isas"] {
+        assert!(m.get(k).is_some(), "machine.{k} missing");
+    }
+    assert!(m["cores"].as_u64().unwrap() >= 1);
+    let results = v["results"].as_array().unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for r in results {
+        let what = r["what"].as_str().unwrap();
+        assert!(r["arm"].is_string() && r["threads"].as_u64().unwrap() >= 1, "{r}");
+        assert!(r["bytes"].as_u64().unwrap() > 0, "{r}");
+        assert!(r["runs"].as_u64().unwrap() >= 5, "{r}");
+        let rate = match what {
+            "decode" | "encode" => {
+                assert!(r["codec"].is_string(), "{r}");
+                if r["codec"] == "zstd" {
+                    assert!(r["level"].is_u64(), "{r}");
+                }
+                "gnib_per_s"
+            }
+            "read_bandwidth" => "gbytes_per_s",
+            "kernel" => {
+                assert!(r["format"].is_string() && r["batch"].is_u64(), "{r}");
+                assert!(matches!(r["resident"].as_str(), Some("l2" | "dram")), "{r}");
+                "gweights_per_s"
+            }
+            other => panic!("unexpected what {other}"),
+        };
+        assert!(r[rate].as_f64().unwrap() > 0.0, "{r}");
+        seen.insert((what.to_owned(), r["codec"].as_str().unwrap_or("").to_owned()));
+    }
+    for (w, c) in [
+        ("decode", "int4-rans256-g0"),
+        ("encode", "int4-rans256-g0"),
+        ("decode", "cfs1"),
+        ("decode", "zstd"),
+        ("read_bandwidth", ""),
+        ("kernel", ""),
+    ] {
+        assert!(seen.contains(&(w.to_owned(), c.to_owned())), "no {w} {c} in {seen:?}");
+    }
+    let un = v["unavailable"].as_array().unwrap();
+    assert!(un.iter().any(|u| u["what"] == "adapter"));
+}
+
+#[test]
+fn forced_arm_and_refusals() {
+    let (code, out) = bench(&["--json", "--mib", "1", "--isa", "scalar-bf", "codecs"]);
+    assert_eq!(code, Some(0), "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let decodes: Vec<&Value> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["what"] == "decode" && r["codec"] == "int4-rans256-g0")
+        .collect();
+    assert_eq!(decodes.len(), 1);
+    assert_eq!(decodes[0]["arm"], "scalar-bf");
+    let (code, out) = bench(&["--isa", "no-such-arm", "codecs"]);
+    assert_eq!(code, Some(1));
+    assert!(out.starts_with("REFUSED E_ARM_UNKNOWN:"), "{out}");
+    let (code, out) = bench(&["adapter"]);
+    assert_eq!(code, Some(1));
+    assert!(out.starts_with("REFUSED E_UNAVAILABLE:"), "{out}");
+    let (code, _) = bench(&["--runs", "2", "codecs"]);
+    assert_eq!(code, Some(2), "fewer than 5 runs is a usage error");
+}
+
+#[test]
+fn raw_input_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("raw.bin");
+    std::fs::write(&p, tetrad::synth::int4_bytes(64 << 10, 5)).unwrap();
+    let (code, out) = bench(&["--json", "--input", p.to_str().unwrap(), "codecs"]);
+    assert_eq!(code, Some(0), "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v["results"].as_array().unwrap().iter().all(|r| r["bytes"] == 64 << 10));
+}

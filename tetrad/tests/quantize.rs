@@ -1,0 +1,247 @@
+//! `tetrad quantize`: the bytes written match an independent computation of the spec's
+//! quantizers (docs/FORMATS.md "Quantizers"), other tensors are copied, stamps are written.
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_possible_wrap)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use tetrad::quantize_container::{QuantFormat, QuantizeOptions, quantize_path};
+use tetrad::shard::{HeaderStyle, OutTensor, shard_bytes};
+use tetrad::shardset::ShardSet;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tetrad"))
+}
+
+/// Deterministic weights with ties (±0.5 steps), zeros and a zero row.
+fn weights(o: usize, i: usize, seed: u32) -> Vec<f32> {
+    (0..o * i)
+        .map(|k| {
+            let r = k / i;
+            if r == 1 {
+                return 0.0;
+            }
+            let x = (k as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 8;
+            let v = (x % 2001) as f32 / 1000.0 - 1.0;
+            if k % 7 == 0 { 0.5 } else { v }
+        })
+        .collect()
+}
+
+fn f32_bytes(w: &[f32]) -> Vec<u8> {
+    w.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn bf16_bytes(w: &[f32]) -> Vec<u8> {
+    w.iter().flat_map(|v| ((v.to_bits() >> 16) as u16).to_le_bytes()).collect()
+}
+
+fn bf16_back(w: &[f32]) -> Vec<f32> {
+    w.iter().map(|v| f32::from_bits(v.to_bits() & 0xFFFF_0000)).collect()
+}
+
+/// Writes a float checkpoint: F32 [4, 9], BF16 [3, 130], a 1-D F32, an I32 tensor.
+fn write_input(path: &Path) -> BTreeMap<&'static str, (Vec<f32>, usize, usize)> {
+    let a = weights(4, 9, 1);
+    let b = weights(3, 130, 2);
+    let bias = [1.0f32, -2.0, 3.0];
+    let ids: Vec<u8> = [1i32, 2, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let (ab, bb, biasb) = (f32_bytes(&a), bf16_bytes(&b), f32_bytes(&bias));
+    let meta: BTreeMap<String, String> = [("note".to_owned(), "kept".to_owned())].into();
+    let t = [
+        OutTensor { name: "layer.a.weight", dtype: "F32", shape: &[4, 9], data: &ab },
+        OutTensor { name: "layer.b.weight", dtype: "BF16", shape: &[3, 130], data: &bb },
+        OutTensor { name: "layer.a.bias", dtype: "F32", shape: &[3], data: &biasb },
+        OutTensor { name: "ids", dtype: "I32", shape: &[3], data: &ids },
+    ];
+    std::fs::write(path, shard_bytes(&meta, &t, HeaderStyle::EscapedUnpadded).unwrap()).unwrap();
+    [("layer.a.weight", (a, 4, 9)), ("layer.b.weight", (bf16_back(&b), 3, 130))].into()
+}
+
+/// The spec's quantizer, written independently: per group `s = max(max|w|/qmax, 1e-8)`,
+/// `q = round_half_even(w / s)` clamped to ±qmax. Returns (q per weight, scales).
+fn reference(w: &[f32], o: usize, i: usize, gs: usize, qmax: f32) -> (Vec<i32>, Vec<f32>) {
+    let groups = i.div_ceil(gs);
+    let mut q = vec![0; o * i];
+    let mut scales = Vec::new();
+    for r in 0..o {
+        for g in 0..groups {
+            let cols = g * gs..((g + 1) * gs).min(i);
+            let amax = cols.clone().map(|c| w[r * i + c].abs()).fold(0.0f32, f32::max);
+            let s = (amax / qmax).max(1e-8);
+            scales.push(s);
+            for c in cols {
+                q[r * i + c] = (w[r * i + c] / s).clamp(-qmax, qmax).round_ties_even() as i32;
+            }
+        }
+    }
+    (q, scales)
+}
+
+fn pack_nibbles(q: &[i32], o: usize, i: usize) -> Vec<u8> {
+    let stride = i.div_ceil(2);
+    let mut out = vec![0x88u8; o * stride];
+    for r in 0..o {
+        for c in 0..i {
+            let n = (q[r * i + c] + 8) as u8;
+            let b = &mut out[r * stride + c / 2];
+            *b = if c % 2 == 0 { (*b & 0xF0) | n } else { (*b & 0x0F) | (n << 4) };
+        }
+    }
+    out
+}
+
+fn expected_codes(fmt: QuantFormat, w: &[f32], o: usize, i: usize) -> (Vec<u8>, Vec<f32>) {
+    match fmt {
+        QuantFormat::Int4Row => {
+            let (q, s) = reference(w, o, i, i, 7.0);
+            (pack_nibbles(&q, o, i), s)
+        }
+        QuantFormat::Int4Grouped(gs) => {
+            let (q, s) = reference(w, o, i, gs, 7.0);
+            (pack_nibbles(&q, o, i), s)
+        }
+        QuantFormat::Int8Row => {
+            let (q, s) = reference(w, o, i, i, 127.0);
+            (q.iter().map(|&v| v as i8 as u8).collect(), s)
+        }
+        QuantFormat::Int2Row => {
+            let (q, s) = reference(w, o, i, i, 1.0);
+            let stride = i.div_ceil(4);
+            let mut out = vec![0u8; o * stride];
+            for r in 0..o {
+                for c in 0..i {
+                    out[r * stride + c / 4] |= ((q[r * i + c] + 2) as u8) << (2 * (c % 4));
+                }
+            }
+            (out, s)
+        }
+        QuantFormat::Int3G64 => {
+            let (q, s) = reference(w, o, i, 64, 3.0);
+            let stride = i.div_ceil(64) * 24;
+            let mut out = vec![0u8; o * stride];
+            for r in 0..o {
+                for c in 0..i {
+                    let u = (q[r * i + c] + 4) as u8;
+                    let g = r * stride + (c / 64) * 24;
+                    let k = c % 64;
+                    out[g + k / 4] |= (u & 3) << (2 * (k % 4));
+                    out[g + 16 + k / 8] |= (u >> 2) << (k % 8);
+                }
+            }
+            (out, s)
+        }
+    }
+}
+
+#[test]
+fn every_format_matches_the_independent_quantizer() {
+    for spec in
+        ["int4-row", "int4-grouped:16", "int4-grouped:32", "int8-row", "int2-row", "int3-g64"]
+    {
+        let fmt = QuantFormat::parse(spec).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("model.safetensors");
+        let src = write_input(&input);
+        let out = dir.path().join("q");
+        let opts = QuantizeOptions { format: fmt, only: None, force: false, quiet: true };
+        let report = quantize_path(&input, &out, &opts).unwrap();
+        assert_eq!(report.tensors.iter().filter(|t| t.quantized).count(), 2, "{spec}");
+        let set = ShardSet::open_dir(&out).unwrap();
+        let inset = ShardSet::open_files(std::slice::from_ref(&input)).unwrap();
+        for (name, (w, o, i)) in &src {
+            let (want_codes, want_scales) = expected_codes(fmt, w, *o, *i);
+            let (loc, e) = set.get(name).unwrap();
+            assert_eq!(e.dtype, "U8");
+            assert_eq!(e.shape, vec![*o as u64, (want_codes.len() / o) as u64], "{spec} {name}");
+            assert_eq!(set.data(loc), &want_codes[..], "{spec} {name} codes");
+            let (qloc, qe) = set.get(&format!("{name}.qs")).unwrap();
+            assert_eq!(qe.dtype, "F32");
+            assert_eq!(set.data(qloc), &f32_bytes(&want_scales)[..], "{spec} {name} scales");
+        }
+        for name in ["layer.a.bias", "ids"] {
+            let (a, ea) = set.get(name).unwrap();
+            let (b, eb) = inset.get(name).unwrap();
+            assert_eq!((set.data(a), &ea.dtype, &ea.shape), (inset.data(b), &eb.dtype, &eb.shape));
+        }
+        let meta = set.shards[0].header.metadata.clone().unwrap();
+        let stamp = fmt.stamp_name();
+        // A grouped format with one group per row (I = 9 ≤ GS) is int4-row, stamped so.
+        let stamp_a = if fmt.is_int4() { "int4-row" } else { stamp };
+        assert_eq!(
+            meta["colibri.fmt"],
+            format!(r#"{{"layer.a.weight": "{stamp_a}", "layer.b.weight": "{stamp}"}}"#)
+        );
+        assert_eq!(meta["note"], "kept");
+        // Every int4/int8 output resolves to the stamped format through the Container.
+        let c = tetrad::container::Container::open(&out).unwrap();
+        let v = c.tensor("layer.a.weight", 4, 9).unwrap();
+        assert_eq!(v.format().name(), stamp_a, "{spec}");
+        let v = c.tensor("layer.b.weight", 3, 130).unwrap();
+        assert_eq!(v.format().name(), stamp, "{spec}");
+    }
+}
+
+#[test]
+fn only_regex_selects_and_refusals_leave_output_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("model.safetensors");
+    write_input(&input);
+    let out = dir.path().join("q");
+    let opts = QuantizeOptions {
+        format: QuantFormat::Int4Row,
+        only: Some(regex::Regex::new(r"\.b\.").unwrap()),
+        force: false,
+        quiet: true,
+    };
+    let r = quantize_path(&input, &out, &opts).unwrap();
+    let q: Vec<&str> = r.tensors.iter().filter(|t| t.quantized).map(|t| t.name.as_str()).collect();
+    assert_eq!(q, ["layer.b.weight"]);
+    let set = ShardSet::open_dir(&out).unwrap();
+    assert_eq!(set.get("layer.a.weight").unwrap().1.dtype, "F32");
+    assert!(set.get("layer.a.weight.qs").is_none());
+    // Existing output: refused without --force, replaced with it.
+    let before = std::fs::read(out.join("model.safetensors")).unwrap();
+    let err = quantize_path(&input, &out, &opts).unwrap_err();
+    assert_eq!(err.class, "E_OUTPUT_EXISTS");
+    assert_eq!(std::fs::read(out.join("model.safetensors")).unwrap(), before);
+    quantize_path(&input, &out, &QuantizeOptions { force: true, ..opts }).unwrap();
+}
+
+#[test]
+fn cli_quantize_json_and_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("model.safetensors");
+    write_input(&input);
+    let out = dir.path().join("q");
+    let o = bin()
+        .args(["quantize", "--json", "--format", "int4-grouped:32"])
+        .arg(&input)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["format"], "int4-grouped:32");
+    assert_eq!(v["stamp"], "int4-grouped");
+    assert_eq!(v["quantized"], 2);
+    assert_eq!(v["copied"], 2);
+    for bad in ["int5-row", "int4-grouped:7", "int4-grouped:0"] {
+        let o = bin().args(["quantize", "--format", bad]).arg(&input).arg(&out).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+    }
+    // 130 columns in groups of 128 (2 groups) would be read back as groups of 96: refused.
+    let o = bin()
+        .args(["quantize", "--format", "int4-grouped:128", "--only", "layer.b"])
+        .arg(&input)
+        .arg(dir.path().join("q2"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("REFUSED E_QUANT_AMBIGUOUS:"));
+    assert!(!dir.path().join("q2").join("model.safetensors").exists());
+    let o = bin().args(["quantize"]).arg(&input).arg(&out).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("REFUSED E_OUTPUT_EXISTS:"));
+}

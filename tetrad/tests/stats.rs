@@ -1,0 +1,246 @@
+//! `tetrad stats`: every number matches an independent computation on small fixtures
+//! (safetensors containers, float checkpoints and a hand-built GGUF file), and the GGUF reader
+//! refuses hostile files without panicking.
+#![allow(clippy::cast_possible_truncation)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use tetrad::shard::{HeaderStyle, OutTensor, shard_bytes};
+use tetrad::synth::{Dist, int4_rows};
+
+fn stats(args: &[&str], paths: &[&Path]) -> Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+        .arg("stats")
+        .args(args)
+        .args(paths)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Independent order-0 / order-1 entropies of nibble rows.
+fn entropies(rows: &[&[u8]]) -> (f64, f64, u64) {
+    let mut h = [0f64; 16];
+    let mut p = [[0f64; 16]; 16];
+    let mut n = 0u64;
+    for row in rows {
+        let nib: Vec<usize> =
+            row.iter().flat_map(|&b| [usize::from(b & 15), usize::from(b >> 4)]).collect();
+        for (k, &s) in nib.iter().enumerate() {
+            h[s] += 1.0;
+            n += 1;
+            if k > 0 {
+                p[nib[k - 1]][s] += 1.0;
+            }
+        }
+    }
+    let h0 =
+        -h.iter().filter(|&&c| c > 0.0).map(|&c| c / n as f64 * (c / n as f64).log2()).sum::<f64>();
+    let pairs: f64 = p.iter().flatten().sum();
+    let mut h1 = 0.0;
+    for ctx in &p {
+        let t: f64 = ctx.iter().sum();
+        for &c in ctx.iter().filter(|&&c| c > 0.0) {
+            h1 -= c / pairs * (c / t).log2();
+        }
+    }
+    (h0, h1, n)
+}
+
+fn close(a: &Value, b: f64) {
+    let a = a.as_f64().unwrap();
+    assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+}
+
+#[test]
+fn int4_container_numbers_match_an_independent_computation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o1, i1, o2, i2) = (64usize, 256usize, 32usize, 512usize);
+    let (a, _) = int4_rows(o1, i1, Dist::Laplace, 1);
+    let (b, _) = int4_rows(o2, i2, Dist::Gaussian, 2);
+    let sa = vec![0u8; 4 * o1];
+    let sb = vec![0u8; 4 * o2];
+    let stamps = r#"{"x.a": "int4-row", "x.b": "int4-row"}"#;
+    let meta: BTreeMap<String, String> = [("colibri.fmt".to_owned(), stamps.to_owned())].into();
+    let t = [
+        OutTensor { name: "x.a", dtype: "U8", shape: &[o1 as u64, (i1 / 2) as u64], data: &a },
+        OutTensor { name: "x.a.qs", dtype: "F32", shape: &[o1 as u64], data: &sa },
+        OutTensor { name: "x.b", dtype: "U8", shape: &[o2 as u64, (i2 / 2) as u64], data: &b },
+        OutTensor { name: "x.b.qs", dtype: "F32", shape: &[o2 as u64], data: &sb },
+    ];
+    let path = dir.path().join("m.safetensors");
+    std::fs::write(&path, shard_bytes(&meta, &t, HeaderStyle::EscapedUnpadded).unwrap()).unwrap();
+    let v = stats(&["--json"], &[&path]);
+    let ts = v["tensors"].as_array().unwrap();
+    assert_eq!(ts.len(), 2);
+    // Pooled table, as `tetrad pack` builds it.
+    let mut hist = [0u64; 16];
+    for d in [&a, &b] {
+        for (x, y) in hist.iter_mut().zip(tetrad::synth::nibble_histogram(d)) {
+            *x += y;
+        }
+    }
+    let table = tetrad_rans::Table::from_histogram(tetrad_rans::FORMAT_SCALE_BITS, &hist).unwrap();
+    let mut rans_total = 0;
+    for (t, (data, rowb)) in ts.iter().zip([(&a, i1 / 2), (&b, i2 / 2)]) {
+        let rows: Vec<&[u8]> = data.chunks(rowb).collect();
+        let (h0, h1, n) = entropies(&rows);
+        assert_eq!(t["format"], "int4-row");
+        assert_eq!(t["format_source"], "stamp");
+        assert_eq!(t["nibbles"], n);
+        close(&t["entropy_bits"], h0);
+        close(&t["entropy_bits_order1"], h1);
+        close(&t["ratio_bound"], 4.0 / h0);
+        let mut blob =
+            vec![0u8; tetrad_rans::max_record_len(2 * data.len(), tetrad_rans::FORMAT_STREAMS)];
+        let r = tetrad_rans::encode_record_packed(&table, data, &mut blob).unwrap() as u64;
+        rans_total += r;
+        assert_eq!(t["rans256_bytes"], r);
+        let mut c = vec![0u8; tetrad_fse::max_compressed_len(data.len())];
+        assert_eq!(t["cfs1_bytes"], tetrad_fse::compress_into(data, &mut c).unwrap() as u64);
+        assert_eq!(t["zstd19_bytes"], zstd::bulk::compress(data, 19).unwrap().len() as u64);
+    }
+    let total = &v["total"];
+    let rows: Vec<&[u8]> = a.chunks(i1 / 2).chain(b.chunks(i2 / 2)).collect();
+    let (h0, h1, n) = entropies(&rows);
+    assert_eq!(total["nibbles"], n);
+    close(&total["entropy_bits_pooled"], h0);
+    close(&total["entropy_bits"], h0);
+    close(&total["entropy_bits_order1"], h1);
+    let per: f64 = ts
+        .iter()
+        .map(|t| t["entropy_bits"].as_f64().unwrap() * t["nibbles"].as_f64().unwrap())
+        .sum::<f64>()
+        / n as f64;
+    close(&total["entropy_bits_per_tensor"], per);
+    let parts = tetrad::rans256::table_parts(&table);
+    let table_json = tetrad::table_json::to_json(&parts).len() as u64;
+    assert_eq!(total["rans256_bytes"], rans_total + table_json);
+    assert!(total["verdict"].as_str().unwrap().contains("save up to"));
+}
+
+#[test]
+fn float_checkpoint_is_measured_as_after_quantize() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = tetrad::synth::weights(16, 96, Dist::Laplace, 3);
+    let wb: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let t = [OutTensor { name: "w", dtype: "F32", shape: &[16, 96], data: &wb }];
+    let path = dir.path().join("f.safetensors");
+    std::fs::write(&path, shard_bytes(&BTreeMap::new(), &t, HeaderStyle::EscapedUnpadded).unwrap())
+        .unwrap();
+    let v = stats(&["--json", "--no-zstd", "--quantize", "int4-grouped:32"], &[&path]);
+    let mut codes = vec![0u8; 16 * 48];
+    let mut scales = vec![0f32; 16 * 3];
+    tetrad_quant::quantize::quantize_int4_grouped(&w, 16, 96, 32, &mut codes, &mut scales).unwrap();
+    let rows: Vec<&[u8]> = codes.chunks(48).collect();
+    let (h0, h1, _) = entropies(&rows);
+    let t = &v["tensors"][0];
+    assert_eq!(t["format"], "int4-grouped:32");
+    assert_eq!(t["format_source"], "quantize");
+    close(&t["entropy_bits"], h0);
+    close(&t["entropy_bits_order1"], h1);
+    assert!(t["zstd19_bytes"].is_null());
+}
+
+/// A GGUF v3 file: three metadata values (string, u32 alignment, array of strings), a Q4_0
+/// tensor [4 rows × 64] and a 1-D F32 tensor.
+fn gguf_fixture() -> (Vec<u8>, Vec<u8>) {
+    fn s(out: &mut Vec<u8>, v: &str) {
+        out.extend((v.len() as u64).to_le_bytes());
+        out.extend(v.as_bytes());
+    }
+    let mut f = Vec::new();
+    f.extend(b"GGUF");
+    f.extend(3u32.to_le_bytes());
+    f.extend(2u64.to_le_bytes()); // tensors
+    f.extend(3u64.to_le_bytes()); // kv
+    s(&mut f, "general.name");
+    f.extend(8u32.to_le_bytes());
+    s(&mut f, "fixture");
+    s(&mut f, "general.alignment");
+    f.extend(4u32.to_le_bytes());
+    f.extend(32u32.to_le_bytes());
+    s(&mut f, "tokenizer.tokens");
+    f.extend(9u32.to_le_bytes());
+    f.extend(8u32.to_le_bytes());
+    f.extend(2u64.to_le_bytes());
+    s(&mut f, "a");
+    s(&mut f, "bc");
+    s(&mut f, "blk.0.w");
+    f.extend(2u32.to_le_bytes());
+    f.extend(64u64.to_le_bytes());
+    f.extend(4u64.to_le_bytes());
+    f.extend(2u32.to_le_bytes()); // Q4_0
+    f.extend(0u64.to_le_bytes());
+    s(&mut f, "norm");
+    f.extend(1u32.to_le_bytes());
+    f.extend(64u64.to_le_bytes());
+    f.extend(0u32.to_le_bytes()); // F32
+    f.extend(160u64.to_le_bytes());
+    while f.len() % 32 != 0 {
+        f.push(0);
+    }
+    let (codes, _) = int4_rows(8, 32, Dist::Laplace, 9); // 8 blocks of 16 code bytes
+    let mut nibbles = Vec::new();
+    for blk in codes.chunks(16) {
+        f.extend(0x3C00u16.to_le_bytes()); // d = 1.0
+        f.extend(blk);
+        nibbles.extend(blk);
+    }
+    f.extend([0u8; 16]); // pad 144 → 160
+    f.extend([0u8; 256]);
+    (f, nibbles)
+}
+
+#[test]
+fn gguf_q4_0_nibbles_are_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, nibbles) = gguf_fixture();
+    let path = dir.path().join("t.gguf");
+    std::fs::write(&path, &file).unwrap();
+    let g = tetrad::gguf::parse(&file).unwrap();
+    assert_eq!(g.tensors.len(), 2);
+    assert_eq!(g.tensors[0].shape(), vec![4, 64]);
+    let v = stats(&["--json"], &[&path]);
+    let t = &v["tensors"][0];
+    assert_eq!(t["format"], "gguf:Q4_0");
+    assert_eq!(t["nibbles"], 256);
+    let rows: Vec<&[u8]> = nibbles.chunks(32).collect();
+    let (h0, h1, _) = entropies(&rows);
+    close(&t["entropy_bits"], h0);
+    close(&t["entropy_bits_order1"], h1);
+    assert_eq!(v["skipped"][0]["name"], "norm");
+}
+
+#[test]
+fn hostile_gguf_is_refused_without_panic() {
+    let (file, _) = gguf_fixture();
+    // Every truncation is an error (never a panic).
+    for n in 0..file.len() - 256 - 16 {
+        assert!(tetrad::gguf::parse(&file[..n]).is_err(), "prefix {n} accepted");
+    }
+    // Huge counts and lengths are refused before allocating.
+    for (at, v) in [(8usize, u64::MAX), (16, u64::MAX), (24, u64::MAX / 2), (16, 1 << 40)] {
+        let mut f = file.clone();
+        f[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        assert!(tetrad::gguf::parse(&f).is_err(), "count at {at} = {v} accepted");
+    }
+    // Every single-byte corruption parses or refuses, and never panics.
+    for k in 0..file.len().min(400) {
+        let mut f = file.clone();
+        f[k] ^= 0xFF;
+        let _ = tetrad::gguf::parse(&f);
+    }
+    let mut f = file.clone();
+    f[4] = 1;
+    assert_eq!(tetrad::gguf::parse(&f).unwrap_err().class(), "E_GGUF_VERSION");
+}
