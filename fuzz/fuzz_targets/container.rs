@@ -1,0 +1,126 @@
+//! Arbitrary bytes as a safetensors shard, through every reader of untrusted container files:
+//! - `tetrad::shard::ShardHeader::parse` (+ `check_strict`): `Ok` or `E_SHARD_MALFORMED`; on `Ok`
+//!   every tensor's `[begin, end]` lies inside the data section;
+//! - `tetrad::rans256::verify::verify_shard` (the bytes written to a temp file): a verdict whose
+//!   refusals are all named classes, never `E_INTERNAL` (a caught panic); no refusal ⇒ every
+//!   stamped record trusted;
+//! - the CFS1 container decoder (`tetrad::cfse::unpack`): `Ok` or a named refusal; on `Ok` the
+//!   written file is a strictly valid shard holding the declared tensors;
+//! - `tetrad::container::Container::open` and `tensor(..)` / `decode_into` for every tensor.
+//!
+//! Memory bound (run with `-malloc_limit_mb=1100 -rss_limit_mb=3072`, see fuzz/README.md): the
+//! readers allocate O(file) plus the decoded output. CFS1 blobs and rANS records can legally
+//! declare outputs far larger than themselves (a 49-byte CFS1 blob decodes to up to 4 GiB; an
+//! int4-rans256-g0 record to up to 2^17 times its length), so this target only asks the CFS1
+//! unpacker and `decode_into` for outputs it declares ≤ 64 MiB in total; `verify_shard` is
+//! always run (it bounds itself by its `FULL_REENCODE_LIMIT`).
+#![no_main]
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+
+use libfuzzer_sys::fuzz_target;
+use tetrad::container::Container;
+use tetrad::shard::{ShardHeader, dtype_size};
+use tetrad_fuzz::assert_class;
+
+/// Largest total declared output this target asks a decoder to produce.
+const DECODE_BOUND: u64 = 64 << 20;
+
+thread_local! {
+    static DIR: RefCell<Option<tempfile::TempDir>> = const { RefCell::new(None) };
+}
+
+fn paths() -> (PathBuf, PathBuf) {
+    DIR.with(|d| {
+        let mut d = d.borrow_mut();
+        let dir = d.get_or_insert_with(|| tempfile::tempdir().expect("temp dir"));
+        (dir.path().join("model-00001-of-00001.safetensors"), dir.path().join("out.bin"))
+    })
+}
+
+/// Σ dtype size × Π shape over the header's tensors (saturating; unknown dtypes count 0).
+fn declared(h: &ShardHeader) -> u64 {
+    h.tensors
+        .iter()
+        .map(|t| {
+            let size = dtype_size(&t.dtype).unwrap_or(0);
+            t.shape.iter().fold(size, |a, &d| a.saturating_mul(d))
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let header = ShardHeader::parse(data, data.len() as u64);
+    match &header {
+        Ok(h) => {
+            assert!(h.data_start >= 8 && h.data_start <= data.len() as u64);
+            assert_eq!(h.data_start + h.data_len, data.len() as u64);
+            for t in &h.tensors {
+                assert!(t.begin <= t.end && t.end <= h.data_len, "{t:?}");
+            }
+            if let Err(e) = h.check_strict() {
+                assert_eq!(e.class(), "E_SHARD_MALFORMED");
+            }
+        }
+        Err(e) => assert_eq!(e.class(), "E_SHARD_MALFORMED"),
+    }
+
+    let (path, out) = paths();
+    std::fs::write(&path, data).expect("write temp shard");
+    let verdict = tetrad::rans256::verify::verify_shard(&path, Some(16));
+    for r in &verdict.refusals {
+        assert_class(r.class);
+        assert_ne!(r.class, "E_INTERNAL", "verify_shard caught a panic: {r}");
+    }
+    if header.is_err() {
+        assert!(!verdict.refusals.is_empty(), "verify trusted a malformed shard");
+    }
+    if verdict.refusals.is_empty() {
+        assert_eq!(verdict.trusted, verdict.stamped.min(16));
+    }
+
+    let Ok(h) = header else { return };
+    if declared(&h) <= DECODE_BOUND {
+        match tetrad::cfse::unpack(&path, &out) {
+            Ok(n) => {
+                assert_eq!(n, h.tensors.len());
+                let bytes = std::fs::read(&out).expect("unpacked file");
+                let back = ShardHeader::parse(&bytes, bytes.len() as u64).expect("valid output");
+                back.check_strict().expect("strictly valid output");
+                assert_eq!(back.tensors.len(), n);
+            }
+            Err(e) => assert_class(e.class),
+        }
+    }
+
+    match Container::open(&path) {
+        Ok(c) => {
+            let names: Vec<String> = c.names().map(str::to_owned).collect();
+            let mut budget = DECODE_BOUND;
+            for name in names.iter().take(16) {
+                let shape = h.tensor(name).map(|t| t.shape.clone()).unwrap_or_default();
+                let (o, i) = match shape.as_slice() {
+                    [o, i] => (*o, *i),
+                    [n] => (1, *n),
+                    _ => (1, 1),
+                };
+                match c.tensor(name, o, i) {
+                    Ok(v) => {
+                        let n = v.decoded_len();
+                        if n <= budget {
+                            budget -= n;
+                            #[allow(clippy::cast_possible_truncation)] // ≤ DECODE_BOUND
+                            let mut buf = vec![0u8; n as usize];
+                            if let Err(e) = v.decode_into(&mut buf) {
+                                assert_class(e.class);
+                            }
+                        }
+                    }
+                    Err(e) => assert_class(e.class),
+                }
+            }
+        }
+        Err(e) => assert_class(e.class),
+    }
+});

@@ -1,0 +1,134 @@
+//! Helpers shared by the fuzz targets: tables and records built from fuzzer bytes, and the
+//! cross-arm decode oracle of `tetrad-rans`.
+//!
+//! Every helper turns *any* input into something valid (a table the codec accepts, nibbles the
+//! table can code), so the targets spend their executions on the property under test instead
+//! of on inputs the first check refuses.
+
+use tetrad_rans::{Arm, DecodeError, Decoder, Record, SYMBOLS, Table, decode_record_with};
+
+/// Decoded output larger than this is checked chunk by chunk in lock step across arms,
+/// without [`Decoder::finish`] (a 4 KiB record can legally claim ~2^29 output bytes; decoding
+/// all of it would make one execution take seconds).
+pub const FULL_DECODE_LIMIT: u64 = 1 << 20;
+
+/// Chunk of the lock-step decode of oversized records.
+const CHUNK: usize = 1 << 16;
+
+/// Scale bits `1..=15` from any byte.
+pub fn scale_bits(b: u8) -> u32 {
+    1 + u32::from(b) % 15
+}
+
+/// A valid table at `sb` scale bits from any histogram: symbols beyond the first `M` present
+/// ones are dropped (so `E_TABLE_SYMBOLS` cannot happen), and an empty histogram codes only 8.
+pub fn table_from_hist(sb: u32, hist: &[u16; SYMBOLS]) -> Table {
+    let m = 1u64 << sb;
+    let mut h = [0u64; SYMBOLS];
+    let mut present = 0u64;
+    for (d, &c) in h.iter_mut().zip(hist) {
+        if c != 0 && present < m {
+            *d = u64::from(c);
+            present += 1;
+        }
+    }
+    if present == 0 {
+        h[8] = 1;
+    }
+    Table::from_histogram(sb, &h).expect("a histogram with 1..=M present symbols builds")
+}
+
+/// The codable symbols of `t`, in order.
+pub fn codable(t: &Table) -> Vec<u8> {
+    (0..16u8).filter(|&s| t.codable(s)).collect()
+}
+
+/// Maps arbitrary bytes to symbols `t` can code (`b mod count`-th codable symbol).
+pub fn to_codable(t: &Table, bytes: &[u8]) -> Vec<u8> {
+    let c = codable(t);
+    bytes.iter().map(|&b| c[usize::from(b) % c.len()]).collect()
+}
+
+/// Decodes `rec` with every available arm and asserts that they agree byte for byte and error
+/// for error; returns the scalar result (`Some(output)` on success, `None` when the record was
+/// too large to decode fully, see [`FULL_DECODE_LIMIT`]).
+pub fn decode_all_arms(t: &Table, rec: &Record<'_>) -> Result<Option<Vec<u8>>, DecodeError> {
+    let packed = rec.packed_bytes();
+    if packed > FULL_DECODE_LIMIT {
+        lockstep_prefix(t, rec);
+        return Ok(None);
+    }
+    #[allow(clippy::cast_possible_truncation)] // ≤ FULL_DECODE_LIMIT
+    let packed = packed as usize;
+    let mut want = vec![0u8; packed];
+    let scalar = decode_record_with(Arm::Scalar, t, rec, &mut want);
+    for &arm in Arm::ALL {
+        if arm == Arm::Scalar {
+            continue;
+        }
+        let mut got = vec![0xA5u8; packed];
+        let r = decode_record_with(arm, t, rec, &mut got);
+        if !arm.is_available() {
+            assert_eq!(r, Err(DecodeError::Unavailable { arm }), "unavailable arm {arm} ran");
+            continue;
+        }
+        assert_eq!(r, scalar, "arm {arm} result differs from scalar");
+        // Arms run in lock step even on corrupt records (a stream with a bad initial state is
+        // parked at L), so the bytes agree on refusals too.
+        assert!(got == want, "arm {arm} output differs from scalar ({scalar:?})");
+    }
+    // The incremental decoder in uneven chunks must give the same bytes and verdict.
+    let mut d = Decoder::new(Arm::best(), t, *rec).expect("best arm is available");
+    let mut inc = vec![0u8; packed];
+    let mut at = 0;
+    let mut step = 1;
+    while at < packed {
+        let n = step.min(packed - at);
+        d.decode_next(&mut inc[at..at + n]).expect("chunk within remaining");
+        at += n;
+        step = step * 3 + 1;
+    }
+    let fin = d.finish();
+    assert_eq!(fin, scalar, "chunked decode verdict differs");
+    if scalar.is_ok() {
+        assert!(inc == want, "chunked decode output differs");
+    }
+    // Asking for more than remains is refused without decoding.
+    assert!(matches!(d.decode_next(&mut [0u8; 1]), Err(DecodeError::OutputLen { .. })));
+    scalar.map(|()| Some(want))
+}
+
+/// Oversized records: decode the first chunks with every arm in lock step and compare.
+fn lockstep_prefix(t: &Table, rec: &Record<'_>) {
+    let mut ds: Vec<Decoder<'_, '_>> = Arm::ALL
+        .iter()
+        .filter(|a| a.is_available())
+        .map(|&a| Decoder::new(a, t, *rec).expect("available"))
+        .collect();
+    let mut bufs = vec![vec![0u8; CHUNK]; ds.len()];
+    for _ in 0..2 {
+        for (d, b) in ds.iter_mut().zip(bufs.iter_mut()) {
+            d.decode_next(b).expect("chunk within remaining");
+        }
+        for (k, b) in bufs.iter().enumerate().skip(1) {
+            assert!(b == &bufs[0], "arm {} differs on an oversized record", ds[k].arm());
+        }
+    }
+    for d in &ds {
+        assert!(matches!(d.finish(), Err(DecodeError::Incomplete { .. })));
+    }
+}
+
+/// Unpacks `n` nibbles (low nibble first) from packed bytes.
+pub fn unpack(packed: &[u8], n: usize) -> Vec<u8> {
+    (0..n).map(|j| (packed[j / 2] >> ((j & 1) * 4)) & 0xF).collect()
+}
+
+/// Asserts that a refusal class is a spec-style name.
+pub fn assert_class(class: &str) {
+    assert!(
+        class.starts_with("E_")
+            && class.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
+        "bad refusal class {class:?}"
+    );
+}
