@@ -11,20 +11,19 @@
 //! After a step `x = freq · (x >> 12) + bias` with `x ≥ L = 2^23` before it, `x >> 12 ≥ 2^11`
 //! and `freq ≥ 1`, so the new `x ≥ 2^11`: two refill bytes (`2^11 → 2^19 → 2^27`) always
 //! bring it back to `≥ L`. A pair therefore consumes at most 4 bytes, and a block of
-//! `BLOCK = 16` pairs at most `4 × 16 = 64`. While at least 16 pairs are left and at least 64
-//! payload bytes remain — the spec's "`remaining ≥ 4 × pairs`" — the decoder takes a
-//! `&[u8; 64]` window (one length check for the block) and runs the block with no per-byte
-//! bounds branch:
-//! - before pair `i` (0-based) of the block at most `4i` bytes were consumed; the pair reads
-//!   its bytes from `cur`, a register holding the stream from the consumed offset `q` on,
-//!   of which at least the top 4 bytes are valid;
+//! `BLOCK = 16` pairs at most `4 × 16 = 64`. While at least 16 pairs are left and at least
+//! `WINDOW = 64 + 8` payload bytes remain — the spec's "`remaining ≥ 4 × pairs`" plus 8 bytes
+//! of look-ahead — the decoder takes a `&[u8; 72]` window (one length check for the block)
+//! and runs the block with no per-byte bounds branch:
+//! - before pair `i` (0-based) of the block at most `4i ≤ 60` bytes were consumed (`q_i`);
+//!   the pair reads its bytes from `cur`, a register holding the stream from `q_i` on, of
+//!   which at least the top 4 bytes are valid;
 //! - `cur` for pair `i + 1` is an 8-byte load at `q_i` (issued while pair `i` decodes, so the
 //!   load is off the states' dependency chains) shifted past pair `i`'s `≤ 4` bytes: at least
 //!   4 valid bytes remain on top;
-//! - that load reads `q_i .. q_i + 8` with `q_i ≤ 4i ≤ 56` for `i ≤ 14`: inside the window.
-//!   The code indexes `q.min(56)`, which by this argument never changes `q` for `i ≤ 14`
-//!   and only lets the compiler see the bound; for `i = 15` it may clamp, but that load only
-//!   feeds `cur` of pair 16, which this block never decodes (the next block reloads).
+//! - that load reads `q_i .. q_i + 8 ≤ 68 ≤ 72`: inside the window. The code indexes
+//!   `q & 63`, which by `q_i ≤ 60` never changes `q` and only lets the compiler see the
+//!   bound (a mask is one instruction, a `min` two).
 //!
 //! Pairs outside such blocks (the last < 64 payload bytes, the last < 16 pairs) take the
 //! checked step, which tests every byte fetch and is the spec's loop verbatim. Both compute
@@ -57,8 +56,8 @@ use crate::{L, PROB_BITS};
 
 /// Pairs per fast block.
 const BLOCK: usize = 16;
-/// Payload bytes a fast block may consume: 4 per pair (module docs).
-const WINDOW: usize = 4 * BLOCK;
+/// Payload bytes a fast block needs: 4 per pair (module docs), plus 8 bytes of look-ahead.
+const WINDOW: usize = 4 * BLOCK + 8;
 
 /// Decompresses one CFS1 blob into `dst` and returns the number of bytes written (`rawlen`).
 ///
@@ -177,10 +176,9 @@ fn decode_pairs(
         // the load sits one pair ahead of its use and off the states' dependency chains.
         let mut cur = load8(win, 0);
         for o in chunk.iter_mut() {
-            // q ≤ 4 · (pairs done) ≤ 56 for the first 15 pairs, so the min is a no-op there;
-            // for the 16th pair it may clamp, and then only feeds `cur` of a pair this block
-            // never decodes.
-            let ahead = load8(win, q.min(WINDOW - 8));
+            // q ≤ 4 · (pairs done) ≤ 60, so the mask never changes q; it shows the compiler
+            // that q + 8 ≤ 72 = WINDOW.
+            let ahead = load8(win, q & 63);
             let (ya, sa) = step(t, xa);
             let (na, ka) = refill(ya, cur);
             // B's bytes follow A's: shift A's (0, 1 or 2) out.
