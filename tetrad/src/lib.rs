@@ -10,6 +10,7 @@
 //! Rust 1.89.
 #![deny(unsafe_code)] // one audited exception: the read-only file map in `io`.
 
+pub mod adapter;
 pub mod cfse;
 pub mod cli;
 pub mod container;

@@ -12,6 +12,7 @@ pub mod bench;
 pub mod cfs1;
 pub mod demo;
 pub mod inspect;
+pub mod matmul;
 pub mod pack;
 pub mod quantize;
 pub mod resolve;
@@ -43,6 +44,8 @@ pub enum Command {
     Cfs1(cfs1::Cfs1Args),
     /// Show a shard's header, metadata, stamps and each tensor's format.
     Inspect(inspect::InspectArgs),
+    /// Multiply f32 activations with a container's tensor, whatever its format.
+    Matmul(matmul::MatmulArgs),
     /// Probe format inference: which format do these byte counts (and stamp) resolve to?
     Resolve(resolve::ResolveArgs),
     /// Quantize float safetensors (F32/BF16/F16) into a stamped int4/int8/int2/int3 container.
@@ -66,6 +69,7 @@ pub fn main() -> ExitCode {
         Command::Unpack(args) => unpack::run(&args),
         Command::Cfs1(args) => cfs1::run(&args),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Matmul(args) => matmul::run(&args),
         Command::Resolve(args) => resolve::run(&args),
         Command::Quantize(args) => quantize::run(&args),
         Command::Stats(args) => stats::run(&args),

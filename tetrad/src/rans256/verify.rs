@@ -14,13 +14,14 @@
 //! Memory stays bounded by the record, not by what a hostile header claims: a record's
 //! decoded size can legally be up to 2^17 times its length (the `E_OVERSIZE` bound), so
 //! records that would decode to more than [`FULL_REENCODE_LIMIT`] bytes are decoded in
-//! fixed-size chunks and checked by their seals instead of by a literal re-encode. That is the
-//! same verdict: for an even `n_symbols`, a stream that passes checked decode (initial state in
-//! `[L, 2^32)`, consumed exactly, final state `L`) is the unique encoder output for its symbols
-//! (decoding is a bijection on `[L, 256·L)`, and a stream that runs out of bytes keeps `x < L`
-//! and can never return to `L`), and the framing around the streams is fully determined by
-//! the parse checks; an odd `n_symbols` can never re-encode (2 × packed_bytes nibbles are
-//! re-encoded), giving `E_SYMBOL_UNCODABLE` when `freq[0] == 0` and `E_REENCODE_MISMATCH`
+//! fixed-size chunks and checked without a literal re-encode, reaching the same verdict: the
+//! encoder keeps its state in `[L, 2^31)`, and a stream whose initial state lies there and
+//! that passes checked decode (consumed exactly, final state `L`) stays in `[L, 2^31)` at every
+//! step, where decoding is a bijection — so it is the unique encoder output for its symbols,
+//! and the framing around the streams is fully determined by the parse checks. A stream
+//! starting in `[2^31, 2^32)` passes checked decode but is never an encoder's output
+//! (`E_REENCODE_MISMATCH`). An odd `n_symbols` can never re-encode (2 × packed_bytes nibbles
+//! are re-encoded): `E_SYMBOL_UNCODABLE` when `freq[0] == 0`, `E_REENCODE_MISMATCH`
 //! otherwise, decided without materialising anything.
 
 use std::collections::BTreeMap;
@@ -325,12 +326,21 @@ fn parse_stamp_map(text: &str) -> Result<BTreeMap<String, String>, String> {
 
 /// Parse, checked decode, and the re-encode proof of one record.
 pub fn check_record(table: &Table, blob: &[u8]) -> Result<(), (&'static str, String)> {
+    check_record_with_limit(table, blob, FULL_REENCODE_LIMIT)
+}
+
+/// [`check_record`] re-encoding literally only records that decode to at most `limit` bytes.
+pub fn check_record_with_limit(
+    table: &Table,
+    blob: &[u8],
+    limit: u64,
+) -> Result<(), (&'static str, String)> {
     let record = Record::parse_with(blob, tetrad_rans::FORMAT_STREAMS, ParseOrder::Validator)
         .map_err(|e| (e.class(), e.to_string()))?;
     let pb = record.packed_bytes();
     let mut dec =
         Decoder::new(Arm::best(), table, record).map_err(|e| (e.class(), e.to_string()))?;
-    if pb <= FULL_REENCODE_LIMIT {
+    if pb <= limit {
         let mut out = vec![
             0u8;
             usize::try_from(pb)
@@ -373,5 +383,62 @@ pub fn check_record(table: &Table, blob: &[u8]) -> Result<(), (&'static str, Str
             )
         });
     }
+    for k in 0..record.n_streams() {
+        let st = record.stream(k);
+        let x0 = u32::from_be_bytes([st[0], st[1], st[2], st[3]]);
+        if x0 >= 1 << 31 {
+            return Err((
+                "E_REENCODE_MISMATCH",
+                format!("stream {k} starts in state {x0:#x} ≥ 2^31, which no encoder writes"),
+            ));
+        }
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tetrad_rans::{Nibbles, encode_record};
+
+    fn record(table: &Table, nibbles: &[u8]) -> Vec<u8> {
+        let mut blob = vec![0u8; max_record_len(nibbles.len(), 256)];
+        let n = encode_record(table, Nibbles::Unpacked(nibbles), 256, &mut blob).unwrap();
+        blob.truncate(n);
+        blob
+    }
+
+    /// The chunked path (no literal re-encode) reaches the literal path's verdict.
+    #[test]
+    fn chunked_and_literal_paths_agree() {
+        let mut h = [0u64; 16];
+        h[7] = 3;
+        h[8] = 10;
+        h[9] = 3;
+        h[1] = 1;
+        let table = Table::from_histogram(14, &h).unwrap();
+        let nib =
+            |n: usize| -> Vec<u8> { (0..n).map(|k| [8u8, 7, 8, 9, 8, 1][k * 7 % 6]).collect() };
+        let mut blobs =
+            vec![record(&table, &nib(5000)), record(&table, &nib(4999)), record(&table, &nib(512))];
+        let good = blobs[0].clone();
+        for k in (1056..good.len()).step_by(31) {
+            let mut b = good.clone();
+            b[k] ^= 0x81;
+            blobs.push(b);
+        }
+        let mut high = good.clone();
+        high[1056] |= 0x80; // stream 0's initial state ≥ 2^31
+        blobs.push(high);
+        let mut verdicts = BTreeMap::new();
+        for b in &blobs {
+            let literal = check_record_with_limit(&table, b, u64::MAX).map_err(|e| e.0);
+            let chunked = check_record_with_limit(&table, b, 0).map_err(|e| e.0);
+            assert_eq!(literal, chunked);
+            *verdicts.entry(format!("{literal:?}")).or_insert(0) += 1;
+        }
+        assert_eq!(check_record(&table, &blobs[0]), Ok(()));
+        assert_eq!(check_record(&table, &blobs[1]).unwrap_err().0, "E_SYMBOL_UNCODABLE");
+        assert!(verdicts.len() >= 3, "{verdicts:?}");
+    }
 }
