@@ -18,9 +18,19 @@
 //! Output written before [`Decoder::finish`] returns `Ok` is not trustworthy: a stream can only
 //! be proven genuine after its last symbol.
 //!
-//! Arms: [`Arm::Scalar`] (the spec's branchy loop, never reads past a stream) and
+//! Arms: [`Arm::Scalar`] (the spec's branchy loop, never reads past a stream),
 //! [`Arm::ScalarBranchFree`] (closed-form renormalisation, groups of streams in registers,
-//! tiles of rounds so the output stays in L1).
+//! tiles of rounds so the output stays in L1) and [`Arm::Avx2`] (x86-64, 32 streams in four
+//! 8-lane vectors, `arch/x86_64/avx2.rs`).
+//!
+//! # Availability and the selftest
+//! [`Arm::is_available`] is the CPU check (runtime detection under `std`, cached by std;
+//! `cfg!(target_feature)` otherwise) *and* a first-use selftest: the first time a SIMD arm is
+//! asked about, it decodes a small fixed record (42 streams, so the 32-lane, 8-lane and scalar
+//! pair paths all run, skewed so most steps refill 2 bytes, plus a partial round) and compares
+//! output and result with the reference. An arm that disagrees is disabled for the process
+//! (and reported on stderr under `std`): forcing it then returns `E_PATH_UNAVAILABLE`. The
+//! verdict is cached in an atomic, so the check runs at most a few times per process.
 //!
 //! # Adding an arm
 //! SIMD arms go in `decode/arch/<isa>/…` (the only place `unsafe` is allowed, each block with
@@ -38,7 +48,10 @@
 //! arrays. Tests: every test in `tests/` iterates [`Arm::ALL`], so a new arm is checked against
 //! the reference by the golden vectors, the round trips, the bit-flip sweep and the properties.
 
+mod arch;
 mod scalar;
+
+use core::sync::atomic::{AtomicU8, Ordering};
 
 use crate::error::{DecodeError, StreamError};
 use crate::record::{MAX_STREAMS, Record};
@@ -53,29 +66,61 @@ pub enum Arm {
     Scalar,
     /// Scalar with closed-form renormalisation and several streams in flight.
     ScalarBranchFree,
+    /// x86-64 AVX2: 8 streams per vector, 32 in flight, gathers for the slot lookup and the
+    /// refill bytes.
+    Avx2,
 }
 
 impl Arm {
     /// Every arm this build knows, available or not.
-    pub const ALL: &'static [Arm] = &[Arm::Scalar, Arm::ScalarBranchFree];
+    pub const ALL: &'static [Arm] = &[Arm::Scalar, Arm::ScalarBranchFree, Arm::Avx2];
 
-    /// Whether this arm can run on this machine.
+    /// Whether this arm can run on this machine: the CPU has the instructions (detected at run
+    /// time with `std`, from the compile-time target features without) and the arm passed its
+    /// first-use selftest against the reference.
     pub fn is_available(self) -> bool {
+        self.cpu_supported() && selftest_passed(self)
+    }
+
+    /// Whether the CPU (or, without `std`, the compile-time target) has the arm's instructions.
+    fn cpu_supported(self) -> bool {
         match self {
             Arm::Scalar | Arm::ScalarBranchFree => true,
+            #[cfg(target_arch = "x86_64")]
+            Arm::Avx2 => arch::x86_64::avx2::detected(),
+            #[cfg(not(target_arch = "x86_64"))]
+            Arm::Avx2 => false,
         }
     }
 
-    /// The fastest available arm.
+    /// The fastest available arm (detected once and cached).
     pub fn best() -> Arm {
-        Arm::ScalarBranchFree
+        static BEST: AtomicU8 = AtomicU8::new(u8::MAX);
+        let cached = BEST.load(Ordering::Relaxed);
+        if let Some(&arm) = Arm::ALL.get(usize::from(cached)) {
+            return arm;
+        }
+        let arm =
+            [Arm::Avx2].into_iter().find(|a| a.is_available()).unwrap_or(Arm::ScalarBranchFree);
+        BEST.store(arm.index(), Ordering::Relaxed);
+        arm
     }
 
-    /// The arm's name (`scalar`, `scalar-bf`), as accepted by [`Arm::from_name`].
+    /// The arm's name (`scalar`, `scalar-bf`, `avx2`), as accepted by [`Arm::from_name`].
     pub const fn name(self) -> &'static str {
         match self {
             Arm::Scalar => "scalar",
             Arm::ScalarBranchFree => "scalar-bf",
+            Arm::Avx2 => "avx2",
+        }
+    }
+
+    /// The arm's position in [`Arm::ALL`].
+    const fn index(self) -> u8 {
+        match self {
+            Arm::Scalar => 0,
+            Arm::ScalarBranchFree => 1,
+            Arm::Avx2 => 2,
         }
     }
 
@@ -154,6 +199,12 @@ impl<'t, 'r> Decoder<'t, 'r> {
         if !arm.is_available() {
             return Err(DecodeError::Unavailable { arm });
         }
+        Ok(Self::new_unchecked(arm, table, record))
+    }
+
+    /// [`Decoder::new`] without the availability check (the selftest runs an arm before it is
+    /// known to be available; the arm itself must still check the CPU).
+    fn new_unchecked(arm: Arm, table: &'t Table, record: Record<'r>) -> Self {
         let mut d = Decoder {
             table,
             record,
@@ -183,7 +234,7 @@ impl<'t, 'r> Decoder<'t, 'r> {
             d.pos[i] = a + 4;
             d.end[i] = b;
         }
-        Ok(d)
+        d
     }
 
     /// The arm in use.
@@ -313,5 +364,82 @@ fn rounds_with(
     match arm {
         Arm::Scalar => scalar::rounds_reference(table, data, x, pos, end, out, rounds),
         Arm::ScalarBranchFree => scalar::rounds_branch_free(table, data, x, pos, end, out, rounds),
+        #[cfg(target_arch = "x86_64")]
+        Arm::Avx2 => arch::x86_64::avx2::rounds(table, data, x, pos, end, out, rounds),
+        // Never available off x86-64, so no decoder is built for it.
+        #[cfg(not(target_arch = "x86_64"))]
+        Arm::Avx2 => scalar::rounds_branch_free(table, data, x, pos, end, out, rounds),
     }
+}
+
+/// Selftest verdicts per arm (indexed by [`Arm::index`]): 0 unknown, 1 passed, 2 failed.
+static SELFTEST: [AtomicU8; 8] = [const { AtomicU8::new(0) }; 8];
+
+/// Whether `arm` agrees with the reference on the fixed selftest record (run once, cached).
+/// The scalar arms are the reference and always pass.
+fn selftest_passed(arm: Arm) -> bool {
+    if matches!(arm, Arm::Scalar | Arm::ScalarBranchFree) {
+        return true;
+    }
+    let cell = &SELFTEST[usize::from(arm.index())];
+    match cell.load(Ordering::Relaxed) {
+        1 => return true,
+        2 => return false,
+        _ => {}
+    }
+    let ok = selftest(arm);
+    cell.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
+    if !ok {
+        #[cfg(feature = "std")]
+        std::eprintln!(
+            "tetrad-rans: the {arm} decode arm disagrees with the reference on its selftest; \
+             it is disabled (forcing it returns E_PATH_UNAVAILABLE)"
+        );
+    }
+    ok
+}
+
+/// Streams of the selftest record: one 32-lane group, one 8-lane group and a scalar pair.
+const SELFTEST_STREAMS: usize = 42;
+/// Nibbles of the selftest record: 150 full rounds and a partial one.
+const SELFTEST_NIBBLES: usize = SELFTEST_STREAMS * 150 + 5;
+/// Record bytes the selftest reserves (≥ `max_record_len(SELFTEST_NIBBLES, 42)`).
+const SELFTEST_BLOB: usize = 16 * 1024;
+
+/// Encodes the fixed selftest record and decodes it with `arm` and with the reference
+/// (without the availability check, which is what is being decided). CPU support is checked
+/// first: an arm is never run on a CPU without its instructions.
+fn selftest(arm: Arm) -> bool {
+    use crate::record::{Nibbles, encode_record};
+    if !arm.cpu_supported() {
+        return false;
+    }
+    // Skewed so that most coded symbols are rare ones (freq 1–3 at 14 bits: 12–14 bits each,
+    // so most steps refill 2 bytes) with common ones in between (no refill).
+    let freq = [1, 2, 13, 100, 1000, 3000, 5001, 4000, 2000, 900, 300, 50, 10, 4, 2, 1];
+    let Ok(table) = Table::from_freq(crate::table::FORMAT_SCALE_BITS, &freq) else {
+        return false;
+    };
+    let mut nib = [0u8; SELFTEST_NIBBLES];
+    let mut z: u32 = 0x2545_f491;
+    for (j, v) in nib.iter_mut().enumerate() {
+        z = z.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let pick = (z >> 24) as usize;
+        *v = if j % 5 == 4 { [4, 5, 6, 7, 8][pick % 5] } else { [0, 1, 13, 14, 15][pick % 5] };
+    }
+    let mut blob = [0u8; SELFTEST_BLOB];
+    let Ok(len) = encode_record(&table, Nibbles::Unpacked(&nib), SELFTEST_STREAMS, &mut blob)
+    else {
+        return false;
+    };
+    let Ok(record) = Record::parse(&blob[..len], SELFTEST_STREAMS) else {
+        return false;
+    };
+    let mut want = [0u8; SELFTEST_NIBBLES.div_ceil(2)];
+    let mut got = [0u8; SELFTEST_NIBBLES.div_ceil(2)];
+    let mut reference = Decoder::new_unchecked(Arm::Scalar, &table, record);
+    let mut tested = Decoder::new_unchecked(arm, &table, record);
+    let r1 = reference.decode_next(&mut want).and_then(|()| reference.finish());
+    let r2 = tested.decode_next(&mut got).and_then(|()| tested.finish());
+    r1.is_ok() && r1 == r2 && want == got
 }

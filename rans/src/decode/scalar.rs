@@ -99,7 +99,7 @@ pub(super) fn rounds_branch_free(
 /// bits when known at compile time, 0 when read from the table.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn group<const G: usize, const SB: u32>(
+pub(super) fn group<const G: usize, const SB: u32>(
     table: &Table,
     data: &[u8],
     x: &mut [u32],

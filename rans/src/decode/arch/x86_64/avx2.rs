@@ -1,0 +1,270 @@
+//! The AVX2 record decode arm: 8 streams per 256-bit vector, 4 vectors (32 streams) in flight.
+//!
+//! Per step of 8 lanes (one symbol from 8 streams):
+//! - slot lookup: one 8-element `vpgatherdd` of 4 bytes at `slot` from the table's padded
+//!   slot → symbol bytes (the low byte is the symbol; the 16 slack bytes keep the 4-byte read
+//!   inside the array), masked to 4 bits;
+//! - `freq`/`start`: one 32-bit word `freq | start << 16` per symbol, looked up in registers
+//!   with two `vpermd` (symbols 0–7 and 8–15) and a blend;
+//! - `x = freq·(x >> sb) + slot − start` (`vpmulld`);
+//! - refill: `k = [x<2^23] + [x<2^15]` bytes (two shifts + compares), the two candidate bytes
+//!   fetched by one `vpgatherdd` at `pos − 2` (so the read ends at `pos + 2`, inside the
+//!   stream whenever 2 bytes are left; no slack past the buffer is ever needed), byte-swapped
+//!   by `vpshufb` into a big-endian 16-bit value, and merged with variable shifts.
+//! - output: two symbols per byte, gathered into 16 contiguous bytes per round with
+//!   `vpshufb`/`vpermq`.
+//!
+//! The kernel never caps `k` by the bytes left: the safe driver only runs it for as many
+//! rounds as every lane of the group has 2 bytes per round left (`k ≤ 2` since every state is
+//! in `[L, 2^32)`), which also bounds every gather inside the stream. The rounds it cannot
+//! cover (a stream's last few bytes) go to the scalar branch-free group, which caps `k`.
+//! The gathers dominate on Zen 3 (about one element per cycle each): see
+//! docs/PERFORMANCE.md for the measured rate and the operation count.
+
+use crate::decode::scalar;
+use crate::table::{MAX_SLOTS, SLOT_SLACK, SYMBOLS, Table};
+use core::arch::x86_64::{
+    __m256i, _mm_cvtsi32_si128, _mm_storeu_si128, _mm256_add_epi32, _mm256_and_si256,
+    _mm256_blendv_epi8, _mm256_castsi256_si128, _mm256_cmpeq_epi32, _mm256_cmpgt_epi32,
+    _mm256_i32gather_epi32, _mm256_loadu_si256, _mm256_mullo_epi32, _mm256_or_si256,
+    _mm256_permute4x64_epi64, _mm256_permutevar8x32_epi32, _mm256_set1_epi32, _mm256_setr_epi8,
+    _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_slli_epi32, _mm256_sllv_epi32,
+    _mm256_srl_epi32, _mm256_srli_epi32, _mm256_srli_epi64, _mm256_srlv_epi32, _mm256_storeu_si256,
+    _mm256_sub_epi32,
+};
+
+/// Rounds per tile (the output of one tile, `TILE · N/2` bytes, stays in L1).
+const TILE: usize = 64;
+/// Vectors of 8 lanes kept in flight by the main kernel.
+const WIDE: usize = 4;
+
+/// Whether this CPU runs AVX2 (runtime detection under `std`, cached by std; the compile-time
+/// target features otherwise).
+#[inline]
+pub(in crate::decode) fn detected() -> bool {
+    #[cfg(feature = "std")]
+    {
+        std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(target_feature = "avx2")
+    }
+}
+
+/// Decodes `rounds` full rounds (the `decode::rounds_with` contract) with AVX2.
+///
+/// Only reached through a [`crate::Arm::Avx2`] decoder, which checked availability; should
+/// the CPU lack AVX2 anyway, the scalar branch-free arm runs instead (identical output).
+pub(in crate::decode) fn rounds(
+    table: &Table,
+    data: &[u8],
+    x: &mut [u32],
+    pos: &mut [u32],
+    end: &[u32],
+    out: &mut [u8],
+    rounds: usize,
+) {
+    if !detected() || data.len() > i32::MAX as usize {
+        // Unreachable through the public API for the first reason; the gathers take i32
+        // offsets for the second (a payload above 2 GiB).
+        scalar::rounds_branch_free(table, data, x, pos, end, out, rounds);
+        return;
+    }
+    let n = x.len();
+    let mut lut = [0u32; SYMBOLS];
+    for (s, e) in lut.iter_mut().enumerate() {
+        // freq ≤ 2^15 and start < 2^15: both fit in 16 bits.
+        *e = table.freq()[s] | (table.start()[s] << 16);
+    }
+    let k = Kernel { sym: table.slot_symbols_padded(), lut, sb: table.scale_bits(), data };
+    let mut r0 = 0;
+    while r0 < rounds {
+        let t = TILE.min(rounds - r0);
+        let tile = &mut out[r0 * n / 2..(r0 + t) * n / 2];
+        let mut g = 0;
+        while g + 8 * WIDE <= n {
+            group::<WIDE>(&k, table, x, pos, end, g, tile, t);
+            g += 8 * WIDE;
+        }
+        while g + 8 <= n {
+            group::<1>(&k, table, x, pos, end, g, tile, t);
+            g += 8;
+        }
+        while g < n {
+            scalar::group::<2, 0>(table, data, x, pos, end, g, tile, t);
+            g += 2;
+        }
+        r0 += t;
+    }
+}
+
+/// What the kernel reads: the table in kernel form and the data.
+struct Kernel<'a> {
+    sym: &'a [u8; MAX_SLOTS + SLOT_SLACK],
+    lut: [u32; SYMBOLS],
+    sb: u32,
+    data: &'a [u8],
+}
+
+/// `t` rounds of streams `g..g + 8V`: SIMD for as many rounds as every lane has 2 bytes per
+/// round left, repeatedly, then the scalar group for the rest.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn group<const V: usize>(
+    k: &Kernel<'_>,
+    table: &Table,
+    x: &mut [u32],
+    pos: &mut [u32],
+    end: &[u32],
+    g: usize,
+    tile: &mut [u8],
+    t: usize,
+) {
+    let half = x.len() / 2;
+    let mut done = 0;
+    while done < t {
+        let safe = (g..g + 8 * V).map(|l| (end[l] - pos[l]) / 2).min().unwrap_or(0) as usize;
+        let r = safe.min(t - done);
+        if r == 0 {
+            break;
+        }
+        let o = &mut tile[done * half..];
+        let xs: &mut [u32; 8 * WIDE] = &mut [0; 8 * WIDE];
+        let qs: &mut [u32; 8 * WIDE] = &mut [0; 8 * WIDE];
+        for l in 0..8 * V {
+            xs[l] = x[g + l];
+            // pos ≥ 4 (every stream starts with its 4 state bytes).
+            qs[l] = pos[g + l] - 2;
+        }
+        // SAFETY: `detected()` was checked by `rounds`, so the CPU runs AVX2; every lane has
+        // at least 2·r bytes left in its stream (`safe`), so each of the r steps reads only
+        // bytes `pos − 2 .. pos + 2` with `pos + 2 ≤ end ≤ data.len() ≤ i32::MAX`.
+        unsafe { kernel::<V>(k, xs, qs, o, half, g / 2, r) };
+        for l in 0..8 * V {
+            x[g + l] = xs[l];
+            pos[g + l] = qs[l] + 2;
+        }
+        done += r;
+    }
+    if done < t {
+        let rest = &mut tile[done * half..];
+        for sub in (g..g + 8 * V).step_by(8) {
+            scalar::group::<8, 0>(table, k.data, x, pos, end, sub, rest, t - done);
+        }
+    }
+}
+
+/// `r` rounds of `8V` lanes: states `xs`, read positions minus 2 in `qs`; writes bytes
+/// `ob .. ob + 4V` of each round (`half` bytes apart) in `out`.
+///
+/// # Safety
+/// The CPU must support AVX2, `V ≤ 4`, and every lane must have at least `2·r` bytes left
+/// (`qs[l] + 2 + 2r ≤ end ≤ k.data.len() ≤ i32::MAX`), and every state must be in
+/// `[L, 2^32)`.
+#[target_feature(enable = "avx2")]
+unsafe fn kernel<const V: usize>(
+    k: &Kernel<'_>,
+    xs: &mut [u32; 8 * WIDE],
+    qs: &mut [u32; 8 * WIDE],
+    out: &mut [u8],
+    half: usize,
+    ob: usize,
+    r: usize,
+) {
+    let mut xv = [_mm256_setzero_si256(); WIDE];
+    let mut qv = [_mm256_setzero_si256(); WIDE];
+    for v in 0..V {
+        // SAFETY: lanes 8v..8v+8 of a 32-lane array (v < V ≤ 4); loadu has no alignment need.
+        xv[v] = unsafe { _mm256_loadu_si256(xs[8 * v..].as_ptr().cast()) };
+        // SAFETY: as above.
+        qv[v] = unsafe { _mm256_loadu_si256(qs[8 * v..].as_ptr().cast()) };
+    }
+    // SAFETY: the array has 16 u32; lanes 0..8.
+    let lut_lo = unsafe { _mm256_loadu_si256(k.lut.as_ptr().cast()) };
+    // SAFETY: lanes 8..16 of the 16.
+    let lut_hi = unsafe { _mm256_loadu_si256(k.lut[8..].as_ptr().cast()) };
+    let sbv = _mm_cvtsi32_si128(k.sb as i32);
+    let mask = _mm256_set1_epi32(((1u32 << k.sb) - 1) as i32);
+    let low16 = _mm256_set1_epi32(0xFFFF);
+    let nib = _mm256_set1_epi32(15);
+    let seven = _mm256_set1_epi32(7);
+    let sixteen = _mm256_set1_epi32(16);
+    let zero = _mm256_setzero_si256();
+    // Bytes [p−2, p−1, p, p+1] (little-endian lane) → big-endian 16-bit value of p, p+1.
+    let be16 = _mm256_setr_epi8(
+        3, 2, -1, -1, 7, 6, -1, -1, 11, 10, -1, -1, 15, 14, -1, -1, //
+        3, 2, -1, -1, 7, 6, -1, -1, 11, 10, -1, -1, 15, 14, -1, -1,
+    );
+    // Output byte of each 64-bit lane (low byte) → bytes 2v, 2v+1 of each 128-bit half.
+    let place: [__m256i; WIDE] = core::array::from_fn(|v| {
+        let mut m = [-1i8; 32];
+        for h in 0..2 {
+            m[16 * h + 2 * v] = 0;
+            m[16 * h + 2 * v + 1] = 8;
+        }
+        // SAFETY: a 32-byte array; loadu has no alignment need.
+        unsafe { _mm256_loadu_si256(m.as_ptr().cast()) }
+    });
+    // After vpermq [0, 2, 1, 3] the low 128 bits hold half 0's 8 bytes then half 1's; the
+    // 16-bit pairs interleave back to stream order.
+    let unzip = _mm256_setr_epi8(
+        0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, //
+        0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,
+    );
+    let sym = k.sym.as_ptr().cast::<i32>();
+    let data = k.data.as_ptr().cast::<i32>();
+    for round in 0..r {
+        let mut bytes = zero;
+        for v in 0..V {
+            let x = xv[v];
+            let slot = _mm256_and_si256(x, mask);
+            // SAFETY: slot < M ≤ 2^15, and the 4-byte read at slot ends inside the
+            // MAX_SLOTS + SLOT_SLACK bytes of the padded slot array.
+            let s = unsafe { _mm256_i32gather_epi32::<1>(sym, slot) };
+            let s = _mm256_and_si256(s, nib);
+            let lo = _mm256_permutevar8x32_epi32(lut_lo, s);
+            let hi = _mm256_permutevar8x32_epi32(lut_hi, s);
+            let e = _mm256_blendv_epi8(lo, hi, _mm256_cmpgt_epi32(s, seven));
+            let f = _mm256_and_si256(e, low16);
+            let st = _mm256_srli_epi32::<16>(e);
+            let xv_new = _mm256_add_epi32(
+                _mm256_mullo_epi32(f, _mm256_srl_epi32(x, sbv)),
+                _mm256_sub_epi32(slot, st),
+            );
+            let k1 = _mm256_cmpeq_epi32(_mm256_srli_epi32::<23>(xv_new), zero);
+            let k2 = _mm256_cmpeq_epi32(_mm256_srli_epi32::<15>(xv_new), zero);
+            let kk = _mm256_sub_epi32(zero, _mm256_add_epi32(k1, k2));
+            let sh = _mm256_slli_epi32::<3>(kk);
+            let q = qv[v];
+            // SAFETY: q + 4 = pos + 2 ≤ end ≤ data.len() (the caller's 2·r bytes per lane,
+            // less 2 per earlier round at most), and q ≥ 2 since pos ≥ 4; q < 2^31.
+            let w = unsafe { _mm256_i32gather_epi32::<1>(data, q) };
+            let w = _mm256_shuffle_epi8(w, be16);
+            let fill = _mm256_srlv_epi32(w, _mm256_sub_epi32(sixteen, sh));
+            xv[v] = _mm256_or_si256(_mm256_sllv_epi32(xv_new, sh), fill);
+            qv[v] = _mm256_add_epi32(q, kk);
+            // Even stream's symbol | odd stream's symbol << 4 in the low byte of each u64.
+            let b = _mm256_or_si256(s, _mm256_srli_epi64::<28>(s));
+            bytes = _mm256_or_si256(bytes, _mm256_shuffle_epi8(b, place[v]));
+        }
+        let bytes = _mm256_shuffle_epi8(_mm256_permute4x64_epi64::<0b11_01_10_00>(bytes), unzip);
+        let o = &mut out[round * half + ob..][..4 * V];
+        if V == WIDE {
+            let low = _mm256_castsi256_si128(bytes);
+            // SAFETY: `o` is exactly 16 bytes; storeu has no alignment need.
+            unsafe { _mm_storeu_si128(o.as_mut_ptr().cast(), low) };
+        } else {
+            let mut tmp = [0u8; 32];
+            // SAFETY: a 32-byte array; storeu has no alignment need.
+            unsafe { _mm256_storeu_si256(tmp.as_mut_ptr().cast(), bytes) };
+            o.copy_from_slice(&tmp[..4 * V]);
+        }
+    }
+    for v in 0..V {
+        // SAFETY: lanes 8v..8v+8 of a 32-lane array; storeu has no alignment need.
+        unsafe { _mm256_storeu_si256(xs[8 * v..].as_mut_ptr().cast(), xv[v]) };
+        // SAFETY: as above.
+        unsafe { _mm256_storeu_si256(qs[8 * v..].as_mut_ptr().cast(), qv[v]) };
+    }
+}
