@@ -386,6 +386,11 @@ unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y:
         unsafe { q8_int4_row(m, xq, rows, y) };
         return;
     }
+    if m.format() == Format::Int8Row {
+        // SAFETY: same contract.
+        unsafe { q8_int8_row(m, xq, rows, y) };
+        return;
+    }
     if m.format() == Format::Mxfp4 || (m.format() == Format::Int4Grouped && m.group_len() == 32) {
         // SAFETY: same contract.
         unsafe { q8_nibble_g32(m, xq, rows, y) };
@@ -865,5 +870,31 @@ unsafe fn f32_fp8(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &m
             }
         }
         s0 += st;
+    }
+}
+
+/// int8-row int8-activation kernel: one exact dot product over the whole row per activation
+/// row (no chunking, one horizontal sum), then the scalar reference's epilogue.
+///
+/// # Safety
+/// AVX2; shapes as asserted by [`matmul_q8_rows`].
+#[target_feature(enable = "avx2,fma")]
+unsafe fn q8_int8_row(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
+    let (ni, nr) = (m.i(), rows.len());
+    for (r, o) in rows.clone().enumerate() {
+        let row = m.row_bytes(o);
+        let sc = scalar::group_scale_q8(m, o, 0);
+        for si in 0..xq.s() {
+            let (q, sx) = xq.row(si);
+            // SAFETY: the row has I bytes and the activation row I codes.
+            let d = unsafe { dot_i8(row.as_ptr().cast(), q.as_ptr(), ni) };
+            let mut acc = 0.0f32;
+            if ni > 0 {
+                #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                let df = d as f32;
+                acc += df * sc;
+            }
+            y[si * nr + r] = acc * sx;
+        }
     }
 }
