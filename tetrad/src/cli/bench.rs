@@ -6,7 +6,7 @@
 //! nibbles) or the int4 weights of `--input`. The read bandwidth is a STREAM-like sum over a
 //! `u64` array of 8 × `--mib` MiB (so it is DRAM-resident for the default size). Kernels run
 //! `matmul` (f32 activations) on an int4-row matrix that fits in L2 (256 × 1024, 128 KiB) and
-//! on one of 4 × `--mib` MiB. The decode-then-matmul adapter does not exist yet: asking for
+//! on one of 2 × `--mib` MiB. The decode-then-matmul adapter does not exist yet: asking for
 //! it is a refusal, and `all` lists it under `"unavailable"`. The JSON schema is documented in
 //! `docs/CLI.md`.
 
@@ -321,7 +321,7 @@ fn kernels(args: &BenchArgs, isa: Option<Isa>, out: &mut Vec<Value>) -> Result<(
         None => tetrad_quant::isa::available().collect(),
     };
     let i = 1024usize;
-    let big_o = ((usize::try_from(args.mib).unwrap_or(1) << 20) * 4 / (i / 2)).max(256);
+    let big_o = ((usize::try_from(args.mib).unwrap_or(1) << 20) * 2 / (i / 2)).max(256);
     for (resident, o) in [("l2", 256usize), ("dram", big_o)] {
         let (codes, _) = crate::synth::int4_rows(o, i, crate::synth::Dist::Laplace, 7);
         let scales: Vec<f32> = (0..o).map(|r| 0.01 + r as f32 * 1e-6).collect();
