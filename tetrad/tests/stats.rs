@@ -79,9 +79,19 @@ fn int4_container_numbers_match_an_independent_computation() {
     ];
     let path = dir.path().join("m.safetensors");
     std::fs::write(&path, shard_bytes(&meta, &t, HeaderStyle::EscapedUnpadded).unwrap()).unwrap();
-    let v = stats(&["--json"], &[&path]);
+    let svg = dir.path().join("chart.svg");
+    let v = stats(&["--json", "--plot", svg.to_str().unwrap()], &[&path]);
     let ts = v["tensors"].as_array().unwrap();
     assert_eq!(ts.len(), 2);
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
+    assert_eq!(chart.matches("<rect").count(), 1 + 16 + 2, "background, 16 nibbles, 2 tensors");
+    let png = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+        .args(["stats", "--plot", "x.png"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(png.status.code(), Some(2), "PNG charts are a usage error");
     // Pooled table, as `tetrad pack` builds it.
     let mut hist = [0u64; 16];
     for d in [&a, &b] {

@@ -25,7 +25,8 @@ The --json schema is in docs/CLI.md.
 Examples:
   tetrad stats model.safetensors
   tetrad stats --per-tensor --quantize int4-grouped:64 ckpt/
-  tetrad stats --json SmolLM2-135M-Instruct.Q4_1.gguf")]
+  tetrad stats --json SmolLM2-135M-Instruct.Q4_1.gguf
+  tetrad stats --plot chart.svg q/")]
 pub struct StatsArgs {
     /// Print one line per tensor (always included in --json).
     #[arg(long)]
@@ -33,6 +34,9 @@ pub struct StatsArgs {
     /// Format float tensors are measured in: int4-row, int4-grouped:GS or int8-row.
     #[arg(long, value_parser = parse_measurable, default_value = "int4-row")]
     pub quantize: QuantFormat,
+    /// Write a chart (nibble histogram, per-tensor bits/weight) to this .svg file.
+    #[arg(long, value_name = "FILE.svg", value_parser = parse_svg_path)]
+    pub plot: Option<PathBuf>,
     /// Skip zstd level 19 (its fields become null).
     #[arg(long)]
     pub no_zstd: bool,
@@ -42,6 +46,14 @@ pub struct StatsArgs {
     /// Files or directories.
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
+}
+
+fn parse_svg_path(s: &str) -> Result<PathBuf, String> {
+    if s.to_ascii_lowercase().ends_with(".svg") {
+        Ok(PathBuf::from(s))
+    } else {
+        Err(format!("{s}: only SVG charts are written (no PNG backend is built in)"))
+    }
 }
 
 fn parse_measurable(s: &str) -> Result<QuantFormat, String> {
@@ -127,6 +139,12 @@ pub fn run(args: &StatsArgs) -> ExitCode {
         Err(r) => return super::refused(&r),
     };
     let report = measure(measured, skipped, &opts);
+    if let Some(p) = &args.plot
+        && let Err(e) = crate::io::write_bytes_atomic(p, crate::stats::svg(&report).as_bytes())
+    {
+        let r = crate::rans256::Refusal::new("E_IO", format!("writing {}: {e}", p.display()));
+        return super::refused(&r);
+    }
     if args.json {
         let total = report.nibbles.as_ref().or(report.bytes.as_ref()).map(total_json);
         let v = json!({
