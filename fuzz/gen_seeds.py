@@ -18,6 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 V = json.load(open(os.path.join(ROOT, "docs/vectors/vectors.json")))
 OUT = os.path.join(ROOT, "fuzz/seeds")
 rng = random.Random(20261129)
+if os.path.isdir(OUT):  # start clean, so the directory is exactly this script's output
+    import shutil
+    shutil.rmtree(OUT)
 
 
 def put(target, data, tag):
@@ -55,6 +58,8 @@ for k in range(8):
     put("rans_roundtrip", bytes(rng.randrange(256) for _ in range(n)), "random")
 for k in range(8):
     put("kernels_cross_arm", bytes(rng.randrange(256) for _ in range(64 + 97 * k)), "random")
+for k in range(4):
+    put("quantize", bytes(rng.randrange(256) for _ in range(40 + 120 * k)), "random")
 for k in range(8):
     put("resolve", bytes(rng.randrange(256) for _ in range(48 + 4 * k)), "random")
 
