@@ -2,7 +2,7 @@
 //!
 //! Given what a reader knows about one tensor — `[O, I]` from the model config, the weight and
 //! scale byte counts from the container, and the tensor's stamp if it has one — it runs exactly
-//! the inference every tetrad reader runs ([`tetrad_quant::resolve`]) and prints the verdict:
+//! the inference every tetrad reader runs ([`tetrad_quant::resolve()`]) and prints the verdict:
 //! the format name (and group size), or `REFUSED <CLASS>: <detail>` with the numbers that
 //! explain the refusal. Exit status 0 resolved, 1 refused, 2 usage (clap's).
 
