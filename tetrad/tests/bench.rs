@@ -41,6 +41,11 @@ fn json_schema_of_all() {
                 assert!(matches!(r["resident"].as_str(), Some("l2" | "dram")), "{r}");
                 "gweights_per_s"
             }
+            "adapter" => {
+                assert_eq!(r["format"], "int4-rans256-g0", "{r}");
+                assert!(r["decode_arm"].is_string() && r["batch"].is_u64(), "{r}");
+                "gweights_per_s"
+            }
             other => panic!("unexpected what {other}"),
         };
         assert!(r[rate].as_f64().unwrap() > 0.0, "{r}");
@@ -53,11 +58,16 @@ fn json_schema_of_all() {
         ("decode", "zstd"),
         ("read_bandwidth", ""),
         ("kernel", ""),
+        ("adapter", ""),
     ] {
         assert!(seen.contains(&(w.to_owned(), c.to_owned())), "no {w} {c} in {seen:?}");
     }
-    let un = v["unavailable"].as_array().unwrap();
-    assert!(un.iter().any(|u| u["what"] == "adapter"));
+    let threads: std::collections::BTreeSet<u64> = results
+        .iter()
+        .filter(|r| r["what"] == "adapter")
+        .map(|r| r["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(threads.into_iter().collect::<Vec<_>>(), [1, 2]);
 }
 
 #[test]
@@ -76,9 +86,9 @@ fn forced_arm_and_refusals() {
     let (code, out) = bench(&["--isa", "no-such-arm", "codecs"]);
     assert_eq!(code, Some(1));
     assert!(out.starts_with("REFUSED E_ARM_UNKNOWN:"), "{out}");
-    let (code, out) = bench(&["adapter"]);
-    assert_eq!(code, Some(1));
-    assert!(out.starts_with("REFUSED E_UNAVAILABLE:"), "{out}");
+    let (code, out) = bench(&["--mib", "1", "--isa", "scalar", "adapter"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("adapter int4-rans256-g0 [scalar x1 batch 1"), "{out}");
     let (code, _) = bench(&["--runs", "2", "codecs"]);
     assert_eq!(code, Some(2), "fewer than 5 runs is a usage error");
 }
