@@ -3,6 +3,8 @@
 //! Data: `tetrad_benches::synth::int4_bytes` (per-row int4 of Gaussian/Laplace weights), coded
 //! with its own histogram table at the format's 14 scale bits and 256 streams. Throughput is in
 //! nibbles (`Throughput::Elements(n_nibbles)`), so criterion's `Gelem/s` reads as G nibbles/s.
+//! `zstd_decode` decodes the same packed bytes compressed with `zstd -3` (the zstd CLI's
+//! default level) in the same run, with the same clock, for comparison.
 //! Run: `cargo bench -p tetrad-benches --bench rans`.
 //!
 //! Clock: the development machine is shared by several agents, so by default the bench
@@ -145,6 +147,26 @@ fn bench_case(c: &mut Criterion<Clock>, cs: &Case, samples: usize, secs: u64) {
         });
         g.finish();
     }
+    // zstd -d (level 3, the CLI default) on the same packed int4 bytes, same clock, same run.
+    let z = zstd::bulk::compress(&cs.packed, 3).expect("zstd compress");
+    println!(
+        "zstd -3 {}: {} -> {} bytes (ratio {:.4})",
+        cs.name,
+        cs.packed.len(),
+        z.len(),
+        z.len() as f64 / cs.packed.len() as f64
+    );
+    let mut dz = zstd::bulk::Decompressor::new().expect("zstd context");
+    let mut g = c.benchmark_group("zstd_decode");
+    g.throughput(Throughput::Elements(nibbles));
+    g.sample_size(samples).measurement_time(Duration::from_secs(secs));
+    g.bench_function(BenchmarkId::from_parameter(cs.name), |b| {
+        b.iter(|| {
+            let n = dz.decompress_to_buffer(black_box(&z), &mut out).expect("zstd decode");
+            assert_eq!(n, out.len());
+        })
+    });
+    g.finish();
     let mut g = c.benchmark_group("rans_encode");
     g.throughput(Throughput::Elements(nibbles));
     g.sample_size(samples).measurement_time(Duration::from_secs(secs));

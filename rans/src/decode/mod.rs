@@ -20,8 +20,10 @@
 //!
 //! Arms: [`Arm::Scalar`] (the spec's branchy loop, never reads past a stream),
 //! [`Arm::ScalarBranchFree`] (closed-form renormalisation, groups of streams in registers,
-//! tiles of rounds so the output stays in L1) and [`Arm::Avx2`] (x86-64, 32 streams in four
-//! 8-lane vectors, `arch/x86_64/avx2.rs`).
+//! tiles of rounds so the output stays in L1), [`Arm::Avx2`] (x86-64, 32 streams in four
+//! 8-lane vectors, `arch/x86_64/avx2.rs`) and [`Arm::Neon`] (aarch64, 16 streams in four
+//! 4-lane vectors, `arch/aarch64/neon.rs`). Every variant exists on every target; an arm
+//! this build or CPU cannot run is refused (`E_PATH_UNAVAILABLE`), never replaced.
 //!
 //! # Availability and the selftest
 //! [`Arm::is_available`] is the CPU check (runtime detection under `std`, cached by std;
@@ -69,11 +71,13 @@ pub enum Arm {
     /// x86-64 AVX2: 8 streams per vector, 32 in flight, gathers for the slot lookup and the
     /// refill bytes.
     Avx2,
+    /// aarch64 NEON: 4 streams per vector, 16 in flight, per-lane table and refill loads.
+    Neon,
 }
 
 impl Arm {
     /// Every arm this build knows, available or not.
-    pub const ALL: &'static [Arm] = &[Arm::Scalar, Arm::ScalarBranchFree, Arm::Avx2];
+    pub const ALL: &'static [Arm] = &[Arm::Scalar, Arm::ScalarBranchFree, Arm::Avx2, Arm::Neon];
 
     /// Whether this arm can run on this machine: the CPU has the instructions (detected at run
     /// time with `std`, from the compile-time target features without) and the arm passed its
@@ -90,6 +94,10 @@ impl Arm {
             Arm::Avx2 => arch::x86_64::avx2::detected(),
             #[cfg(not(target_arch = "x86_64"))]
             Arm::Avx2 => false,
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            Arm::Neon => arch::aarch64::neon::detected(),
+            #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+            Arm::Neon => false,
         }
     }
 
@@ -100,18 +108,21 @@ impl Arm {
         if let Some(&arm) = Arm::ALL.get(usize::from(cached)) {
             return arm;
         }
-        let arm =
-            [Arm::Avx2].into_iter().find(|a| a.is_available()).unwrap_or(Arm::ScalarBranchFree);
+        let arm = [Arm::Avx2, Arm::Neon]
+            .into_iter()
+            .find(|a| a.is_available())
+            .unwrap_or(Arm::ScalarBranchFree);
         BEST.store(arm.index(), Ordering::Relaxed);
         arm
     }
 
-    /// The arm's name (`scalar`, `scalar-bf`, `avx2`), as accepted by [`Arm::from_name`].
+    /// The arm's name (`scalar`, `scalar-bf`, `avx2`, `neon`), as accepted by [`Arm::from_name`].
     pub const fn name(self) -> &'static str {
         match self {
             Arm::Scalar => "scalar",
             Arm::ScalarBranchFree => "scalar-bf",
             Arm::Avx2 => "avx2",
+            Arm::Neon => "neon",
         }
     }
 
@@ -121,6 +132,7 @@ impl Arm {
             Arm::Scalar => 0,
             Arm::ScalarBranchFree => 1,
             Arm::Avx2 => 2,
+            Arm::Neon => 3,
         }
     }
 
@@ -369,6 +381,11 @@ fn rounds_with(
         // Never available off x86-64, so no decoder is built for it.
         #[cfg(not(target_arch = "x86_64"))]
         Arm::Avx2 => scalar::rounds_branch_free(table, data, x, pos, end, out, rounds),
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Arm::Neon => arch::aarch64::neon::rounds(table, data, x, pos, end, out, rounds),
+        // Never available elsewhere, so no decoder is built for it.
+        #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+        Arm::Neon => scalar::rounds_branch_free(table, data, x, pos, end, out, rounds),
     }
 }
 

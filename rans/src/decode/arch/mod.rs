@@ -8,3 +8,6 @@
 
 #[cfg(target_arch = "x86_64")]
 pub(super) mod x86_64;
+
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(super) mod aarch64;

@@ -1,0 +1,3 @@
+//! aarch64 decode arms.
+
+pub(in crate::decode) mod neon;

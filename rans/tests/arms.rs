@@ -1,0 +1,203 @@
+//! Per-arm tests: one named test per decode arm (the `isa_test!` macro), an identity sweep of
+//! every available arm against the reference over record sizes and table shapes, the
+//! `E_PATH_UNAVAILABLE` contract, and a property test over random records and corruptions.
+//!
+//! An arm that is unavailable here is not skipped silently: its named test checks that forcing
+//! it is refused with `E_PATH_UNAVAILABLE` (and fails if `TETRAD_REQUIRE_ISA` names it).
+#![allow(clippy::cast_possible_truncation)]
+
+mod common;
+
+use common::*;
+use proptest::prelude::*;
+use tetrad_rans::{
+    Arm, DecodeError, Nibbles, Record, Table, decode_record_with, encode_record, max_record_len,
+};
+
+/// Record sizes (nibbles) of the sweep: whole rounds, partial rounds, tile edges, big ones.
+const SIZES: [usize; 10] = [256, 512, 4096, 4098, 8192, 12288, 12289, 65536, 262144, 262146];
+
+/// A symbol source: `n` symbols from a seed.
+type Source = Box<dyn Fn(usize, u64) -> Vec<u8>>;
+
+/// The table shapes of the sweep with a matching symbol source.
+fn shapes() -> Vec<(&'static str, Table, Source)> {
+    // Realistic: a discretised bell over 1..=15 (code 0 absent, as symmetric quantizers do).
+    let bell: [u64; 16] = [0, 2, 9, 40, 150, 420, 900, 1400, 1600, 1400, 900, 420, 150, 40, 9, 2];
+    let real = Table::from_histogram(14, &bell).unwrap();
+    let real2 = real.clone();
+    // Everything present, so all-zero and all-max data are codable.
+    let full: [u64; 16] = [3, 2, 9, 40, 150, 420, 900, 1400, 1600, 1400, 900, 420, 150, 40, 9, 5];
+    let full = Table::from_histogram(14, &full).unwrap();
+    let mut single = [0u32; 16];
+    single[8] = 1 << 14;
+    let single = Table::from_freq(14, &single).unwrap();
+    // A symbol of frequency 1 that occurs in a third of the data: 14-bit codes, 2-byte refills.
+    let mut rare = [1000u32; 16];
+    rare[0] = 1;
+    rare[15] = 1;
+    rare[7] = 16384 - 13 * 1000 - 2;
+    let rare = Table::from_freq(14, &rare).unwrap();
+    let rare2 = rare.clone();
+    vec![
+        ("real", real, Box::new(move |n, seed| sample(&real2, n, seed))),
+        ("all-zero", full.clone(), Box::new(|n, _| vec![0u8; n])),
+        ("all-max", full, Box::new(|n, _| vec![15u8; n])),
+        ("single-symbol", single, Box::new(|n, _| vec![8u8; n])),
+        (
+            "rare-symbol",
+            rare,
+            Box::new(move |n, seed| {
+                let mut r = Rng(seed);
+                let common = sample(&rare2, n, seed ^ 1);
+                (0..n).map(|j| if r.below(3) == 0 { [0, 15][j % 2] } else { common[j] }).collect()
+            }),
+        ),
+    ]
+}
+
+fn encode(table: &Table, nib: &[u8], n_streams: usize) -> Vec<u8> {
+    let mut blob = vec![0u8; max_record_len(nib.len(), n_streams)];
+    let len = encode_record(table, Nibbles::Unpacked(nib), n_streams, &mut blob).unwrap();
+    blob.truncate(len);
+    blob
+}
+
+fn decode(arm: Arm, table: &Table, blob: &[u8], n_streams: usize) -> Result<Vec<u8>, DecodeError> {
+    let rec = Record::parse(blob, n_streams).unwrap();
+    let mut out = vec![0u8; rec.packed_bytes() as usize];
+    decode_record_with(arm, table, &rec, &mut out).map(|()| out)
+}
+
+/// The identity sweep for one arm: every size × shape at 256 streams (and a few at other
+/// stream counts that leave 8-lane and pair remainders), byte-identical to the reference.
+fn sweep(arm: Arm) {
+    for (name, table, source) in shapes() {
+        for (k, &n) in SIZES.iter().enumerate() {
+            let nib = source(n, 0x5EED + k as u64);
+            let blob = encode(&table, &nib, 256);
+            let want = decode(Arm::Scalar, &table, &blob, 256).expect("reference decodes");
+            assert_eq!(want, pack(&nib), "reference round trip ({name}, n = {n})");
+            let got = decode(arm, &table, &blob, 256);
+            assert_eq!(got.as_ref(), Ok(&want), "arm {arm}, {name}, n = {n}");
+        }
+        for n_streams in [2usize, 8, 10, 40, 42, 250] {
+            let nib = source(20_000 + n_streams, n_streams as u64);
+            let blob = encode(&table, &nib, n_streams);
+            let want = decode(Arm::Scalar, &table, &blob, n_streams).expect("reference decodes");
+            let got = decode(arm, &table, &blob, n_streams);
+            assert_eq!(got.as_ref(), Ok(&want), "arm {arm}, {name}, {n_streams} streams");
+        }
+    }
+}
+
+/// Whether `TETRAD_REQUIRE_ISA` names `name`.
+fn required(name: &str) -> bool {
+    std::env::var("TETRAD_REQUIRE_ISA")
+        .is_ok_and(|v| v.split(',').map(str::trim).any(|n| n == name))
+}
+
+/// One named test per arm: the sweep where the arm is available; where it is not, the arm must
+/// be refused by name (and the test fails if `TETRAD_REQUIRE_ISA` requires it).
+macro_rules! isa_test {
+    ($test:ident, $name:literal) => {
+        #[test]
+        fn $test() {
+            let arm = Arm::from_name($name).expect("arm name");
+            assert_eq!(arm.name(), $name);
+            if arm.is_available() {
+                sweep(arm);
+            } else {
+                assert!(!required($name), "required arm {} is not available here", $name);
+                eprintln!("arm {} unavailable here: checking its refusal only", $name);
+                let table = Table::from_histogram(14, &[1; 16]).unwrap();
+                let blob = encode(&table, &[3u8; 512], 256);
+                assert_eq!(decode(arm, &table, &blob, 256), Err(DecodeError::Unavailable { arm }));
+            }
+        }
+    };
+}
+
+isa_test!(arm_scalar, "scalar");
+isa_test!(arm_scalar_bf, "scalar-bf");
+isa_test!(arm_avx2, "avx2");
+isa_test!(arm_neon, "neon");
+
+#[test]
+fn unavailable_arm_is_refused_by_name() {
+    let table = Table::from_histogram(14, &[1; 16]).unwrap();
+    let blob = encode(&table, &[3u8; 512], 256);
+    let mut seen = 0;
+    for &arm in Arm::ALL.iter().filter(|a| !a.is_available()) {
+        let err = decode(arm, &table, &blob, 256).unwrap_err();
+        assert_eq!(err, DecodeError::Unavailable { arm });
+        assert_eq!(err.class(), "E_PATH_UNAVAILABLE");
+        let rec = Record::parse(&blob, 256).unwrap();
+        assert!(tetrad_rans::Decoder::new(arm, &table, rec).is_err());
+        seen += 1;
+    }
+    // avx2 and neon never both run on one machine, so the refusal is always exercised.
+    assert!(seen > 0, "expected at least one unavailable arm");
+    if cfg!(target_arch = "x86_64") {
+        let err = decode(Arm::Neon, &table, &blob, 256).unwrap_err();
+        assert_eq!(err.class(), "E_PATH_UNAVAILABLE");
+    }
+}
+
+#[test]
+fn best_is_available_and_cached() {
+    let b = Arm::best();
+    assert!(b.is_available());
+    assert_eq!(Arm::best(), b);
+    if cfg!(target_arch = "x86_64") && Arm::Avx2.is_available() {
+        assert_eq!(b, Arm::Avx2);
+    }
+    for &a in Arm::ALL {
+        assert_eq!(Arm::from_name(a.name()), Some(a));
+    }
+}
+
+/// A random table: 2..=16 present symbols with random weights.
+fn table_strategy() -> impl Strategy<Value = Table> {
+    (proptest::array::uniform16(0u64..50), any::<u16>()).prop_map(|(mut h, keep)| {
+        h[usize::from(keep % 16)] += 1;
+        h[usize::from((keep >> 4) % 16)] += 1;
+        Table::from_histogram(14, &h).unwrap()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Random records and random corruptions: every arm gives the reference's bytes or the
+    /// reference's error.
+    #[test]
+    fn arms_match_reference_on_random_and_corrupt_records(
+        table in table_strategy(),
+        n in 1usize..20_000,
+        n_streams in prop_oneof![Just(256usize), Just(42), Just(8), 1usize..=256],
+        seed in any::<u64>(),
+        flips in proptest::collection::vec((any::<u32>(), 0u8..8), 0..4),
+    ) {
+        let nib = sample(&table, n, seed);
+        let mut blob = encode(&table, &nib, n_streams);
+        let head = tetrad_rans::head_len(n_streams);
+        let payload = blob.len() - head;
+        for &(at, bit) in &flips {
+            let i = head + at as usize % payload;
+            blob[i] ^= 1 << bit;
+        }
+        // Flips in the padding may make the record unparsable: nothing to decode then.
+        let Ok(rec) = Record::parse(&blob, n_streams) else { return Ok(()); };
+        let mut want = vec![0u8; rec.packed_bytes() as usize];
+        let want = decode_record_with(Arm::Scalar, &table, &rec, &mut want).map(|()| want);
+        if flips.is_empty() {
+            prop_assert_eq!(want.as_ref(), Ok(&pack(&nib)));
+        }
+        for arm in arms() {
+            let mut out = vec![0u8; rec.packed_bytes() as usize];
+            let got = decode_record_with(arm, &table, &rec, &mut out).map(|()| out);
+            prop_assert_eq!(&got, &want, "arm {}", arm);
+        }
+    }
+}
