@@ -39,7 +39,7 @@ use crate::table_json;
 
 /// Records that decode to more than this many bytes are checked chunk by chunk (see the
 /// module docs).
-pub const FULL_REENCODE_LIMIT: u64 = 1 << 30;
+pub const FULL_REENCODE_LIMIT: u64 = 256 << 20;
 
 /// Chunk size of the bounded-memory decode.
 const CHUNK: usize = 1 << 20;
