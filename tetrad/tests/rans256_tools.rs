@@ -496,3 +496,78 @@ fn verify_checks_manifest_digests() {
     let (code, _, _) = tetrad(&["verify"]);
     assert_eq!(code, 2);
 }
+
+/// Rebuilds a 256-stream record with stream `k` replaced by `new` (offsets and padding redone).
+fn replace_stream(blob: &[u8], k: usize, new: &[u8]) -> Vec<u8> {
+    let off =
+        |i: usize| u32::from_le_bytes(blob[16 + 4 * i..20 + 4 * i].try_into().unwrap()) as usize;
+    let payload = &blob[1056..];
+    let mut streams: Vec<Vec<u8>> =
+        (0..256).map(|i| payload[off(i)..off(i + 1)].to_vec()).collect();
+    streams[k] = new.to_vec();
+    let mut out = blob[..1056].to_vec();
+    let mut at = 0u32;
+    for (i, s) in streams.iter().enumerate() {
+        out[16 + 4 * i..20 + 4 * i].copy_from_slice(&at.to_le_bytes());
+        at += s.len() as u32;
+    }
+    out[16 + 4 * 256..20 + 4 * 256].copy_from_slice(&at.to_le_bytes());
+    for s in &streams {
+        out.extend_from_slice(s);
+    }
+    out.resize(1056 + (at as usize).div_ceil(16) * 16, 0);
+    out
+}
+
+#[test]
+fn verify_refuses_a_sealed_stream_no_encoder_writes() {
+    // A stream whose first decode step refills one byte has a twin one byte shorter whose
+    // initial state (≥ 2^31) already holds that byte: it decodes to the same nibbles and passes
+    // every seal, but it is not the encoder's output, so re-encoding cannot reproduce it.
+    let p = packed();
+    std::fs::remove_file(p.dir.join("repack-manifest.json")).unwrap();
+    let mut found = false;
+    rewrite(&p.shard, |m, ts| {
+        let parts = tetrad::table_json::parse(&m["colibri.int4-rans256-g0.table"]).unwrap();
+        let t = tetrad::rans256::table_from_parts(&parts).unwrap();
+        let rec = &mut ts.iter_mut().find(|x| x.0 == W).unwrap();
+        let r = tetrad_rans::Record::parse_format(&rec.3).unwrap();
+        for k in 0..256 {
+            let c = r.stream(k);
+            let x0c = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+            let slot = x0c & (t.m() - 1);
+            let s = usize::from(t.symbol(slot as usize));
+            let (f, st) = (t.freq()[s], t.start()[s]);
+            let x1raw = f * (x0c >> t.scale_bits()) + slot - st;
+            if x1raw >= 1 << 23 || c.len() < 6 {
+                continue;
+            }
+            let x1 = (u64::from(x1raw) << 8) | u64::from(c[4]);
+            if x1 < 1 << 23 {
+                continue;
+            }
+            let x0 = (x1 / u64::from(f)) * u64::from(t.m()) + x1 % u64::from(f) + u64::from(st);
+            let Ok(x0) = u32::try_from(x0) else { continue };
+            let mut twin = x0.to_be_bytes().to_vec();
+            twin.extend_from_slice(&c[5..]);
+            let new = replace_stream(&rec.3, k, &twin);
+            rec.2 = vec![new.len() as u64];
+            rec.3 = new;
+            found = true;
+            break;
+        }
+    });
+    assert!(found, "no stream with a one-byte first refill");
+    assert_eq!(classes(&p.shard), ["E_REENCODE_MISMATCH"]);
+    // The bounded-memory path for huge records (no literal re-encode) reaches the same verdict.
+    let bytes = std::fs::read(&p.shard).unwrap();
+    let h = ShardHeader::parse(&bytes, bytes.len() as u64).unwrap();
+    let parts =
+        tetrad::table_json::parse(&h.metadata.as_ref().unwrap()["colibri.int4-rans256-g0.table"])
+            .unwrap();
+    let table = tetrad::rans256::table_from_parts(&parts).unwrap();
+    let e = h.tensor(W).unwrap();
+    let blob = &bytes[(h.data_start + e.begin) as usize..(h.data_start + e.end) as usize];
+    let chunked = tetrad::rans256::verify::check_record_with_limit(&table, blob, 0);
+    assert_eq!(chunked.unwrap_err().0, "E_REENCODE_MISMATCH");
+}
