@@ -201,3 +201,20 @@ proptest! {
         }
     }
 }
+
+/// A small record through every available arm, for Miri (`.ci/miri-tests` runs the tests
+/// whose names contain `miri_` with the AVX-512 and so AVX2 target features on): checks the
+/// SIMD kernels' memory accesses (gathers, unaligned loads/stores) for undefined behaviour.
+#[test]
+fn miri_small_record_every_arm() {
+    let (_, table, source) = shapes().into_iter().find(|s| s.0 == "rare-symbol").unwrap();
+    for (n_streams, n) in [(256usize, 256 * 40 + 3), (42, 42 * 60 + 1)] {
+        let nib = source(n, 7);
+        let blob = encode(&table, &nib, n_streams);
+        let want = decode(Arm::Scalar, &table, &blob, n_streams).expect("reference decodes");
+        assert_eq!(want, pack(&nib));
+        for arm in arms() {
+            assert_eq!(decode(arm, &table, &blob, n_streams).as_ref(), Ok(&want), "arm {arm}");
+        }
+    }
+}
