@@ -8,12 +8,12 @@ secs=$1
 shift
 fails=0
 for t in "$@"; do
-    mkdir -p "corpus/$t"
+    mkdir -p "corpus/$t" "artifacts/$t"
     extra=()
     [ "$t" = container ] && extra=(-malloc_limit_mb=1100)
     # The built binary directly (`cargo fuzz run` would rebuild whenever a crate changes).
     nice -n 19 "target/x86_64-unknown-linux-gnu/release/$t" "corpus/$t" "seeds/$t" \
-        -max_total_time="$secs" -rss_limit_mb=2048 "${extra[@]}" -print_final_stats=1 \
+        -max_total_time="$secs" -artifact_prefix="artifacts/$t/" -rss_limit_mb=2048 "${extra[@]}" -print_final_stats=1 \
         > "/tmp/fuzz-$t.log" 2>&1 || fails=$((fails + 1))
     echo "== $t: $(grep -E '^#[0-9]+' "/tmp/fuzz-$t.log" | tail -1)"
     grep -E 'stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY' "/tmp/fuzz-$t.log" | head -5
