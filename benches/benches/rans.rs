@@ -185,9 +185,33 @@ fn benches(c: &mut Criterion<Clock>) {
     bench_case(c, &big, 10, 8);
 }
 
+/// 1 vs 2 threads on one 64 MiB record with the best arm (`decode_record_threads`). Wall time
+/// (thread CPU time cannot measure a parallel speed-up), so on the shared machine the ratio
+/// is a lower bound.
+fn threads(c: &mut Criterion) {
+    let big = case("64MiB", 64 << 20);
+    let rec = Record::parse_format(&big.record).expect("parse");
+    let mut out = vec![0u8; big.packed.len()];
+    let arm = Arm::best();
+    let mut g = c.benchmark_group(format!("rans_decode_threads/{arm}"));
+    g.throughput(Throughput::Elements(2 * big.packed.len() as u64));
+    g.sample_size(10).measurement_time(Duration::from_secs(8));
+    for t in [1usize, 2] {
+        tetrad_rans::decode_record_threads(arm, &big.table, &rec, &mut out, t).expect("decode");
+        assert_eq!(out, big.packed);
+        g.bench_function(BenchmarkId::from_parameter(format!("{t}-thread-wall")), |b| {
+            b.iter(|| {
+                tetrad_rans::decode_record_threads(arm, &big.table, black_box(&rec), &mut out, t)
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = rans;
     config = Criterion::default().with_measurement(Clock::from_env());
     targets = benches
 }
-criterion_main!(rans);
+criterion_group!(rans_threads, threads);
+criterion_main!(rans, rans_threads);

@@ -107,6 +107,8 @@ pub mod record;
 pub mod stream;
 pub mod table;
 
+#[cfg(feature = "std")]
+pub use decode::decode_record_threads;
 pub use decode::{Arm, Decoder, decode_record, decode_record_with, verify_record_with};
 pub use error::{DecodeError, EncodeError, RecordError, StreamError, TableError};
 pub use record::{

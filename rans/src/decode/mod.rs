@@ -52,6 +52,11 @@
 
 mod arch;
 mod scalar;
+#[cfg(feature = "std")]
+mod threads;
+
+#[cfg(feature = "std")]
+pub use threads::decode_record_threads;
 
 use core::sync::atomic::{AtomicU8, Ordering};
 
@@ -90,9 +95,9 @@ impl Arm {
     fn cpu_supported(self) -> bool {
         match self {
             Arm::Scalar | Arm::ScalarBranchFree => true,
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
             Arm::Avx2 => arch::x86_64::avx2::detected(),
-            #[cfg(not(target_arch = "x86_64"))]
+            #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
             Arm::Avx2 => false,
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
             Arm::Neon => arch::aarch64::neon::detected(),
@@ -340,11 +345,16 @@ impl<'t, 'r> Decoder<'t, 'r> {
 
     /// Checks that everything was decoded and every stream's seal holds.
     pub fn finish(&self) -> Result<(), DecodeError> {
+        self.finish_streams(0..self.record.n_streams())
+    }
+
+    /// [`Decoder::finish`] for the streams `streams` only (lowest first).
+    fn finish_streams(&self, streams: core::ops::Range<usize>) -> Result<(), DecodeError> {
         let expected = self.record.packed_bytes();
         if self.next_byte != expected {
             return Err(DecodeError::Incomplete { decoded: self.next_byte, expected });
         }
-        for i in 0..self.record.n_streams() {
+        for i in streams {
             let fault = if self.bad_init[i] {
                 let s = self.record.stream(i);
                 Err(StreamError::StateRange { state: u32::from_be_bytes([s[0], s[1], s[2], s[3]]) })
@@ -376,10 +386,10 @@ fn rounds_with(
     match arm {
         Arm::Scalar => scalar::rounds_reference(table, data, x, pos, end, out, rounds),
         Arm::ScalarBranchFree => scalar::rounds_branch_free(table, data, x, pos, end, out, rounds),
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Arm::Avx2 => arch::x86_64::avx2::rounds(table, data, x, pos, end, out, rounds),
         // Never available off x86-64, so no decoder is built for it.
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
         Arm::Avx2 => scalar::rounds_branch_free(table, data, x, pos, end, out, rounds),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         Arm::Neon => arch::aarch64::neon::rounds(table, data, x, pos, end, out, rounds),

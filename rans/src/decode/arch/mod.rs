@@ -6,7 +6,7 @@
 //! first-use selftest) lives in `decode/mod.rs`.
 #![allow(unsafe_code)] // The SIMD arms (STYLE.md): every block carries a SAFETY comment.
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 pub(super) mod x86_64;
 
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
