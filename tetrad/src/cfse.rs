@@ -20,7 +20,12 @@ use rayon::prelude::*;
 
 use crate::io::map_file;
 use crate::rans256::Refusal;
-use crate::shard::{HeaderStyle, OutTensor, ShardHeader, TensorEntry, dtype_size, shard_bytes};
+use std::io::Write as _;
+
+use crate::shard::{
+    HeaderStyle, OutTensor, ShardHeader, TensorEntry, TensorSpec, dtype_size, header_bytes_for,
+    shard_bytes,
+};
 
 /// Per-tensor outcome: name, original bytes, blob bytes, mode byte (0 raw, 1 rANS).
 pub type TensorReport = (String, u64, u64, u8);
@@ -116,10 +121,13 @@ pub fn cert(input: &Path) -> Result<Vec<TensorReport>, Refusal> {
 }
 
 /// Decodes every tensor of a container, checking everything a hostile file could lie about.
-/// Decoded tensors: (index in the container's header, bytes).
-type Decoded = Vec<(usize, Vec<u8>)>;
+/// Declared output decoded at once, at most (one tensor larger than this is decoded alone).
+pub const BATCH_BYTES: u64 = 256 << 20;
 
-fn decode_container(container: &Path) -> Result<(Input, Decoded), Refusal> {
+/// Opens a container and checks everything that needs no decoding: the `cfse` metadata, blobs
+/// inside the data section and not overlapping, known dtypes, and each blob's `rawlen` equal to
+/// the byte size its dtype and shape declare. Returns the input and each tensor's declared size.
+fn open_container(container: &Path) -> Result<(Input, Vec<u64>), Refusal> {
     let c = Input::open(container, false)?;
     let refuse = |class, d: String| Refusal::new(class, format!("{}: {d}", container.display()));
     if c.header.metadata.as_ref().and_then(|m| m.get("cfse")).map(String::as_str) != Some("1") {
@@ -138,46 +146,70 @@ fn decode_container(container: &Path) -> Result<(Input, Decoded), Refusal> {
             ));
         }
     }
-    let decoded = c
-        .header
-        .tensors
-        .par_iter()
-        .enumerate()
-        .map(|(k, t)| {
-            let tref = |class, d: String| {
-                Refusal::new(class, format!("{} {}: {d}", container.display(), t.name))
-            };
-            let size = dtype_size(&t.dtype)
-                .ok_or_else(|| tref("E_SHARD_MALFORMED", format!("unknown dtype {:?}", t.dtype)))?;
-            let want =
-                t.shape.iter().try_fold(size, |a, &d| a.checked_mul(d)).ok_or_else(|| {
-                    tref("E_SHARD_MALFORMED", format!("shape {:?} overflows", t.shape))
+    let mut sizes = Vec::with_capacity(c.header.tensors.len());
+    for t in &c.header.tensors {
+        let tref = |class, d: String| {
+            Refusal::new(class, format!("{} {}: {d}", container.display(), t.name))
+        };
+        let size = dtype_size(&t.dtype)
+            .ok_or_else(|| tref("E_SHARD_MALFORMED", format!("unknown dtype {:?}", t.dtype)))?;
+        let want =
+            t.shape.iter().try_fold(size, |a, &d| a.checked_mul(d)).ok_or_else(|| {
+                tref("E_SHARD_MALFORMED", format!("shape {:?} overflows", t.shape))
+            })?;
+        let h = tetrad_fse::Header::parse(c.data(t)).map_err(|e| tref(e.class(), e.to_string()))?;
+        if u64::from(h.rawlen) != want {
+            return Err(tref(
+                "E_SHARD_MALFORMED",
+                format!("blob holds {} bytes but {} {:?} needs {want}", h.rawlen, t.dtype, t.shape),
+            ));
+        }
+        sizes.push(want);
+    }
+    Ok((c, sizes))
+}
+
+/// Decodes every tensor (checked) and hands `(index, bytes)` to `sink` in header order. Tensors
+/// are decoded in parallel in batches of at most [`BATCH_BYTES`] of declared output, so memory
+/// stays bounded by the batch (or by the one largest tensor), never by the whole file's claims.
+fn decode_each(
+    container: &Path,
+    c: &Input,
+    sizes: &[u64],
+    mut sink: impl FnMut(usize, Vec<u8>) -> Result<(), Refusal>,
+) -> Result<(), Refusal> {
+    let mut k = 0;
+    while k < sizes.len() {
+        let mut end = k + 1;
+        let mut total = sizes[k];
+        while end < sizes.len() && total + sizes[end] <= BATCH_BYTES {
+            total += sizes[end];
+            end += 1;
+        }
+        let decoded = (k..end)
+            .into_par_iter()
+            .map(|j| {
+                let t = &c.header.tensors[j];
+                let mut out = vec![0u8; usize::try_from(sizes[j]).expect("rawlen is a u32")];
+                tetrad_fse::decompress_into(c.data(t), &mut out).map_err(|e| {
+                    Refusal::new(e.class(), format!("{} {}: {e}", container.display(), t.name))
                 })?;
-            let blob = c.data(t);
-            let h = tetrad_fse::Header::parse(blob).map_err(|e| tref(e.class(), e.to_string()))?;
-            if u64::from(h.rawlen) != want {
-                return Err(tref(
-                    "E_SHARD_MALFORMED",
-                    format!(
-                        "blob holds {} bytes but {} {:?} needs {want}",
-                        h.rawlen, t.dtype, t.shape
-                    ),
-                ));
-            }
-            let mut out = vec![0u8; h.len()];
-            tetrad_fse::decompress_into(blob, &mut out)
-                .map_err(|e| tref(e.class(), e.to_string()))?;
-            Ok((k, out))
-        })
-        .collect::<Result<Vec<_>, Refusal>>()?;
-    Ok((c, decoded))
+                Ok(out)
+            })
+            .collect::<Result<Vec<_>, Refusal>>()?;
+        for (j, out) in (k..end).zip(decoded) {
+            sink(j, out)?;
+        }
+        k = end;
+    }
+    Ok(())
 }
 
 /// `cfs1 verify IN OUT`: decompresses every tensor of the container `output` and compares it,
 /// matched by name, with `input`. Returns the number of tensors compared.
 pub fn verify(input: &Path, output: &Path) -> Result<usize, Refusal> {
     let inp = Input::open(input, true)?;
-    let (c, decoded) = decode_container(output)?;
+    let (c, sizes) = open_container(output)?;
     if c.header.tensors.len() != inp.header.tensors.len() {
         return Err(Refusal::new(
             "E_VERIFY_MISMATCH",
@@ -190,36 +222,50 @@ pub fn verify(input: &Path, output: &Path) -> Result<usize, Refusal> {
             ),
         ));
     }
-    for (k, out) in &decoded {
-        let t = &c.header.tensors[*k];
+    for t in &c.header.tensors {
         let orig = inp.header.tensor(&t.name).ok_or_else(|| {
             Refusal::new(
                 "E_VERIFY_MISMATCH",
                 format!("{} is in {} but not in {}", t.name, output.display(), input.display()),
             )
         })?;
-        if orig.dtype != t.dtype || orig.shape != t.shape || inp.data(orig) != &out[..] {
+        if orig.dtype != t.dtype || orig.shape != t.shape {
+            return Err(Refusal::new(
+                "E_VERIFY_MISMATCH",
+                format!("{}: dtype or shape differs from the input", t.name),
+            ));
+        }
+    }
+    decode_each(output, &c, &sizes, |j, out| {
+        let t = &c.header.tensors[j];
+        let orig = inp.header.tensor(&t.name).expect("checked above");
+        if inp.data(orig) != &out[..] {
             return Err(Refusal::new(
                 "E_VERIFY_MISMATCH",
                 format!("{}: decoded tensor differs from the input", t.name),
             ));
         }
-    }
-    Ok(decoded.len())
+        Ok(())
+    })?;
+    Ok(sizes.len())
 }
 
-/// `cfs1 unpack IN OUT`: the container back to a plain safetensors file (no metadata).
+/// `cfs1 unpack IN OUT`: the container back to a plain safetensors file (no metadata), written
+/// tensor by tensor to a temporary file that is renamed only when every blob decoded.
 pub fn unpack(container: &Path, output: &Path) -> Result<usize, Refusal> {
-    let (c, decoded) = decode_container(container)?;
-    let tensors: Vec<OutTensor<'_>> = decoded
+    let (c, sizes) = open_container(container)?;
+    let specs: Vec<TensorSpec<'_>> = c
+        .header
+        .tensors
         .iter()
-        .map(|(k, d)| {
-            let t = &c.header.tensors[*k];
-            OutTensor { name: &t.name, dtype: &t.dtype, shape: &t.shape, data: d }
-        })
+        .zip(&sizes)
+        .map(|(t, &len)| TensorSpec { name: &t.name, dtype: &t.dtype, shape: &t.shape, len })
         .collect();
-    let bytes = shard_bytes(&BTreeMap::new(), &tensors, HeaderStyle::EscapedUnpadded)
+    let header = header_bytes_for(&BTreeMap::new(), &specs, HeaderStyle::EscapedUnpadded)
         .map_err(|e| Refusal::new("E_INTERNAL", e.0))?;
-    crate::io::write_bytes_atomic(output, &bytes).map_err(|e| io(output, &e))?;
-    Ok(tensors.len())
+    crate::io::write_atomic(output, |w| -> Result<(), Refusal> {
+        w.write_all(&header).map_err(|e| io(output, &e))?;
+        decode_each(container, &c, &sizes, |_, out| w.write_all(&out).map_err(|e| io(output, &e)))
+    })?;
+    Ok(sizes.len())
 }

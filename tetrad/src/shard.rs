@@ -269,11 +269,42 @@ fn push_raw_literal(out: &mut String, s: &str) -> Result<(), ShardError> {
     Ok(())
 }
 
+/// A tensor's header entry without its data: name, dtype, shape and byte length.
+#[derive(Debug, Clone, Copy)]
+pub struct TensorSpec<'a> {
+    /// Name.
+    pub name: &'a str,
+    /// dtype string.
+    pub dtype: &'a str,
+    /// Shape.
+    pub shape: &'a [u64],
+    /// Byte length of its data.
+    pub len: u64,
+}
+
 /// The header bytes (length prefix included) of a shard holding `tensors` in order, their data
 /// laid back to back.
 pub fn header_bytes(
     metadata: &BTreeMap<String, String>,
     tensors: &[OutTensor<'_>],
+    style: HeaderStyle,
+) -> Result<Vec<u8>, ShardError> {
+    let specs: Vec<TensorSpec<'_>> = tensors
+        .iter()
+        .map(|t| TensorSpec {
+            name: t.name,
+            dtype: t.dtype,
+            shape: t.shape,
+            len: t.data.len() as u64,
+        })
+        .collect();
+    header_bytes_for(metadata, &specs, style)
+}
+
+/// [`header_bytes`] from the tensors' sizes alone (for writers that stream the data).
+pub fn header_bytes_for(
+    metadata: &BTreeMap<String, String>,
+    tensors: &[TensorSpec<'_>],
     style: HeaderStyle,
 ) -> Result<Vec<u8>, ShardError> {
     // An empty metadata map is omitted (unpacked shards carry none).
@@ -317,7 +348,7 @@ pub fn header_bytes(
         }
         h.push_str(",\"shape\":");
         crate::json::push_int_list(&mut h, t.shape, ",");
-        let end = off + t.data.len() as u64;
+        let end = off + t.len;
         write!(h, ",\"data_offsets\":[{off},{end}]}}").expect("writing to a String cannot fail");
         off = end;
     }

@@ -69,3 +69,9 @@ impl From<crate::shardset::SetError> for Refusal {
         Self { class: e.class, detail: e.detail }
     }
 }
+
+impl From<std::io::Error> for Refusal {
+    fn from(e: std::io::Error) -> Self {
+        Self::new("E_IO", e.to_string())
+    }
+}
