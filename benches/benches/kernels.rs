@@ -12,9 +12,8 @@
 #![allow(missing_docs, clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tetrad_quant::kernels::{self, Matrix, Scales};
 use tetrad_quant::{Format, Isa, isa};
@@ -123,71 +122,7 @@ const FORMATS: [(Format, usize, &str); 8] = [
     (Format::Fp8E4m3B128, 0, "fp8-e4m3-b128"),
 ];
 
-/// Wall-clock or this thread's CPU time, in nanoseconds.
-struct Clock {
-    cpu: bool,
-}
-
-fn thread_cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-impl Clock {
-    fn from_env() -> Clock {
-        let wall = std::env::var("TETRAD_BENCH_CLOCK").is_ok_and(|v| v == "wall");
-        let cpu = !wall && thread_cpu_ns().is_some();
-        eprintln!("kernels bench clock: {}", if cpu { "thread CPU time" } else { "wall time" });
-        Clock { cpu }
-    }
-}
-
-impl Measurement for Clock {
-    type Intermediate = (Instant, u64);
-    type Value = f64;
-    fn start(&self) -> (Instant, u64) {
-        (Instant::now(), if self.cpu { thread_cpu_ns().unwrap_or(0) } else { 0 })
-    }
-    fn end(&self, (t, c): (Instant, u64)) -> f64 {
-        if self.cpu {
-            thread_cpu_ns().unwrap_or(0).saturating_sub(c) as f64
-        } else {
-            t.elapsed().as_nanos() as f64
-        }
-    }
-    fn add(&self, a: &f64, b: &f64) -> f64 {
-        a + b
-    }
-    fn zero(&self) -> f64 {
-        0.0
-    }
-    fn to_f64(&self, v: &f64) -> f64 {
-        *v
-    }
-    fn formatter(&self) -> &dyn ValueFormatter {
-        &Nanos
-    }
-}
-
-struct Nanos;
-
-impl ValueFormatter for Nanos {
-    fn scale_values(&self, _ns: f64, _values: &mut [f64]) -> &'static str {
-        "ns"
-    }
-    fn scale_throughputs(&self, _typical: f64, t: &Throughput, values: &mut [f64]) -> &'static str {
-        let per = match *t {
-            Throughput::Bytes(n) | Throughput::BytesDecimal(n) | Throughput::Elements(n) => {
-                n as f64
-            }
-        };
-        values.iter_mut().for_each(|v| *v = per / *v); // per ns = G per s
-        "Gelem/s"
-    }
-    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
-        "ns"
-    }
-}
+use tetrad_benches::clock::Clock;
 
 type C = Criterion<Clock>;
 
@@ -296,7 +231,7 @@ fn threads_bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().with_measurement(Clock::from_env());
+    config = Criterion::default().with_measurement(Clock::from_env("kernels"));
     targets = kernels_bench
 }
 criterion_group!(threads, threads_bench);

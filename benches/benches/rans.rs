@@ -14,93 +14,11 @@
 //! printed once.
 #![allow(missing_docs)]
 
-use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Wall-clock or this thread's CPU time, in nanoseconds.
-struct Clock {
-    cpu: bool,
-}
-
-impl Clock {
-    fn from_env() -> Clock {
-        let wall = std::env::var("TETRAD_BENCH_CLOCK").is_ok_and(|v| v == "wall");
-        let cpu = !wall && thread_cpu_ns().is_some();
-        println!("rans bench clock: {}", if cpu { "thread CPU time" } else { "wall time" });
-        Clock { cpu }
-    }
-}
-
-fn thread_cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-impl Measurement for Clock {
-    type Intermediate = (Instant, u64);
-    type Value = f64;
-    fn start(&self) -> (Instant, u64) {
-        (Instant::now(), if self.cpu { thread_cpu_ns().unwrap_or(0) } else { 0 })
-    }
-    fn end(&self, (t, c): (Instant, u64)) -> f64 {
-        if self.cpu {
-            thread_cpu_ns().unwrap_or(0).saturating_sub(c) as f64
-        } else {
-            t.elapsed().as_nanos() as f64
-        }
-    }
-    fn add(&self, a: &f64, b: &f64) -> f64 {
-        a + b
-    }
-    fn zero(&self) -> f64 {
-        0.0
-    }
-    fn to_f64(&self, v: &f64) -> f64 {
-        *v
-    }
-    fn formatter(&self) -> &dyn ValueFormatter {
-        &NanosFormatter
-    }
-}
-
-struct NanosFormatter;
-
-impl ValueFormatter for NanosFormatter {
-    fn scale_values(&self, ns: f64, values: &mut [f64]) -> &'static str {
-        let (factor, unit) = if ns < 1e3 {
-            (1.0, "ns")
-        } else if ns < 1e6 {
-            (1e-3, "µs")
-        } else if ns < 1e9 {
-            (1e-6, "ms")
-        } else {
-            (1e-9, "s")
-        };
-        values.iter_mut().for_each(|v| *v *= factor);
-        unit
-    }
-    fn scale_throughputs(&self, typical: f64, t: &Throughput, values: &mut [f64]) -> &'static str {
-        let per = match *t {
-            Throughput::Bytes(n) | Throughput::BytesDecimal(n) | Throughput::Elements(n) => {
-                n as f64
-            }
-        };
-        let rate = per * 1e9 / typical;
-        let (div, unit) = match (t, rate) {
-            (Throughput::Elements(_), r) if r >= 1e9 => (1e9, "Gelem/s"),
-            (Throughput::Elements(_), _) => (1e6, "Melem/s"),
-            (_, r) if r >= 1e9 => (1e9, "GB/s"),
-            _ => (1e6, "MB/s"),
-        };
-        values.iter_mut().for_each(|v| *v = per * 1e9 / *v / div);
-        unit
-    }
-    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
-        "ns"
-    }
-}
+use tetrad_benches::clock::Clock;
 use tetrad_benches::synth;
 use tetrad_rans::{Arm, Record, Table, decode_record_with, encode_record_packed, max_record_len};
 
@@ -210,7 +128,7 @@ fn threads(c: &mut Criterion) {
 
 criterion_group! {
     name = rans;
-    config = Criterion::default().with_measurement(Clock::from_env());
+    config = Criterion::default().with_measurement(Clock::from_env("rans"));
     targets = benches
 }
 criterion_group!(rans_threads, threads);

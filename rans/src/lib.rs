@@ -82,8 +82,9 @@
 //! ```
 //!
 //! # Crate features
-//! - `std` (default): reserved for runtime CPU feature detection of the SIMD decode arms. The
-//!   codec never needs it.
+//! - `std` (default): runtime CPU feature detection of the SIMD decode arms, and
+//!   `decode_record_threads` (one record decoded by several threads, streams split in pairs).
+//!   The codec itself never needs it: without `std`, arms are chosen by `cfg!(target_feature)`.
 //!
 //! # Format
 //! `docs/int4-rans256-g0.md` is the normative description (field tables, refusal order, test
