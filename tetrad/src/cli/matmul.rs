@@ -126,30 +126,29 @@ pub fn compute(args: &MatmulArgs) -> Result<(Vec<f32>, usize, Isa, &'static str)
             let gs = resolved.group_size.map_or(0, |g| g as usize);
             let m = Matrix::new(resolved.format, weights, sc, o, i, gs).map_err(kerr)?;
             let band = o.div_ceil(threads).max(1);
-            let parts: Vec<Band> =
-                std::thread::scope(|sc| {
-                    let handles: Vec<_> = (0..o)
-                        .step_by(band)
-                        .map(|r0| {
-                            let rows = r0..(r0 + band).min(o);
-                            let (m, x) = (&m, &x);
-                            let h = sc.spawn({
-                                let rows = rows.clone();
-                                move || {
-                                    let mut yb = vec![0f32; s * rows.len()];
-                                    matmul_rows_with(isa, m, x, s, rows, &mut yb)
-                                        .map(|()| yb)
-                                        .map_err(kerr)
-                                }
-                            });
-                            (rows, h)
-                        })
-                        .collect();
-                    handles
-                        .into_iter()
-                        .map(|(r, h)| (r, h.join().expect("kernel thread panicked")))
-                        .collect()
-                });
+            let parts: Vec<Band> = std::thread::scope(|sc| {
+                let handles: Vec<_> = (0..o)
+                    .step_by(band)
+                    .map(|r0| {
+                        let rows = r0..(r0 + band).min(o);
+                        let (m, x) = (&m, &x);
+                        let h = sc.spawn({
+                            let rows = rows.clone();
+                            move || {
+                                let mut yb = vec![0f32; s * rows.len()];
+                                matmul_rows_with(isa, m, x, s, rows, &mut yb)
+                                    .map(|()| yb)
+                                    .map_err(kerr)
+                            }
+                        });
+                        (rows, h)
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|(r, h)| (r, h.join().expect("kernel thread panicked")))
+                    .collect()
+            });
             for (rows, part) in parts {
                 let part = part?;
                 let n = rows.len();
