@@ -1,0 +1,112 @@
+//! The fused decode-then-matmul adapter against decode-then-dense: for a record (valid, or a
+//! valid one with a few byte mutations) and a shape, `Rans256Matrix::new` either refuses by
+//! name or builds; then on every available kernel arm and decode arm the fused product equals
+//! the dense int4-row product of the decoded bytes bit for bit (f32 and int8 activations), or
+//! the record is refused by checked decode — and then `y` is all zeros, never partial products.
+#![no_main]
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use tetrad_fuzz::{table_from_hist, to_codable};
+use tetrad_quant::Format;
+use tetrad_quant::adapter::{Acts, AdapterError, Rans256Matrix};
+use tetrad_quant::kernels::{Matrix, Scales, matmul_q8_with, matmul_with, quantize_activations};
+use tetrad_rans::{Arm, encode_record_packed, max_record_len};
+
+#[derive(Debug, Arbitrary)]
+struct Input {
+    o: u8,
+    i: u16,
+    s: u8,
+    hist: [u16; 16],
+    codes: Vec<u8>,
+    /// (position, xor) byte mutations of the encoded record.
+    mutations: Vec<(u16, u8)>,
+    /// Shape lie: added to `i` when building the matrix.
+    lie: i8,
+    x_seed: u32,
+}
+
+fuzz_target!(|inp: Input| {
+    let o = usize::from(inp.o % 24) + 1;
+    let i = usize::from(inp.i % 700) + 1;
+    let s = usize::from(inp.s % 3) + 1;
+    let stride = i.div_ceil(2);
+    let table = table_from_hist(14, &inp.hist);
+    let nibbles = to_codable(&table, &inp.codes);
+    if nibbles.is_empty() {
+        return;
+    }
+    let packed: Vec<u8> = (0..o * stride)
+        .map(|k| nibbles[(2 * k) % nibbles.len()] | nibbles[(2 * k + 1) % nibbles.len()] << 4)
+        .collect();
+    let mut blob = vec![0u8; max_record_len(2 * packed.len(), 256)];
+    let n = encode_record_packed(&table, &packed, &mut blob).expect("codable nibbles encode");
+    blob.truncate(n);
+    for &(at, x) in inp.mutations.iter().take(4) {
+        let at = usize::from(at) % blob.len();
+        blob[at] ^= x;
+    }
+    let scales: Vec<f32> = (0..o).map(|r| 0.01 + r as f32 * 1e-3).collect();
+    let i_claim = (i as i64 + i64::from(inp.lie % 3)).max(1) as usize;
+    let m = match Rans256Matrix::new(&blob, &table, &scales, o, i_claim) {
+        Ok(m) => m,
+        Err(e) => {
+            assert!(e.class().starts_with("E_"), "{e}");
+            return;
+        }
+    };
+    let mut st = inp.x_seed;
+    let x: Vec<f32> = (0..s * i_claim)
+        .map(|_| {
+            st = st.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (st >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        })
+        .collect();
+    let mut q = vec![0i8; s * i_claim];
+    let mut qs = vec![0f32; s];
+    let xq = quantize_activations(&x, s, i_claim, &mut q, &mut qs).expect("finite activations");
+    let mut dense_bytes = vec![0u8; m.dense_len()];
+    let decoded = m.decode_into(Arm::Scalar, &mut dense_bytes);
+    for isa in tetrad_quant::isa::available() {
+        for &arm in Arm::ALL.iter().filter(|a| a.is_available()) {
+            let mut y = vec![f32::NAN; s * o];
+            let mut yq = vec![f32::NAN; s * o];
+            let r = m.matmul_with(isa, arm, Acts::F32 { x: &x, s }, &mut y);
+            let rq = m.matmul_with(isa, arm, Acts::Q8(&xq), &mut yq);
+            match &decoded {
+                Err(e) => {
+                    assert!(matches!(e, AdapterError::Decode(_)), "{e}");
+                    assert_eq!(r, Err(*e), "{isa:?} {arm:?}");
+                    assert_eq!(rq, Err(*e));
+                    assert!(y.iter().chain(&yq).all(|&v| v == 0.0), "no partial output");
+                }
+                Ok(()) => {
+                    r.expect("decodable record multiplies");
+                    rq.expect("decodable record multiplies");
+                    let dm = Matrix::new(
+                        Format::Int4Row,
+                        &dense_bytes,
+                        Scales::F32(&scales),
+                        o,
+                        i_claim,
+                        0,
+                    )
+                    .expect("same shape");
+                    let mut want = vec![0f32; s * o];
+                    matmul_with(isa, &dm, &x, s, &mut want).expect("dense");
+                    assert!(
+                        y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "{isa:?} {arm:?}"
+                    );
+                    let mut want_q = vec![0f32; s * o];
+                    matmul_q8_with(isa, &dm, &xq, &mut want_q).expect("dense q8");
+                    assert!(
+                        yq.iter().zip(&want_q).all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "q8 {isa:?} {arm:?}"
+                    );
+                }
+            }
+        }
+    }
+});
