@@ -93,17 +93,18 @@ impl Isa {
 
     /// Whether this build contains kernels for the arm (for this target architecture).
     ///
-    /// Arms not implemented yet: `Avx512`, `Avx512Vnni`, `AvxVnni` and the aarch64 arms
-    /// `Neon`, `NeonDot`, `NeonI8mm`. They are never available (forcing one is
+    /// Arms not implemented yet: `AvxVnni` (see `docs/kernels.md`: it cannot be executed or
+    /// emulated on any machine available to this project) and the aarch64 arms `Neon`,
+    /// `NeonDot`, `NeonI8mm`. They are never available (forcing one is
     /// `E_PATH_UNAVAILABLE`).
     pub const fn is_implemented(self) -> bool {
         match self {
             Self::Scalar => true,
             // Soft-float x86-64 targets (e.g. x86_64-unknown-none, no SSE2) build no SIMD arms.
-            Self::Avx2 => cfg!(all(target_arch = "x86_64", target_feature = "sse2")),
-            Self::Avx512
-            | Self::Avx512Vnni
-            | Self::AvxVnni
+            Self::Avx2 | Self::Avx512 | Self::Avx512Vnni => {
+                cfg!(all(target_arch = "x86_64", target_feature = "sse2"))
+            }
+            Self::AvxVnni
             | Self::Neon
             | Self::NeonDot
             | Self::NeonI8mm => false,

@@ -421,6 +421,10 @@ fn run_f32(
         }
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Isa::Avx2 => crate::arch::x86_64::avx2::matmul_f32_rows(m, x, s, rows, y),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Isa::Avx512 => crate::arch::x86_64::avx512::plain::matmul_f32_rows(m, x, s, rows, y),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Isa::Avx512Vnni => crate::arch::x86_64::avx512::vnni::matmul_f32_rows(m, x, s, rows, y),
         _ => false,
     }
 }
@@ -439,6 +443,10 @@ fn run_q8(
         }
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Isa::Avx2 => crate::arch::x86_64::avx2::matmul_q8_rows(m, xq, rows, y),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Isa::Avx512 => crate::arch::x86_64::avx512::plain::matmul_q8_rows(m, xq, rows, y),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Isa::Avx512Vnni => crate::arch::x86_64::avx512::vnni::matmul_q8_rows(m, xq, rows, y),
         _ => false,
     }
 }

@@ -1,4 +1,5 @@
-//! x86-64 arms: AVX2 + FMA (256-bit).
+//! x86-64 arms: AVX2 + FMA (256-bit, `avx2`), AVX-512 F + BW and AVX-512 F + BW + VNNI
+//! (512-bit, `avx512::{plain, vnni}`).
 //!
 //! Both arms share one structure: each output row is processed in chunks of 256 columns; a
 //! chunk is decoded once (SIMD unpacking) into a small L1-resident buffer of unscaled values
@@ -6,3 +7,4 @@
 //! activation row of the batch (weights are decoded once per row and batch tile, not once per
 //! activation row). Scale groups are walked in the order of the scalar reference.
 pub(crate) mod avx2;
+pub(crate) mod avx512;

@@ -1,0 +1,1077 @@
+//! The AVX-512 arms (512-bit): [`plain`] (AVX-512 F + BW) and [`vnni`] (F + BW + VNNI), for
+//! every format with a value rule, both accumulation modes.
+//!
+//! Both arms are generated from one body (`avx512_arm!`); they differ only in the exact int8
+//! dot step `dpbusd(acc, u, s)` = `acc + Σ₄ u·s` (unsigned bytes `u` times signed bytes `s`,
+//! four products per i32 lane):
+//! - `vnni`: one `vpdpbusd` (non-saturating, wrapping i32 lanes);
+//! - `plain`: `vpmaddubsw` + `vpmaddwd(·, 1)` + `vpaddd`. `vpmaddubsw` saturates its i16 pair
+//!   sums, so every caller keeps `u ≤ 128` and `s ∈ [−127, 127]` (pair sums ≤ 32 512): then the
+//!   two definitions agree exactly, and the arms are bit-identical to each other and to the
+//!   scalar reference on the int8-activation path.
+//!
+//! The operand trap of `vpdpbusd`: the *first* byte operand is unsigned. Signed weight codes
+//! therefore go in as magnitudes (`|w| ≤ 128`) with the sign moved onto the activation
+//! (`s = −x` where `w < 0`, a masked subtract; `x ≠ −128` by the activation quantizer), or, for
+//! int4, as the raw nibble (`0..=15`) with `8·Σx` subtracted afterwards.
+//!
+//! Decoding:
+//! - int4 / mxfp4, int8-activation path: 32 bytes → 64 nibbles in column order with
+//!   `vpmovzxbw`, a shift by 4 and one `vpternlogd` (`(z | z≪4) & 0x0F0F`); mxfp4 and
+//!   int4-grouped magnitudes through a 16-entry `vpshufb` table, the sign as a mask;
+//! - int4 / mxfp4, f32 path: 16 bytes → 32 nibbles in column order (128-bit `and`/shift/
+//!   unpack), `vpmovzxbd`, then `vpermps` from a 16-entry f32 table (`nib − 8`, or the e2m1
+//!   value): one instruction per 16 weights, no integer→float conversion;
+//! - fp8 e4m3: no table: sign-extend to 32 bits, shift left by 20, mask `0x87F0_0000`: the f32
+//!   with those bits is exactly `e4m3 · 2⁻¹²⁰` (subnormals included), multiplied by `2¹²⁰`
+//!   (exact). The factor is not folded into the block scale: a product `(e4m3 · 2⁻¹²⁰) · x`
+//!   can be subnormal where `e4m3 · x` is not, which would lose far more than the documented
+//!   tolerance. NaN codes are patched in with a compare mask, only in 128-blocks that hold one;
+//! - int8, int2, int3 and int4-grouped with a group size that is not a multiple of 32: a
+//!   256-column chunk decoded into an L1 buffer, then 512-bit dot products per group segment.
+//!
+//! Group tails never read past a row: partial vectors use zero-masked loads (`vmovdqu8`/
+//! `vmovups` with a mask), which do not touch (or fault on) masked-off bytes.
+//!
+//! f32 path: per group, FMA partial sums in several accumulators, `acc = fma(part, scale, acc)`,
+//! one horizontal sum per output: within the documented tolerance of the scalar reference.
+//! int8 path: exact i32 group sums, then the scalar reference's epilogue (`acc += (d as f32) ·
+//! scale` in group order, `y = acc · sx`): bit-exact. For 32-column groups (mxfp4,
+//! int4-grouped `gs = 32`) eight group sums are reduced at once (`vshufi32x4`, `vpunpck*dq`,
+//! `vpermd`) and converted and scaled as one vector before the in-order additions.
+
+// One SAFETY argument covers each block's loads (all in bounds for the same reason); clippy also
+// counts the (safe, same-feature) intrinsic calls, which would split blocks into noise.
+#![allow(clippy::multiple_unsafe_ops_per_block)]
+
+/// Columns decoded per chunk (generic paths).
+const CH: usize = 256;
+/// Activation rows per batch tile of the generic paths.
+const ST: usize = 16;
+
+/// `|code|` of each int4 nibble (`|nib − 8|`); negative codes are the nibbles below 8.
+static I4_MAG: [i8; 16] = [8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6, 7];
+/// `|code|` of each mxfp4 nibble on the int8 path (`2·e2m1`); bit 3 is the sign.
+static MX_MAG: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12];
+/// int4 nibble values `nib − 8` as f32.
+static I4_F32: [f32; 16] =
+    [-8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0];
+/// mxfp4 nibble values (e2m1, bit 3 the sign) as f32, as `crate::scalar::code_value`.
+static MX_F32: [f32; 16] =
+    [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0];
+
+/// Mask of the first `n` of 64 byte lanes.
+#[inline]
+fn mask64(n: usize) -> u64 {
+    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
+}
+
+/// Mask of the first `n` of 16 dword lanes.
+#[inline]
+fn mask16(n: usize) -> u16 {
+    if n >= 16 { u16::MAX } else { (1u16 << n) - 1 }
+}
+
+/// The body shared by both arms; `$feat` is the `target_feature` list, `$isa` the arm.
+macro_rules! avx512_arm {
+    ($feat:literal, $isa:expr) => {
+        use core::arch::x86_64::*;
+        use core::ops::Range;
+
+        use super::{CH, I4_F32, I4_MAG, MX_F32, MX_MAG, ST, mask16, mask64};
+        use crate::format::Format;
+        use crate::kernels::{Matrix, QuantizedActs, Scales};
+        use crate::scalar;
+
+        fn cpu_ok() -> bool {
+            $isa.cpu_supports()
+        }
+
+        /// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`).
+        /// Returns `false`, without running, if the CPU lacks the arm's features.
+        pub(crate) fn matmul_f32_rows(
+            m: &Matrix<'_>,
+            x: &[f32],
+            s: usize,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) -> bool {
+            if !cpu_ok() {
+                return false;
+            }
+            assert!(x.len() >= s * m.i() && y.len() >= s * rows.len() && rows.end <= m.o());
+            // SAFETY: the arm's features were detected above; the shapes were asserted (every
+            // access below stays within `x`, `y`, the weight rows and the local buffers).
+            unsafe { f32_rows(m, x, s, rows, y) };
+            true
+        }
+
+        /// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`).
+        /// Returns `false`, without running, if the CPU lacks the arm's features.
+        pub(crate) fn matmul_q8_rows(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) -> bool {
+            if !cpu_ok() {
+                return false;
+            }
+            assert!(
+                xq.i() == m.i()
+                    && y.len() >= xq.s() * rows.len()
+                    && rows.end <= m.o()
+                    && m.has_q8()
+            );
+            // SAFETY: the arm's features were detected above; the shapes were asserted.
+            unsafe { q8_rows(m, xq, rows, y) };
+            true
+        }
+
+        /// Exact `Σ w·x` of 64 signed codes `w` (`|w| ≤ 128`) and 64 activations
+        /// (`[−127, 127]`) added to `acc`: magnitudes times sign-moved activations.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn dot64_signed(acc: __m512i, w: __m512i, x: __m512i) -> __m512i {
+            let neg = _mm512_movepi8_mask(w);
+            let xs = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
+            dpbusd(acc, _mm512_abs_epi8(w), xs)
+        }
+
+        /// Exact `Σ w[k] · x[k]` for `k < n` (`x` in `[−127, 127]`, `w` any i8).
+        ///
+        /// # Safety
+        /// `w` and `x` valid for reads of `n` bytes; the arm's features available.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn dot_i8(w: *const i8, x: *const i8, n: usize) -> i32 {
+            let (mut a0, mut a1) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+            let mut k = 0;
+            while k + 128 <= n {
+                // SAFETY: k + 128 ≤ n.
+                unsafe {
+                    let w0 = _mm512_loadu_si512(w.add(k).cast());
+                    let x0 = _mm512_loadu_si512(x.add(k).cast());
+                    let w1 = _mm512_loadu_si512(w.add(k + 64).cast());
+                    let x1 = _mm512_loadu_si512(x.add(k + 64).cast());
+                    a0 = dot64_signed(a0, w0, x0);
+                    a1 = dot64_signed(a1, w1, x1);
+                }
+                k += 128;
+            }
+            while k < n {
+                let mk = mask64(n - k);
+                // SAFETY: the masked loads read only the first min(64, n − k) bytes, all valid;
+                // masked-off lanes are zero and never touched.
+                unsafe {
+                    let w0 = _mm512_maskz_loadu_epi8(mk, w.add(k));
+                    let x0 = _mm512_maskz_loadu_epi8(mk, x.add(k));
+                    a0 = dot64_signed(a0, w0, x0);
+                }
+                k += 64;
+            }
+            _mm512_reduce_add_epi32(_mm512_add_epi32(a0, a1))
+        }
+
+        /// `Σ w[k] · x[k]` for `k < n` as 16 f32 lanes.
+        ///
+        /// # Safety
+        /// `w` and `x` valid for reads of `n` f32 (unaligned is fine); features available.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn dot_f32(w: *const f32, x: *const f32, n: usize) -> __m512 {
+            let mut a = [_mm512_setzero_ps(); 4];
+            let mut k = 0;
+            while k + 64 <= n {
+                for (j, aj) in a.iter_mut().enumerate() {
+                    // SAFETY: k + 16·j + 16 ≤ k + 64 ≤ n.
+                    unsafe {
+                        let o = k + 16 * j;
+                        *aj = _mm512_fmadd_ps(
+                            _mm512_loadu_ps(w.add(o)),
+                            _mm512_loadu_ps(x.add(o)),
+                            *aj,
+                        );
+                    }
+                }
+                k += 64;
+            }
+            while k < n {
+                let mk = mask16(n - k);
+                // SAFETY: masked loads of the first min(16, n − k) values, all valid.
+                unsafe {
+                    let wv = _mm512_maskz_loadu_ps(mk, w.add(k));
+                    let xv = _mm512_maskz_loadu_ps(mk, x.add(k));
+                    a[1] = _mm512_fmadd_ps(wv, xv, a[1]);
+                }
+                k += 16;
+            }
+            _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]))
+        }
+
+        /// 32 packed bytes → 64 nibbles (`0..=15`) in column order (low nibble = even column):
+        /// `vpmovzxbw`, then `(z | z ≪ 4) & 0x0F0F` per 16-bit lane.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn nib64(v: __m256i) -> __m512i {
+            let z = _mm512_cvtepu8_epi16(v);
+            let z4 = _mm512_slli_epi16::<4>(z);
+            _mm512_ternarylogic_epi32::<0xA8>(z, z4, _mm512_set1_epi16(0x0F0F))
+        }
+
+        /// 16 packed bytes → 32 nibbles in column order, as two 16-byte vectors.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn nib32(v: __m128i) -> (__m128i, __m128i) {
+            let m = _mm_set1_epi8(0x0F);
+            let lo = _mm_and_si128(v, m);
+            let hi = _mm_and_si128(_mm_srli_epi16::<4>(v), m);
+            (_mm_unpacklo_epi8(lo, hi), _mm_unpackhi_epi8(lo, hi))
+        }
+
+        /// Decodes columns `c0 .. c0 + n` (`c0` a multiple of [`CH`], `n ≤ CH`) of `row` into
+        /// integer codes in `buf` (portable; the generic paths only).
+        fn decode_codes(m: &Matrix<'_>, row: &[u8], c0: usize, n: usize, buf: &mut [i8; CH]) {
+            match m.format() {
+                Format::Int8Row => {
+                    for (d, &b) in buf[..n].iter_mut().zip(&row[c0..c0 + n]) {
+                        *d = i8::from_le_bytes([b]);
+                    }
+                }
+                Format::Int4Row | Format::Int4Grouped | Format::Mxfp4 => {
+                    let mx = m.format() == Format::Mxfp4;
+                    for (k, d) in buf[..n].iter_mut().enumerate() {
+                        let c = c0 + k;
+                        let nib = usize::from((row[c / 2] >> (4 * (c % 2))) & 0xF);
+                        *d = if mx {
+                            if nib & 8 != 0 { -MX_MAG[nib] } else { MX_MAG[nib] }
+                        } else if nib < 8 {
+                            -I4_MAG[nib]
+                        } else {
+                            I4_MAG[nib]
+                        };
+                    }
+                }
+                _ => crate::arch::decode_small_ints(m, row, c0, &mut buf[..n]),
+            }
+        }
+
+        // ---------------------------------------------------------------------------------
+        // f32 activations
+
+        /// # Safety
+        /// Features available; shapes as asserted by [`matmul_f32_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
+            match m.format() {
+                Format::Int4Row => {
+                    // SAFETY: same contract.
+                    unsafe { f32_tiled(m, x, s, rows, y, Kind::Int4) }
+                }
+                Format::Int4Grouped if m.group_len() % 32 == 0 => {
+                    // SAFETY: same contract.
+                    unsafe { f32_tiled(m, x, s, rows, y, Kind::Int4) }
+                }
+                Format::Mxfp4 => {
+                    // SAFETY: same contract.
+                    unsafe { f32_tiled(m, x, s, rows, y, Kind::Mx) }
+                }
+                Format::Fp8E4m3B128 => {
+                    // SAFETY: same contract.
+                    unsafe { f32_tiled(m, x, s, rows, y, Kind::Fp8) }
+                }
+                // SAFETY: same contract.
+                _ => unsafe { f32_generic(m, x, s, rows, y) },
+            }
+        }
+
+        /// The fused f32 paths.
+        #[derive(Clone, Copy, PartialEq, Eq)]
+        enum Kind {
+            Int4,
+            Mx,
+            Fp8,
+        }
+
+        /// Runs a fused f32 path in tiles of 4, 2 or 1 activation rows sharing each weight
+        /// decode.
+        ///
+        /// # Safety
+        /// Features available; shapes as asserted by [`matmul_f32_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_tiled(
+            m: &Matrix<'_>,
+            x: &[f32],
+            s: usize,
+            rows: Range<usize>,
+            y: &mut [f32],
+            kind: Kind,
+        ) {
+            let (ni, nr) = (m.i(), rows.len());
+            let mut s0 = 0;
+            while s0 < s {
+                let st = if s - s0 >= 4 {
+                    4
+                } else if s - s0 >= 2 {
+                    2
+                } else {
+                    1
+                };
+                let xp = |k: usize| x[(s0 + k) * ni..].as_ptr();
+                for (r, o) in rows.clone().enumerate() {
+                    // SAFETY: each pointer addresses the I values of activation row s0 + k.
+                    let v: [f32; 4] = unsafe {
+                        match (st, kind) {
+                            (4, Kind::Fp8) => fp8_row_f32::<4>(m, o, [xp(0), xp(1), xp(2), xp(3)]),
+                            (2, Kind::Fp8) => pad(fp8_row_f32::<2>(m, o, [xp(0), xp(1)])),
+                            (_, Kind::Fp8) => pad(fp8_row_f32::<1>(m, o, [xp(0)])),
+                            (4, Kind::Mx) => {
+                                nib_row_f32::<4, true>(m, o, [xp(0), xp(1), xp(2), xp(3)])
+                            }
+                            (2, Kind::Mx) => pad(nib_row_f32::<2, true>(m, o, [xp(0), xp(1)])),
+                            (_, Kind::Mx) => pad(nib_row_f32::<1, true>(m, o, [xp(0)])),
+                            (4, Kind::Int4) => {
+                                nib_row_f32::<4, false>(m, o, [xp(0), xp(1), xp(2), xp(3)])
+                            }
+                            (2, Kind::Int4) => pad(nib_row_f32::<2, false>(m, o, [xp(0), xp(1)])),
+                            (_, Kind::Int4) => pad(nib_row_f32::<1, false>(m, o, [xp(0)])),
+                        }
+                    };
+                    for k in 0..st {
+                        y[(s0 + k) * nr + r] = v[k];
+                    }
+                }
+                s0 += st;
+            }
+        }
+
+        fn pad<const T: usize>(v: [f32; T]) -> [f32; 4] {
+            let mut out = [0f32; 4];
+            out[..T].copy_from_slice(&v);
+            out
+        }
+
+        /// Fused f32-activation kernel for one nibble row (int4-row, int4-grouped with
+        /// `gs % 32 == 0`, mxfp4 when `MX`) and `T` activation rows: 32 columns per step
+        /// decoded with one `vpermps` per 16 weights, four accumulators per activation row.
+        ///
+        /// # Safety
+        /// Features available; every `xs[k]` points at `I` values.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn nib_row_f32<const T: usize, const MX: bool>(
+            m: &Matrix<'_>,
+            o: usize,
+            xs: [*const f32; T],
+        ) -> [f32; T] {
+            let (ni, gl) = (m.i(), m.group_len());
+            let row = m.row_bytes(o);
+            let rp = row.as_ptr();
+            let tp = if MX { MX_F32.as_ptr() } else { I4_F32.as_ptr() };
+            // SAFETY: both tables hold 16 f32.
+            let table = unsafe { _mm512_loadu_ps(tp) };
+            let mut acc = [_mm512_setzero_ps(); T];
+            for g in 0..m.groups_per_row() {
+                let (c0, c1) = (g * gl, ((g + 1) * gl).min(ni));
+                let mut p = [[_mm512_setzero_ps(); 4]; T];
+                let mut col = c0;
+                while col + 64 <= c1 {
+                    // SAFETY: col + 64 ≤ I, so 32 bytes at col/2 are within the row.
+                    let (v0, v1) = unsafe {
+                        (
+                            _mm_loadu_si128(rp.add(col / 2).cast()),
+                            _mm_loadu_si128(rp.add(col / 2 + 16).cast()),
+                        )
+                    };
+                    let (a, b) = nib32(v0);
+                    let (c, d) = nib32(v1);
+                    let w = [
+                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(a), table),
+                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(b), table),
+                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(c), table),
+                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(d), table),
+                    ];
+                    for k in 0..T {
+                        for j in 0..4 {
+                            // SAFETY: col + 64 ≤ I values of xs[k].
+                            let xv = unsafe { _mm512_loadu_ps(xs[k].add(col + 16 * j)) };
+                            p[k][j] = _mm512_fmadd_ps(w[j], xv, p[k][j]);
+                        }
+                    }
+                    col += 64;
+                }
+                if col + 32 <= c1 {
+                    // SAFETY: col + 32 ≤ I, so 16 bytes at col/2 are within the row.
+                    let (a, b) = nib32(unsafe { _mm_loadu_si128(rp.add(col / 2).cast()) });
+                    let w0 = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(a), table);
+                    let w1 = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(b), table);
+                    for k in 0..T {
+                        // SAFETY: col + 32 ≤ I values of xs[k].
+                        unsafe {
+                            p[k][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xs[k].add(col)), p[k][0]);
+                            p[k][1] =
+                                _mm512_fmadd_ps(w1, _mm512_loadu_ps(xs[k].add(col + 16)), p[k][1]);
+                        }
+                    }
+                    col += 32;
+                }
+                while col < c1 {
+                    // 1..=63 columns left (col even: c0 is a multiple of 32 or 0).
+                    let rem = c1 - col;
+                    let nb = rem.div_ceil(2);
+                    // SAFETY: the masked load reads only the ceil(rem/2) bytes holding columns
+                    // col..c1, all within the row.
+                    let v = unsafe {
+                        _mm512_maskz_loadu_epi8(mask64(nb.min(32)), rp.add(col / 2).cast())
+                    };
+                    let (a, b) = nib32(_mm512_castsi512_si128(v));
+                    let (c, d) = nib32(_mm512_extracti32x4_epi32::<1>(v));
+                    let w = [
+                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(a), table),
+                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(b), table),
+                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(c), table),
+                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(d), table),
+                    ];
+                    for k in 0..T {
+                        for j in 0..4 {
+                            let mk = mask16(rem.saturating_sub(16 * j));
+                            // SAFETY: masked load of the columns below c1 only (the padding
+                            // nibble of an odd I is multiplied by a zero lane).
+                            let xv = unsafe { _mm512_maskz_loadu_ps(mk, xs[k].add(col + 16 * j)) };
+                            p[k][j] = _mm512_fmadd_ps(w[j], xv, p[k][j]);
+                        }
+                    }
+                    col += 64;
+                }
+                let sc = _mm512_set1_ps(scalar::group_scale(m, o, g));
+                for k in 0..T {
+                    let part = _mm512_add_ps(
+                        _mm512_add_ps(p[k][0], p[k][1]),
+                        _mm512_add_ps(p[k][2], p[k][3]),
+                    );
+                    acc[k] = _mm512_fmadd_ps(part, sc, acc[k]);
+                }
+            }
+            let mut out = [0f32; T];
+            for k in 0..T {
+                out[k] = _mm512_reduce_add_ps(acc[k]);
+            }
+            out
+        }
+
+        /// 16 e4m3 bytes → 16 exact f32 values (module documentation); `nan` also maps the NaN
+        /// codes, otherwise the caller has checked that there are none.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn fp8x16(b: __m128i, nan: bool) -> __m512 {
+            let t = _mm512_cvtepi8_epi32(b);
+            #[allow(clippy::cast_possible_wrap)] // bit pattern
+            let bits = _mm512_and_si512(
+                _mm512_slli_epi32::<20>(t),
+                _mm512_set1_epi32(0x87F0_0000u32 as i32),
+            );
+            let f = _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(scalar::pow2(120)));
+            if nan {
+                let is_nan = _mm512_cmpeq_epi32_mask(
+                    _mm512_and_si512(bits, _mm512_set1_epi32(0x7FF0_0000)),
+                    _mm512_set1_epi32(0x07F0_0000),
+                );
+                _mm512_mask_mov_ps(f, is_nan, _mm512_set1_ps(f32::NAN))
+            } else {
+                f
+            }
+        }
+
+        /// Fused fp8-e4m3-b128 f32-activation kernel for one weight row and `T` activation rows.
+        ///
+        /// # Safety
+        /// Features available; every `xs[k]` points at `I` values.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn fp8_row_f32<const T: usize>(
+            m: &Matrix<'_>,
+            o: usize,
+            xs: [*const f32; T],
+        ) -> [f32; T] {
+            let ni = m.i();
+            let rp = m.row_bytes(o).as_ptr();
+            let mut acc = [_mm512_setzero_ps(); T];
+            let sev = _mm512_set1_epi8(0x7F);
+            for g in 0..m.groups_per_row() {
+                let (c0, c1) = (128 * g, (128 * g + 128).min(ni));
+                let n = c1 - c0;
+                // SAFETY: masked loads of the n ≤ 128 bytes of the block, all within the row.
+                let has_nan = unsafe {
+                    let v0 = _mm512_maskz_loadu_epi8(mask64(n), rp.add(c0).cast());
+                    let v1 = _mm512_maskz_loadu_epi8(
+                        mask64(n.saturating_sub(64)),
+                        rp.add(c0 + 64.min(n)).cast(),
+                    );
+                    (_mm512_cmpeq_epi8_mask(_mm512_and_si512(v0, sev), sev)
+                        | _mm512_cmpeq_epi8_mask(_mm512_and_si512(v1, sev), sev))
+                        != 0
+                };
+                let mut p = [[_mm512_setzero_ps(); 2]; T];
+                let mut col = c0;
+                while col + 32 <= c1 {
+                    // SAFETY: col + 32 ≤ c1 ≤ I bytes of the row.
+                    let (b0, b1) = unsafe {
+                        (
+                            _mm_loadu_si128(rp.add(col).cast()),
+                            _mm_loadu_si128(rp.add(col + 16).cast()),
+                        )
+                    };
+                    let (w0, w1) = (fp8x16(b0, has_nan), fp8x16(b1, has_nan));
+                    for k in 0..T {
+                        // SAFETY: col + 32 ≤ I values of xs[k].
+                        unsafe {
+                            p[k][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xs[k].add(col)), p[k][0]);
+                            p[k][1] =
+                                _mm512_fmadd_ps(w1, _mm512_loadu_ps(xs[k].add(col + 16)), p[k][1]);
+                        }
+                    }
+                    col += 32;
+                }
+                while col < c1 {
+                    let rem = (c1 - col).min(16);
+                    // SAFETY: masked load of the rem bytes of columns col..col+rem < c1.
+                    let b = unsafe { _mm512_maskz_loadu_epi8(mask64(rem), rp.add(col).cast()) };
+                    let w = fp8x16(_mm512_castsi512_si128(b), true);
+                    for k in 0..T {
+                        // SAFETY: masked load of rem values below I.
+                        let xv = unsafe { _mm512_maskz_loadu_ps(mask16(rem), xs[k].add(col)) };
+                        p[k][0] = _mm512_fmadd_ps(w, xv, p[k][0]);
+                    }
+                    col += 16;
+                }
+                let sc = _mm512_set1_ps(scalar::group_scale(m, o, g));
+                for k in 0..T {
+                    acc[k] = _mm512_fmadd_ps(_mm512_add_ps(p[k][0], p[k][1]), sc, acc[k]);
+                }
+            }
+            let mut out = [0f32; T];
+            for k in 0..T {
+                out[k] = _mm512_reduce_add_ps(acc[k]);
+            }
+            out
+        }
+
+        /// Decodes columns `c0 .. c0 + n` of `row` into unscaled f32 values, returning a
+        /// pointer to them (into `row` itself for f32 weights).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn decode_f32(
+            m: &Matrix<'_>,
+            row: &[u8],
+            c0: usize,
+            n: usize,
+            ibuf: &mut [i8; CH],
+            fbuf: &mut [f32; CH],
+        ) -> *const f32 {
+            if m.format() == Format::F32 {
+                return row[4 * c0..4 * (c0 + n)].as_ptr().cast();
+            }
+            let codes: *const i8 = if m.format() == Format::Int8Row {
+                row[c0..c0 + n].as_ptr().cast()
+            } else {
+                decode_codes(m, row, c0, n, ibuf);
+                ibuf.as_ptr()
+            };
+            let mut k = 0;
+            while k < n {
+                let mk = mask64((n - k).min(16));
+                // SAFETY: `codes` points at n valid bytes; the masked load reads only those below
+                // n; the 16 f32 stored at k ≤ CH − 16 are within fbuf (k is a multiple of 16).
+                unsafe {
+                    let b = _mm512_castsi512_si128(_mm512_maskz_loadu_epi8(mk, codes.add(k)));
+                    let f = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+                    _mm512_storeu_ps(fbuf.as_mut_ptr().add(k), f);
+                }
+                k += 16;
+            }
+            fbuf.as_ptr()
+        }
+
+        /// Generic f32 path: 256-column chunks decoded once into L1 buffers and reused by up to
+        /// [`ST`] activation rows; per group segment a 512-bit FMA dot product.
+        ///
+        /// # Safety
+        /// Features available; shapes as asserted by [`matmul_f32_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_generic(
+            m: &Matrix<'_>,
+            x: &[f32],
+            s: usize,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, gl, nr) = (m.i(), m.group_len(), rows.len());
+            let mut ibuf = [0i8; CH];
+            let mut fbuf = [0f32; CH];
+            let mut s0 = 0;
+            while s0 < s {
+                let st = (s - s0).min(ST);
+                for (r, o) in rows.clone().enumerate() {
+                    let row = m.row_bytes(o);
+                    let mut acc = [_mm512_setzero_ps(); ST];
+                    let mut part = [_mm512_setzero_ps(); ST];
+                    let (mut g, mut gend, mut c0) = (0, gl.min(ni), 0);
+                    while c0 < ni {
+                        let n = (ni - c0).min(CH);
+                        let wp = decode_f32(m, row, c0, n, &mut ibuf, &mut fbuf);
+                        let mut pos = c0;
+                        while pos < c0 + n {
+                            let end = gend.min(c0 + n);
+                            for (k, p) in part[..st].iter_mut().enumerate() {
+                                let xs = &x[(s0 + k) * ni + pos..(s0 + k) * ni + end];
+                                // SAFETY: wp points at n values for columns c0..c0+n and
+                                // c0 ≤ pos < end ≤ c0 + n; xs has end − pos values.
+                                *p = _mm512_add_ps(*p, unsafe {
+                                    dot_f32(wp.add(pos - c0), xs.as_ptr(), end - pos)
+                                });
+                            }
+                            pos = end;
+                            if pos == gend {
+                                let sc = _mm512_set1_ps(if m.format() == Format::F32 {
+                                    1.0
+                                } else {
+                                    scalar::group_scale(m, o, g)
+                                });
+                                for (a, p) in acc[..st].iter_mut().zip(&mut part[..st]) {
+                                    *a = _mm512_fmadd_ps(*p, sc, *a);
+                                    *p = _mm512_setzero_ps();
+                                }
+                                g += 1;
+                                gend = (gend + gl).min(ni);
+                            }
+                        }
+                        c0 += n;
+                    }
+                    for (k, a) in acc[..st].iter().enumerate() {
+                        y[(s0 + k) * nr + r] = _mm512_reduce_add_ps(*a);
+                    }
+                }
+                s0 += st;
+            }
+        }
+
+        // ---------------------------------------------------------------------------------
+        // int8 activations
+
+        /// # Safety
+        /// Features available; shapes as asserted by [`matmul_q8_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_rows(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            match m.format() {
+                // SAFETY: same contract.
+                Format::Int4Row => unsafe { q8_int4_row(m, xq, rows, y) },
+                // SAFETY: same contract.
+                Format::Int8Row => unsafe { q8_int8_row(m, xq, rows, y) },
+                // SAFETY: same contract.
+                Format::Mxfp4 => unsafe { q8_g32::<true>(m, xq, rows, y) },
+                // SAFETY: same contract.
+                Format::Int4Grouped if m.group_len() == 32 => unsafe {
+                    q8_g32::<false>(m, xq, rows, y)
+                },
+                // SAFETY: same contract.
+                _ => unsafe { q8_generic(m, xq, rows, y) },
+            }
+        }
+
+        /// The scalar reference's epilogue for a one-group row: `((0 + d·sc) · sx)`.
+        #[inline]
+        fn epilogue_row(d: i32, sc: f32, sx: f32, ni: usize) -> f32 {
+            let mut acc = 0.0f32;
+            if ni > 0 {
+                #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                let df = d as f32;
+                acc += df * sc;
+            }
+            acc * sx
+        }
+
+        /// `Σ nib · x` over a whole int4 row (`nib` = the raw nibble `0..=15`) for `T`
+        /// activation rows sharing each weight load. Masked tail; the padding nibble of an odd
+        /// `I` meets a zero activation lane.
+        ///
+        /// # Safety
+        /// Features available; `row` holds `ceil(I/2)` bytes and every `xs[k]` `I` codes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn int4_row_dots<const T: usize>(
+            row: *const u8,
+            xs: [*const i8; T],
+            ni: usize,
+        ) -> [i32; T] {
+            let mut a0 = [_mm512_setzero_si512(); T];
+            let mut a1 = [_mm512_setzero_si512(); T];
+            let blocks = ni / 64;
+            let mut b = 0;
+            while b + 2 <= blocks {
+                // SAFETY: b + 2 ≤ blocks: 64 bytes at 32·b are within the row.
+                let (w0, w1) = unsafe {
+                    (
+                        nib64(_mm256_loadu_si256(row.add(32 * b).cast())),
+                        nib64(_mm256_loadu_si256(row.add(32 * b + 32).cast())),
+                    )
+                };
+                for k in 0..T {
+                    // SAFETY: 128 codes at 64·b are within xs[k].
+                    unsafe {
+                        a0[k] = dpbusd(a0[k], w0, _mm512_loadu_si512(xs[k].add(64 * b).cast()));
+                        a1[k] =
+                            dpbusd(a1[k], w1, _mm512_loadu_si512(xs[k].add(64 * b + 64).cast()));
+                    }
+                }
+                b += 2;
+            }
+            let mut c = 64 * b;
+            while c < ni {
+                let rem = ni - c;
+                // SAFETY: the masked loads read the ceil(rem/2) ≤ 32 row bytes at c/2 and the
+                // min(rem, 64) codes at c, all valid.
+                unsafe {
+                    let wb = _mm512_maskz_loadu_epi8(
+                        mask64(rem.div_ceil(2).min(32)),
+                        row.add(c / 2).cast(),
+                    );
+                    let w = nib64(_mm512_castsi512_si256(wb));
+                    for k in 0..T {
+                        let xv = _mm512_maskz_loadu_epi8(mask64(rem), xs[k].add(c));
+                        a0[k] = dpbusd(a0[k], w, xv);
+                    }
+                }
+                c += 64;
+            }
+            let mut out = [0i32; T];
+            for k in 0..T {
+                out[k] = _mm512_reduce_add_epi32(_mm512_add_epi32(a0[k], a1[k]));
+            }
+            out
+        }
+
+        /// Fused int4-row int8-activation kernel: `d = Σ nib·x − 8·Σx` (exact), then the
+        /// scalar reference's epilogue.
+        ///
+        /// # Safety
+        /// Features available; shapes as asserted by [`matmul_q8_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_int4_row(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr, s) = (m.i(), rows.len(), xq.s());
+            let mut s0 = 0;
+            while s0 < s {
+                let st = if s - s0 >= 4 {
+                    4
+                } else if s - s0 >= 2 {
+                    2
+                } else {
+                    1
+                };
+                let mut xp = [core::ptr::null::<i8>(); 4];
+                let mut xsum = [0i32; 4];
+                for k in 0..st {
+                    let q = xq.row(s0 + k).0;
+                    xp[k] = q.as_ptr();
+                    xsum[k] = q.iter().map(|&v| i32::from(v)).sum();
+                }
+                for (r, o) in rows.clone().enumerate() {
+                    let row = m.row_bytes(o).as_ptr();
+                    // SAFETY: the row has ceil(I/2) bytes and each activation row I codes.
+                    let d4: [i32; 4] = unsafe {
+                        match st {
+                            4 => int4_row_dots::<4>(row, xp, ni),
+                            2 => {
+                                let d = int4_row_dots::<2>(row, [xp[0], xp[1]], ni);
+                                [d[0], d[1], 0, 0]
+                            }
+                            _ => [int4_row_dots::<1>(row, [xp[0]], ni)[0], 0, 0, 0],
+                        }
+                    };
+                    let sc = scalar::group_scale_q8(m, o, 0);
+                    for k in 0..st {
+                        let sx = xq.row(s0 + k).1;
+                        y[(s0 + k) * nr + r] = epilogue_row(d4[k] - 8 * xsum[k], sc, sx, ni);
+                    }
+                }
+                s0 += st;
+            }
+        }
+
+        /// int8-row int8-activation kernel: one exact dot product per row and activation row.
+        ///
+        /// # Safety
+        /// Features available; shapes as asserted by [`matmul_q8_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_int8_row(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr) = (m.i(), rows.len());
+            for (r, o) in rows.clone().enumerate() {
+                let row = m.row_bytes(o);
+                let sc = scalar::group_scale_q8(m, o, 0);
+                for si in 0..xq.s() {
+                    let (q, sx) = xq.row(si);
+                    // SAFETY: the row has I bytes and the activation row I codes.
+                    let d = unsafe { dot_i8(row.as_ptr().cast(), q.as_ptr(), ni) };
+                    y[si * nr + r] = epilogue_row(d, sc, sx, ni);
+                }
+            }
+        }
+
+        /// 64 nibbles → exact per-lane `Σ code·x` for mxfp4 (`MX`) or int4 codes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn nib_dot<const MX: bool>(
+            acc: __m512i,
+            nib: __m512i,
+            lut: __m512i,
+            x: __m512i,
+        ) -> __m512i {
+            let mag = _mm512_shuffle_epi8(lut, nib);
+            let eight = _mm512_set1_epi8(8);
+            let neg = if MX {
+                _mm512_test_epi8_mask(nib, eight)
+            } else {
+                _mm512_testn_epi8_mask(nib, eight)
+            };
+            let xs = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
+            dpbusd(acc, mag, xs)
+        }
+
+        /// The 8 exact group sums of four vectors holding two 32-column groups each (group
+        /// `2j` in lanes 0..8 and `2j + 1` in lanes 8..16 of `v[j]`), in group order.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn group_sums8(v: [__m512i; 4]) -> __m256i {
+            let r01 = _mm512_add_epi32(
+                _mm512_shuffle_i32x4::<0x88>(v[0], v[1]),
+                _mm512_shuffle_i32x4::<0xDD>(v[0], v[1]),
+            ); // 128-bit lane k: 4 partial sums of group k
+            let r23 = _mm512_add_epi32(
+                _mm512_shuffle_i32x4::<0x88>(v[2], v[3]),
+                _mm512_shuffle_i32x4::<0xDD>(v[2], v[3]),
+            ); // lane k: group k + 4
+            let c =
+                _mm512_add_epi32(_mm512_unpacklo_epi32(r01, r23), _mm512_unpackhi_epi32(r01, r23));
+            let d = _mm512_add_epi32(c, _mm512_shuffle_epi32::<0b01_00_11_10>(c));
+            // lane k = [g_k, g_{k+4}, g_k, g_{k+4}]
+            let idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+            _mm512_castsi512_si256(_mm512_permutexvar_epi32(idx, d))
+        }
+
+        /// Eight int8-path group scales of row `o` starting at group `g0` (mxfp4:
+        /// `2^(e−128)` computed from the UE8M0 bytes, as `crate::scalar::ue8m0_half`).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn scales8_q8(m: &Matrix<'_>, o: usize, g0: usize) -> __m256 {
+            let base = m.scale_index(o, g0);
+            match m.scales() {
+                Scales::Ue8m0(e) => {
+                    let eb = &e[base..base + 8];
+                    // SAFETY: eb has 8 bytes.
+                    let e32 = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(eb.as_ptr().cast()) });
+                    let one = _mm256_set1_epi32(1);
+                    let normal = _mm256_slli_epi32::<23>(_mm256_sub_epi32(e32, one));
+                    let small = _mm256_slli_epi32::<22>(e32); // e = 0 → +0.0, e = 1 → 2^−127
+                    let big = _mm256_cmpgt_epi32(e32, one);
+                    _mm256_castsi256_ps(_mm256_blendv_epi8(small, normal, big))
+                }
+                Scales::F32(s) => {
+                    let sb = &s[base..base + 8];
+                    // SAFETY: sb has 8 f32.
+                    unsafe { _mm256_loadu_ps(sb.as_ptr()) }
+                }
+                Scales::None => _mm256_set1_ps(1.0),
+            }
+        }
+
+        /// int8-activation kernel for 32-column nibble groups (mxfp4 when `MX`, int4-grouped
+        /// `gs = 32`): 256-column super-blocks give 8 exact group sums at once, converted and
+        /// scaled lane-wise, then added to the row's accumulator in group order (bit-exact);
+        /// the remaining groups one at a time with masked loads. Two output rows are
+        /// interleaved so that their in-order addition chains overlap.
+        ///
+        /// # Safety
+        /// Features available; shapes as asserted by [`matmul_q8_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_g32<const MX: bool>(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr, s) = (m.i(), rows.len(), xq.s());
+            let supers = ni / 256;
+            // SAFETY: both tables hold 16 bytes.
+            let lut = _mm512_broadcast_i32x4(unsafe {
+                _mm_loadu_si128(if MX { MX_MAG.as_ptr() } else { I4_MAG.as_ptr() }.cast())
+            });
+            for si in 0..s {
+                let (q, sx) = xq.row(si);
+                let qp = q.as_ptr();
+                let mut r = 0;
+                while r < nr {
+                    let pair = nr - r >= 2;
+                    let o = [rows.start + r, rows.start + r + usize::from(pair)];
+                    let rp = [m.row_bytes(o[0]).as_ptr(), m.row_bytes(o[1]).as_ptr()];
+                    let mut acc = [0.0f32; 2];
+                    for sb in 0..supers {
+                        let mut prod = [[0f32; 8]; 2];
+                        for h in 0..2 {
+                            let mut v = [_mm512_setzero_si512(); 4];
+                            for (j, vj) in v.iter_mut().enumerate() {
+                                let col = 256 * sb + 64 * j;
+                                // SAFETY: col + 64 ≤ I: 32 bytes at col/2 of the row and 64 codes
+                                // at col exist.
+                                unsafe {
+                                    let nib = nib64(_mm256_loadu_si256(rp[h].add(col / 2).cast()));
+                                    let xv = _mm512_loadu_si512(qp.add(col).cast());
+                                    *vj = nib_dot::<MX>(_mm512_setzero_si512(), nib, lut, xv);
+                                }
+                            }
+                            let d = _mm256_cvtepi32_ps(group_sums8(v));
+                            let p = _mm256_mul_ps(d, scales8_q8(m, o[h], 8 * sb));
+                            // SAFETY: prod[h] holds 8 f32.
+                            unsafe { _mm256_storeu_ps(prod[h].as_mut_ptr(), p) };
+                        }
+                        for g in 0..8 {
+                            acc[0] += prod[0][g];
+                            acc[1] += prod[1][g];
+                        }
+                    }
+                    for g in 8 * supers..m.groups_per_row() {
+                        let c = 32 * g;
+                        let rem = (ni - c).min(32);
+                        for h in 0..2 {
+                            // SAFETY: masked loads of the ceil(rem/2) row bytes at c/2 and the rem
+                            // codes at c, all valid.
+                            let d = unsafe {
+                                let wb = _mm512_maskz_loadu_epi8(
+                                    mask64(rem.div_ceil(2)),
+                                    rp[h].add(c / 2).cast(),
+                                );
+                                let xv = _mm512_maskz_loadu_epi8(mask64(rem), qp.add(c));
+                                let nib = nib64(_mm512_castsi512_si256(wb));
+                                _mm512_reduce_add_epi32(nib_dot::<MX>(
+                                    _mm512_setzero_si512(),
+                                    nib,
+                                    lut,
+                                    xv,
+                                ))
+                            };
+                            #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                            let df = d as f32;
+                            acc[h] += df * scalar::group_scale_q8(m, o[h], g);
+                        }
+                    }
+                    y[si * nr + r] = acc[0] * sx;
+                    if pair {
+                        y[si * nr + r + 1] = acc[1] * sx;
+                    }
+                    r += 1 + usize::from(pair);
+                }
+            }
+        }
+
+        /// Generic int8 path: 256-column chunks decoded once into an L1 buffer of codes, reused
+        /// by up to [`ST`] activation rows; exact dot products per group segment.
+        ///
+        /// # Safety
+        /// Features available; shapes as asserted by [`matmul_q8_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_generic(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, gl, nr, s) = (m.i(), m.group_len(), rows.len(), xq.s());
+            let mut ibuf = [0i8; CH];
+            let mut s0 = 0;
+            while s0 < s {
+                let st = (s - s0).min(ST);
+                for (r, o) in rows.clone().enumerate() {
+                    let row = m.row_bytes(o);
+                    let mut acc = [0f32; ST];
+                    let mut d = [0i32; ST];
+                    let (mut g, mut gend, mut c0) = (0, gl.min(ni), 0);
+                    while c0 < ni {
+                        let n = (ni - c0).min(CH);
+                        decode_codes(m, row, c0, n, &mut ibuf);
+                        let mut pos = c0;
+                        while pos < c0 + n {
+                            let end = gend.min(c0 + n);
+                            for (k, dk) in d[..st].iter_mut().enumerate() {
+                                let xs = &xq.row(s0 + k).0[pos..end];
+                                let ws = &ibuf[pos - c0..end - c0];
+                                // SAFETY: both slices hold end − pos codes.
+                                *dk += unsafe { dot_i8(ws.as_ptr(), xs.as_ptr(), end - pos) };
+                            }
+                            pos = end;
+                            if pos == gend {
+                                let sc = scalar::group_scale_q8(m, o, g);
+                                for (a, dk) in acc[..st].iter_mut().zip(&mut d[..st]) {
+                                    #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                                    let df = *dk as f32;
+                                    *a += df * sc;
+                                    *dk = 0;
+                                }
+                                g += 1;
+                                gend = (gend + gl).min(ni);
+                            }
+                        }
+                        c0 += n;
+                    }
+                    for (k, a) in acc[..st].iter().enumerate() {
+                        y[(s0 + k) * nr + r] = *a * xq.row(s0 + k).1;
+                    }
+                }
+                s0 += st;
+            }
+        }
+    };
+}
+
+/// The AVX-512 F + BW arm (`Isa::Avx512`): the int8 dot step is `vpmaddubsw` + `vpmaddwd`.
+pub(crate) mod plain {
+    use core::arch::x86_64::{
+        __m512i, _mm512_add_epi32, _mm512_madd_epi16, _mm512_maddubs_epi16, _mm512_set1_epi16,
+    };
+
+    /// `acc + Σ₄ u·s` per i32 lane; exact when `u ≤ 128` and `|s| ≤ 127` (no i16 saturation in
+    /// `vpmaddubsw`: pair sums ≤ 2 · 128 · 127 = 32 512), which every caller guarantees.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn dpbusd(acc: __m512i, u: __m512i, s: __m512i) -> __m512i {
+        _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)))
+    }
+
+    avx512_arm!("avx512f,avx512bw", crate::isa::Isa::Avx512);
+}
+
+/// The AVX-512 F + BW + VNNI arm (`Isa::Avx512Vnni`): the int8 dot step is one `vpdpbusd`.
+pub(crate) mod vnni {
+    use core::arch::x86_64::{__m512i, _mm512_dpbusd_epi32};
+
+    /// `acc + Σ₄ u·s` per i32 lane (`u` unsigned, `s` signed; no saturation).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    fn dpbusd(acc: __m512i, u: __m512i, s: __m512i) -> __m512i {
+        _mm512_dpbusd_epi32(acc, u, s)
+    }
+
+    avx512_arm!("avx512f,avx512bw,avx512vnni", crate::isa::Isa::Avx512Vnni);
+}
