@@ -21,15 +21,18 @@
 //! Arms: [`Arm::Scalar`] (the spec's branchy loop, never reads past a stream),
 //! [`Arm::ScalarBranchFree`] (closed-form renormalisation, groups of streams in registers,
 //! tiles of rounds so the output stays in L1), [`Arm::Avx2`] (x86-64, 32 streams in four
-//! 8-lane vectors, `arch/x86_64/avx2.rs`) and [`Arm::Neon`] (aarch64, 16 streams in four
+//! 8-lane vectors, `arch/x86_64/avx2.rs`), [`Arm::Avx512`] (x86-64 AVX-512 F/BW, 128 streams
+//! in eight 16-lane vectors, slot lookup by a binary search in registers,
+//! `arch/x86_64/avx512.rs`) and [`Arm::Neon`] (aarch64, 16 streams in four
 //! 4-lane vectors, `arch/aarch64/neon.rs`). Every variant exists on every target; an arm
 //! this build or CPU cannot run is refused (`E_PATH_UNAVAILABLE`), never replaced.
 //!
 //! # Availability and the selftest
 //! [`Arm::is_available`] is the CPU check (runtime detection under `std`, cached by std;
 //! `cfg!(target_feature)` otherwise) *and* a first-use selftest: the first time a SIMD arm is
-//! asked about, it decodes a small fixed record (42 streams, so the 32-lane, 8-lane and scalar
-//! pair paths all run, skewed so most steps refill 2 bytes, plus a partial round) and compares
+//! asked about, it decodes a small fixed record (170 streams over 66 rounds, so the 128-lane,
+//! 32-lane, 8-lane and scalar pair paths and a tile boundary all run, skewed so most steps
+//! refill 2 bytes, plus a partial round) and compares
 //! output and result with the reference. An arm that disagrees is disabled for the process
 //! (and reported on stderr under `std`): forcing it then returns `E_PATH_UNAVAILABLE`. The
 //! verdict is cached in an atomic, so the check runs at most a few times per process.
@@ -78,11 +81,15 @@ pub enum Arm {
     Avx2,
     /// aarch64 NEON: 4 streams per vector, 16 in flight, per-lane table and refill loads.
     Neon,
+    /// x86-64 AVX-512 (F, BW; plus AVX2 for its gathers): 16 streams per vector, 128 in
+    /// flight, slot lookup by a binary search in registers, gathers for the refill bytes.
+    Avx512,
 }
 
 impl Arm {
     /// Every arm this build knows, available or not.
-    pub const ALL: &'static [Arm] = &[Arm::Scalar, Arm::ScalarBranchFree, Arm::Avx2, Arm::Neon];
+    pub const ALL: &'static [Arm] =
+        &[Arm::Scalar, Arm::ScalarBranchFree, Arm::Avx2, Arm::Neon, Arm::Avx512];
 
     /// Whether this arm can run on this machine: the CPU has the instructions (detected at run
     /// time with `std`, from the compile-time target features without) and the arm passed its
@@ -99,6 +106,10 @@ impl Arm {
             Arm::Avx2 => arch::x86_64::avx2::detected(),
             #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
             Arm::Avx2 => false,
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            Arm::Avx512 => arch::x86_64::avx512::detected(),
+            #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+            Arm::Avx512 => false,
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
             Arm::Neon => arch::aarch64::neon::detected(),
             #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
@@ -113,7 +124,7 @@ impl Arm {
         if let Some(&arm) = Arm::ALL.get(usize::from(cached)) {
             return arm;
         }
-        let arm = [Arm::Avx2, Arm::Neon]
+        let arm = [Arm::Avx512, Arm::Avx2, Arm::Neon]
             .into_iter()
             .find(|a| a.is_available())
             .unwrap_or(Arm::ScalarBranchFree);
@@ -121,13 +132,14 @@ impl Arm {
         arm
     }
 
-    /// The arm's name (`scalar`, `scalar-bf`, `avx2`, `neon`), as accepted by [`Arm::from_name`].
+    /// The arm's name (`scalar`, `scalar-bf`, `avx2`, `neon`, `avx512`), as accepted by [`Arm::from_name`].
     pub const fn name(self) -> &'static str {
         match self {
             Arm::Scalar => "scalar",
             Arm::ScalarBranchFree => "scalar-bf",
             Arm::Avx2 => "avx2",
             Arm::Neon => "neon",
+            Arm::Avx512 => "avx512",
         }
     }
 
@@ -138,6 +150,7 @@ impl Arm {
             Arm::ScalarBranchFree => 1,
             Arm::Avx2 => 2,
             Arm::Neon => 3,
+            Arm::Avx512 => 4,
         }
     }
 
@@ -391,6 +404,11 @@ fn rounds_with(
         // Never available off x86-64, so no decoder is built for it.
         #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
         Arm::Avx2 => scalar::rounds_branch_free(table, data, x, pos, end, out, rounds),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx512 => arch::x86_64::avx512::rounds(table, data, x, pos, end, out, rounds),
+        // Never available off x86-64, so no decoder is built for it.
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+        Arm::Avx512 => scalar::rounds_branch_free(table, data, x, pos, end, out, rounds),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         Arm::Neon => arch::aarch64::neon::rounds(table, data, x, pos, end, out, rounds),
         // Never available elsewhere, so no decoder is built for it.
@@ -426,12 +444,18 @@ fn selftest_passed(arm: Arm) -> bool {
     ok
 }
 
-/// Streams of the selftest record: one 32-lane group, one 8-lane group and a scalar pair.
-const SELFTEST_STREAMS: usize = 42;
-/// Nibbles of the selftest record: 150 full rounds and a partial one.
-const SELFTEST_NIBBLES: usize = SELFTEST_STREAMS * 150 + 5;
-/// Record bytes the selftest reserves (≥ `max_record_len(SELFTEST_NIBBLES, 42)`).
-const SELFTEST_BLOB: usize = 16 * 1024;
+/// Streams of the selftest record: 128 + 32 + 8 + 2, so every arm's widest group, its
+/// narrower groups and the scalar pairs all run (AVX-512: 128 + 32 + scalar; AVX2: 5 × 32 +
+/// 8 + scalar; NEON: 10 × 16 + scalar).
+const SELFTEST_STREAMS: usize = 170;
+/// Nibbles of the selftest record: 66 full rounds (past the 64-round tile) and a partial one.
+const SELFTEST_NIBBLES: usize = SELFTEST_STREAMS * 66 + 5;
+/// Record bytes the selftest reserves.
+const SELFTEST_BLOB: usize = 24 * 1024;
+const _: () = assert!(
+    SELFTEST_BLOB >= crate::record::max_record_len(SELFTEST_NIBBLES, SELFTEST_STREAMS),
+    "the selftest blob must hold the worst-case record"
+);
 
 /// Encodes the fixed selftest record and decodes it with `arm` and with the reference
 /// (without the availability check, which is what is being decided). CPU support is checked
