@@ -94,9 +94,7 @@ impl Isa {
     /// Whether this build contains kernels for the arm (for this target architecture).
     ///
     /// Arms not implemented yet: `AvxVnni` (see `docs/kernels.md`: it cannot be executed or
-    /// emulated on any machine available to this project) and the aarch64 arms `Neon`,
-    /// `NeonDot`, `NeonI8mm`. They are never available (forcing one is
-    /// `E_PATH_UNAVAILABLE`).
+    /// emulated on any machine available to this project). It is never available (forcing it is `E_PATH_UNAVAILABLE`).
     pub const fn is_implemented(self) -> bool {
         match self {
             Self::Scalar => true,
@@ -104,10 +102,11 @@ impl Isa {
             Self::Avx2 | Self::Avx512 | Self::Avx512Vnni => {
                 cfg!(all(target_arch = "x86_64", target_feature = "sse2"))
             }
-            Self::AvxVnni
-            | Self::Neon
-            | Self::NeonDot
-            | Self::NeonI8mm => false,
+            Self::AvxVnni => false,
+            // Soft-float aarch64 targets (no NEON) build no SIMD arms.
+            Self::Neon | Self::NeonDot | Self::NeonI8mm => {
+                cfg!(all(target_arch = "aarch64", target_feature = "neon"))
+            }
         }
     }
 

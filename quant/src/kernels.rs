@@ -421,6 +421,12 @@ fn run_f32(
         }
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Isa::Avx2 => crate::arch::x86_64::avx2::matmul_f32_rows(m, x, s, rows, y),
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Isa::Neon => crate::arch::aarch64::neon::matmul_f32_rows(m, x, s, rows, y),
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Isa::NeonDot => crate::arch::aarch64::dotprod::matmul_f32_rows(m, x, s, rows, y),
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Isa::NeonI8mm => crate::arch::aarch64::i8mm::matmul_f32_rows(m, x, s, rows, y),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Isa::Avx512 => crate::arch::x86_64::avx512::plain::matmul_f32_rows(m, x, s, rows, y),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
@@ -443,6 +449,12 @@ fn run_q8(
         }
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Isa::Avx2 => crate::arch::x86_64::avx2::matmul_q8_rows(m, xq, rows, y),
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Isa::Neon => crate::arch::aarch64::neon::matmul_q8_rows(m, xq, rows, y),
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Isa::NeonDot => crate::arch::aarch64::dotprod::matmul_q8_rows(m, xq, rows, y),
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Isa::NeonI8mm => crate::arch::aarch64::i8mm::matmul_q8_rows(m, xq, rows, y),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Isa::Avx512 => crate::arch::x86_64::avx512::plain::matmul_q8_rows(m, xq, rows, y),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]

@@ -17,9 +17,19 @@ use crate::kernels::Matrix;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 pub(crate) mod x86_64;
 
+// Soft-float aarch64 targets (no NEON) get no SIMD arms.
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) mod aarch64;
+
 /// Decodes columns `c0 .. c0 + out.len()` of row `row` (bytes) of an int2-row or int3-g64
 /// matrix into integer codes (stored value minus offset). `c0` is a multiple of 64.
-#[cfg_attr(not(all(target_arch = "x86_64", target_feature = "sse2")), allow(dead_code))]
+#[cfg_attr(
+    not(any(
+        all(target_arch = "x86_64", target_feature = "sse2"),
+        all(target_arch = "aarch64", target_feature = "neon")
+    )),
+    allow(dead_code)
+)]
 pub(crate) fn decode_small_ints(m: &Matrix<'_>, row: &[u8], c0: usize, out: &mut [i8]) {
     debug_assert_eq!(c0 % 64, 0);
     match m.format() {
@@ -52,7 +62,13 @@ pub(crate) fn decode_small_ints(m: &Matrix<'_>, row: &[u8], c0: usize, out: &mut
 
 /// `2^(e−128)` for every UE8M0 byte (`0` → `+0.0`, `255` → NaN, never used: refused at load):
 /// the mxfp4 group scale paired with doubled e2m1 codes (`crate::scalar::ue8m0_half`).
-#[cfg_attr(not(all(target_arch = "x86_64", target_feature = "sse2")), allow(dead_code))]
+#[cfg_attr(
+    not(any(
+        all(target_arch = "x86_64", target_feature = "sse2"),
+        all(target_arch = "aarch64", target_feature = "neon")
+    )),
+    allow(dead_code)
+)]
 pub(crate) static UE8M0_HALF: [f32; 256] = {
     let mut t = [0f32; 256];
     t[1] = f32::from_bits(1 << 22); // 2^−127 (subnormal)

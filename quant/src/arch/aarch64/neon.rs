@@ -1,0 +1,491 @@
+//! The NEON arm (128-bit Advanced SIMD), for every format with a value rule, plus the chunk
+//! decoders and the int8-activation driver that the `dotprod` and `i8mm` arms share.
+//!
+//! Decoding (per [`CH`]-column chunk of a row, into an L1 buffer):
+//! - int4 (row, grouped): 16 bytes → low nibbles (`AND 0x0F`) and high nibbles (`USHR #4`) →
+//!   `ZIP1`/`ZIP2` back into column order (low nibble = even column) → minus 8;
+//! - mxfp4: the same nibble split, then a 16-entry `TBL` of `±2·e2m1` (integers in `[−12, 12]`),
+//!   with the group scale halved to `2^(e−128)` (`crate::scalar::ue8m0_half`);
+//! - fp8 e4m3: no table: the byte is sign-extended to 32 bits (`SXTL` twice), shifted left by 20
+//!   and masked with `0x87F0_0000`, which puts sign, exponent and mantissa in f32 position: the
+//!   f32 with those bits is exactly `e4m3 · 2⁻¹²⁰`, subnormals included; one multiplication by
+//!   `2¹²⁰` (exact) gives the value; NaN codes (`|b| = 0x7F`) are OR-ed to all-ones;
+//! - int8: used in place; int2 / int3: the portable decoder of `crate::arch`; f32 weights:
+//!   copied out of the (possibly unaligned) byte row.
+//!
+//! f32 path: `part += w · x` with `FMLA` over 16 columns at a time (4 accumulators of 4 lanes),
+//! a zero-padded vector for the last 1–3 columns of a segment, `acc = fma(part, scale, acc)` at
+//! each group end, one horizontal sum (`FADDP`) per output. Within the documented tolerance of
+//! the scalar reference (the order differs; `docs/kernels.md`).
+//!
+//! int8 path: `SMULL`/`SMULL2` products (i8 · i8 fits i16: at most 128 · 127) pairwise
+//! accumulated into i32 lanes (`SADALP`), summed exactly per group, then the scalar reference's
+//! own epilogue `acc += (d as f32) · scale`, `y = acc · sx`: bit-exact.
+//!
+//! Every function carries `#[target_feature(enable = "neon")]` (NEON is also a target feature of
+//! every build that contains this module); the safe entry points check the CPU first. The other
+//! `unsafe` is vector loads and stores through raw pointers, each in bounds by the loop
+//! condition next to it.
+
+// One SAFETY argument covers each block's loads (all in bounds for the same reason); clippy also
+// counts the (safe) intrinsic calls, which would split blocks into noise.
+#![allow(clippy::multiple_unsafe_ops_per_block)]
+
+use core::arch::aarch64::{
+    float32x4_t, int8x8_t, int8x16_t, int32x4_t, uint8x16_t, vaddq_f32, vaddq_s32, vaddvq_f32,
+    vaddvq_s32, vandq_u8, vandq_u32, vceqq_u32, vcvtq_f32_s32, vdupq_n_f32, vdupq_n_s8,
+    vdupq_n_s32, vdupq_n_u8, vdupq_n_u32, vfmaq_f32, vget_low_s8, vget_low_s16, vld1_s8, vld1q_f32,
+    vld1q_s8, vld1q_u8, vmovl_high_s8, vmovl_high_s16, vmovl_s8, vmovl_s16, vmull_high_s8,
+    vmull_s8, vmulq_f32, vorrq_u32, vpadalq_s16, vqtbl1q_s8, vreinterpretq_f32_u32,
+    vreinterpretq_s8_u8, vreinterpretq_u32_f32, vreinterpretq_u32_s32, vshlq_n_s32, vshrq_n_u8,
+    vst1q_f32, vst1q_s8, vsubq_s8, vzip1q_u8, vzip2q_u8,
+};
+use core::ops::Range;
+
+use super::{CH, ST};
+use crate::format::Format;
+use crate::kernels::{Matrix, QuantizedActs, Scales};
+use crate::scalar;
+
+fn cpu_ok() -> bool {
+    crate::isa::Isa::Neon.cpu_supports()
+}
+
+/// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`). Returns
+/// `false`, without running, if the CPU lacks NEON.
+pub(crate) fn matmul_f32_rows(
+    m: &Matrix<'_>,
+    x: &[f32],
+    s: usize,
+    rows: Range<usize>,
+    y: &mut [f32],
+) -> bool {
+    if !cpu_ok() {
+        return false;
+    }
+    assert!(x.len() >= s * m.i() && y.len() >= s * rows.len() && rows.end <= m.o());
+    // SAFETY: NEON was detected above (and is a target feature of this build).
+    unsafe { f32_rows(m, x, s, rows, y) };
+    true
+}
+
+/// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`). Returns
+/// `false`, without running, if the CPU lacks NEON.
+pub(crate) fn matmul_q8_rows(
+    m: &Matrix<'_>,
+    xq: &QuantizedActs<'_>,
+    rows: Range<usize>,
+    y: &mut [f32],
+) -> bool {
+    if !cpu_ok() {
+        return false;
+    }
+    assert!(xq.i() == m.i() && y.len() >= xq.s() * rows.len() && rows.end <= m.o() && m.has_q8());
+    // SAFETY: NEON was detected above (and is a target feature of this build).
+    unsafe { q8_rows(m, xq, rows, y) };
+    true
+}
+
+/// The NEON int8-activation kernel: [`q8_chunked`] with [`dot_i8`].
+#[target_feature(enable = "neon")]
+fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
+    q8_chunked(m, xq, rows, y, |w, x| dot_i8(w, x));
+}
+
+/// `±2·e2m1` for the 16 mxfp4 nibbles (bit 3 = sign).
+static MX_LUT: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+
+/// The integer code of one nibble (`nib − 8`, or `±2·e2m1` for mxfp4).
+#[inline]
+fn nibble_code(nib: u8, mx: bool) -> i8 {
+    #[allow(clippy::cast_possible_wrap)] // nibble < 16
+    let c = if mx { MX_LUT[usize::from(nib & 0xF)] } else { (nib & 0xF) as i8 - 8 };
+    c
+}
+
+/// The f32-path scale of group `g` of row `o` as this arm uses it (mxfp4 codes are doubled).
+fn scale_f32(m: &Matrix<'_>, o: usize, g: usize) -> f32 {
+    if let Scales::Ue8m0(e) = m.scales() {
+        super::super::UE8M0_HALF[usize::from(e[m.scale_index(o, g)])]
+    } else {
+        scalar::group_scale(m, o, g)
+    }
+}
+
+/// A byte row viewed as signed codes.
+#[inline]
+pub(super) fn as_i8(b: &[u8]) -> &[i8] {
+    // SAFETY: `u8` and `i8` have the same size and alignment and every bit pattern is valid for
+    // both; the new slice covers exactly the memory of `b` and borrows it for the same lifetime.
+    unsafe { core::slice::from_raw_parts(b.as_ptr().cast(), b.len()) }
+}
+
+/// 16 packed bytes → the 32 integer codes of their nibbles, in column order.
+#[inline]
+#[target_feature(enable = "neon")]
+fn nibble_codes(v: uint8x16_t, mx: bool, lut: int8x16_t) -> (int8x16_t, int8x16_t) {
+    let lo = vandq_u8(v, vdupq_n_u8(0x0F));
+    let hi = vshrq_n_u8::<4>(v);
+    let (a, c) = (vzip1q_u8(lo, hi), vzip2q_u8(lo, hi));
+    if mx {
+        (vqtbl1q_s8(lut, a), vqtbl1q_s8(lut, c))
+    } else {
+        let eight = vdupq_n_s8(8);
+        (vsubq_s8(vreinterpretq_s8_u8(a), eight), vsubq_s8(vreinterpretq_s8_u8(c), eight))
+    }
+}
+
+/// Decodes columns `c0 .. c0 + n` (`c0` a multiple of [`CH`], `n ≤ CH`) of `row` into integer
+/// codes: a view of `row` itself for int8-row, else the first `n` codes of `buf`.
+#[inline]
+#[target_feature(enable = "neon")]
+pub(super) fn decode_i8<'b>(
+    m: &Matrix<'_>,
+    row: &'b [u8],
+    c0: usize,
+    n: usize,
+    buf: &'b mut [i8; CH],
+) -> &'b [i8] {
+    match m.format() {
+        Format::Int8Row => return as_i8(&row[c0..c0 + n]),
+        Format::Int4Row | Format::Int4Grouped | Format::Mxfp4 => {
+            let bytes = &row[c0 / 2..(c0 + n).div_ceil(2)];
+            let mx = m.format() == Format::Mxfp4;
+            // SAFETY: MX_LUT has 16 bytes.
+            let lut = unsafe { vld1q_s8(MX_LUT.as_ptr()) };
+            let full = n / 32;
+            for b in 0..full {
+                // SAFETY: b < n/32, so the 16 bytes at 16·b lie within `bytes` (≥ n/2 bytes) and
+                // the 32 codes stored at 32·b lie within `buf` (32·b + 32 ≤ n ≤ CH).
+                unsafe {
+                    let (a, c) = nibble_codes(vld1q_u8(bytes.as_ptr().add(16 * b)), mx, lut);
+                    vst1q_s8(buf.as_mut_ptr().add(32 * b), a);
+                    vst1q_s8(buf.as_mut_ptr().add(32 * b + 16), c);
+                }
+            }
+            for k in 32 * full..n {
+                buf[k] = nibble_code(bytes[k / 2] >> (4 * (k % 2)), mx);
+            }
+        }
+        _ => super::super::decode_small_ints(m, row, c0, &mut buf[..n]),
+    }
+    &buf[..n]
+}
+
+/// Eight e4m3 bytes → eight exact f32 values (see the module documentation), NaN codes mapped
+/// to NaN.
+#[inline]
+#[target_feature(enable = "neon")]
+fn fp8x8(b: int8x8_t) -> (float32x4_t, float32x4_t) {
+    let h = vmovl_s8(b);
+    let one = |t: int32x4_t| {
+        let bits = vandq_u32(vreinterpretq_u32_s32(vshlq_n_s32::<20>(t)), vdupq_n_u32(0x87F0_0000));
+        let v = vmulq_f32(vreinterpretq_f32_u32(bits), vdupq_n_f32(scalar::pow2(120)));
+        let nan = vceqq_u32(vandq_u32(bits, vdupq_n_u32(0x7FF0_0000)), vdupq_n_u32(0x07F0_0000));
+        vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(v), nan))
+    };
+    (one(vmovl_s16(vget_low_s16(h))), one(vmovl_high_s16(h)))
+}
+
+/// Decodes columns `c0 .. c0 + n` (`c0` a multiple of [`CH`], `n ≤ CH`) of `row` into unscaled
+/// f32 values (mxfp4: doubled), the first `n` values of `fbuf`.
+#[inline]
+#[target_feature(enable = "neon")]
+fn decode_f32<'b>(
+    m: &Matrix<'_>,
+    row: &[u8],
+    c0: usize,
+    n: usize,
+    ibuf: &mut [i8; CH],
+    fbuf: &'b mut [f32; CH],
+) -> &'b [f32] {
+    match m.format() {
+        Format::F32 => {
+            for (f, c) in fbuf[..n].iter_mut().zip(row[4 * c0..4 * (c0 + n)].chunks_exact(4)) {
+                *f = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            }
+        }
+        Format::Fp8E4m3B128 => {
+            let bytes = as_i8(&row[c0..c0 + n]);
+            let full = n / 8;
+            for b in 0..full {
+                // SAFETY: 8 bytes at 8·b lie within `bytes` (8·b + 8 ≤ n); the 8 f32 stored at
+                // 8·b lie within `fbuf` (n ≤ CH).
+                unsafe {
+                    let (lo, hi) = fp8x8(vld1_s8(bytes.as_ptr().add(8 * b)));
+                    vst1q_f32(fbuf.as_mut_ptr().add(8 * b), lo);
+                    vst1q_f32(fbuf.as_mut_ptr().add(8 * b + 4), hi);
+                }
+            }
+            for (f, &b) in fbuf[8 * full..n].iter_mut().zip(&row[c0 + 8 * full..c0 + n]) {
+                *f = scalar::e4m3_to_f32(b);
+            }
+        }
+        _ => {
+            let codes = decode_i8(m, row, c0, n, ibuf);
+            let full = n / 16;
+            for b in 0..full {
+                // SAFETY: 16 codes at 16·b lie within `codes` (16·b + 16 ≤ n = codes.len()); the
+                // 16 f32 stored at 16·b lie within `fbuf` (n ≤ CH).
+                unsafe {
+                    let v = vld1q_s8(codes.as_ptr().add(16 * b));
+                    let (l, h) = (vmovl_s8(vget_low_s8(v)), vmovl_high_s8(v));
+                    let p = fbuf.as_mut_ptr().add(16 * b);
+                    vst1q_f32(p, vcvtq_f32_s32(vmovl_s16(vget_low_s16(l))));
+                    vst1q_f32(p.add(4), vcvtq_f32_s32(vmovl_high_s16(l)));
+                    vst1q_f32(p.add(8), vcvtq_f32_s32(vmovl_s16(vget_low_s16(h))));
+                    vst1q_f32(p.add(12), vcvtq_f32_s32(vmovl_high_s16(h)));
+                }
+            }
+            for (f, &c) in fbuf[16 * full..n].iter_mut().zip(&codes[16 * full..]) {
+                *f = f32::from(c);
+            }
+        }
+    }
+    &fbuf[..n]
+}
+
+/// `Σ w[k] · x[k]` over `k < w.len()` as 4 lanes (FMA).
+///
+/// # Panics
+/// If `x` is shorter than `w`.
+#[inline]
+#[target_feature(enable = "neon")]
+fn dot_f32(w: &[f32], x: &[f32]) -> float32x4_t {
+    let n = w.len();
+    let x = &x[..n];
+    let z = vdupq_n_f32(0.0);
+    let (mut a0, mut a1, mut a2, mut a3) = (z, z, z, z);
+    let (wp, xp) = (w.as_ptr(), x.as_ptr());
+    let mut k = 0;
+    while k + 16 <= n {
+        // SAFETY: k + 16 ≤ n and both slices hold n values.
+        unsafe {
+            a0 = vfmaq_f32(a0, vld1q_f32(wp.add(k)), vld1q_f32(xp.add(k)));
+            a1 = vfmaq_f32(a1, vld1q_f32(wp.add(k + 4)), vld1q_f32(xp.add(k + 4)));
+            a2 = vfmaq_f32(a2, vld1q_f32(wp.add(k + 8)), vld1q_f32(xp.add(k + 8)));
+            a3 = vfmaq_f32(a3, vld1q_f32(wp.add(k + 12)), vld1q_f32(xp.add(k + 12)));
+        }
+        k += 16;
+    }
+    while k + 4 <= n {
+        // SAFETY: k + 4 ≤ n.
+        unsafe { a0 = vfmaq_f32(a0, vld1q_f32(wp.add(k)), vld1q_f32(xp.add(k))) };
+        k += 4;
+    }
+    if k < n {
+        let (mut tw, mut tx) = ([0f32; 4], [0f32; 4]);
+        tw[..n - k].copy_from_slice(&w[k..]);
+        tx[..n - k].copy_from_slice(&x[k..]);
+        // SAFETY: the locals hold 4 values each.
+        unsafe { a1 = vfmaq_f32(a1, vld1q_f32(tw.as_ptr()), vld1q_f32(tx.as_ptr())) };
+    }
+    vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3))
+}
+
+/// Up to 16 codes as one vector, zero-padded.
+#[inline]
+#[target_feature(enable = "neon")]
+pub(super) fn tail_i8(s: &[i8]) -> int8x16_t {
+    let mut t = [0i8; 16];
+    t[..s.len()].copy_from_slice(s);
+    // SAFETY: the local holds 16 bytes.
+    unsafe { vld1q_s8(t.as_ptr()) }
+}
+
+/// One 16-byte step of the NEON int8 dot: `w · x` products widened to i16 (exact: at most
+/// 128 · 127), pairwise added into the i32 lanes of `acc`.
+#[inline]
+#[target_feature(enable = "neon")]
+fn mla16(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
+    let acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(w), vget_low_s8(x)));
+    vpadalq_s16(acc, vmull_high_s8(w, x))
+}
+
+/// Exact `Σ w[k] · x[k]` over `k < w.len()` (the caller keeps the sum within i32:
+/// `I ≤ kernels::MAX_I_Q8`).
+///
+/// # Panics
+/// If `x` is shorter than `w`.
+#[inline]
+#[target_feature(enable = "neon")]
+pub(super) fn dot_i8(w: &[i8], x: &[i8]) -> i32 {
+    let n = w.len();
+    let x = &x[..n];
+    let (mut a0, mut a1) = (vdupq_n_s32(0), vdupq_n_s32(0));
+    let mut k = 0;
+    while k + 32 <= n {
+        // SAFETY: k + 32 ≤ n and both slices hold n codes.
+        unsafe {
+            a0 = mla16(a0, vld1q_s8(w.as_ptr().add(k)), vld1q_s8(x.as_ptr().add(k)));
+            a1 = mla16(a1, vld1q_s8(w.as_ptr().add(k + 16)), vld1q_s8(x.as_ptr().add(k + 16)));
+        }
+        k += 32;
+    }
+    if k + 16 <= n {
+        // SAFETY: k + 16 ≤ n.
+        unsafe { a0 = mla16(a0, vld1q_s8(w.as_ptr().add(k)), vld1q_s8(x.as_ptr().add(k))) };
+        k += 16;
+    }
+    if k < n {
+        a1 = mla16(a1, tail_i8(&w[k..]), tail_i8(&x[k..]));
+    }
+    vaddvq_s32(vaddq_s32(a0, a1))
+}
+
+/// The f32-activation kernel (chunked decode, batch tiles of [`ST`] activation rows).
+#[target_feature(enable = "neon")]
+fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
+    let (ni, gl, nr) = (m.i(), m.group_len(), rows.len());
+    let mut ibuf = [0i8; CH];
+    let mut fbuf = [0f32; CH];
+    let zero = vdupq_n_f32(0.0);
+    let mut s0 = 0;
+    while s0 < s {
+        let st = (s - s0).min(ST);
+        for (r, o) in rows.clone().enumerate() {
+            let row = m.row_bytes(o);
+            let mut acc = [zero; ST];
+            let mut part = [zero; ST];
+            let (mut g, mut gend, mut c0) = (0, gl.min(ni), 0);
+            while c0 < ni {
+                let n = (ni - c0).min(CH);
+                let w = decode_f32(m, row, c0, n, &mut ibuf, &mut fbuf);
+                let mut pos = c0;
+                while pos < c0 + n {
+                    let end = gend.min(c0 + n);
+                    for (k, p) in part[..st].iter_mut().enumerate() {
+                        let xs = &x[(s0 + k) * ni + pos..(s0 + k) * ni + end];
+                        *p = vaddq_f32(*p, dot_f32(&w[pos - c0..end - c0], xs));
+                    }
+                    pos = end;
+                    if pos == gend {
+                        let sc = vdupq_n_f32(scale_f32(m, o, g));
+                        for (a, p) in acc[..st].iter_mut().zip(&mut part[..st]) {
+                            *a = vfmaq_f32(*a, *p, sc);
+                            *p = zero;
+                        }
+                        g += 1;
+                        gend = (gend + gl).min(ni);
+                    }
+                }
+                c0 += n;
+            }
+            for (k, a) in acc[..st].iter().enumerate() {
+                y[(s0 + k) * nr + r] = vaddvq_f32(*a);
+            }
+        }
+        s0 += st;
+    }
+}
+
+/// The int8-activation driver shared by the NEON and SDOT arms: chunked decode, batch tiles of
+/// [`ST`] activation rows, exact group dot products by `dot`, and the scalar reference's
+/// epilogue (bit-exact whenever `dot` is exact).
+///
+/// Generic over `dot`, so each arm gets its own copy, inlined into its `#[target_feature]`
+/// entry point where `dot` (a closure defined there) carries the arm's features.
+#[inline]
+#[target_feature(enable = "neon")]
+pub(super) fn q8_chunked(
+    m: &Matrix<'_>,
+    xq: &QuantizedActs<'_>,
+    rows: Range<usize>,
+    y: &mut [f32],
+    dot: impl Fn(&[i8], &[i8]) -> i32,
+) {
+    let (ni, gl, nr, s) = (m.i(), m.group_len(), rows.len(), xq.s());
+    let mut buf = [0i8; CH];
+    let mut s0 = 0;
+    while s0 < s {
+        let st = (s - s0).min(ST);
+        for (r, o) in rows.clone().enumerate() {
+            let row = m.row_bytes(o);
+            let mut acc = [0f32; ST];
+            let mut d = [0i32; ST];
+            let (mut g, mut gend, mut c0) = (0, gl.min(ni), 0);
+            while c0 < ni {
+                let n = (ni - c0).min(CH);
+                let w = decode_i8(m, row, c0, n, &mut buf);
+                let mut pos = c0;
+                while pos < c0 + n {
+                    let end = gend.min(c0 + n);
+                    for (k, dk) in d[..st].iter_mut().enumerate() {
+                        *dk += dot(&w[pos - c0..end - c0], &xq.row(s0 + k).0[pos..end]);
+                    }
+                    pos = end;
+                    if pos == gend {
+                        let sc = scalar::group_scale_q8(m, o, g);
+                        for (a, dk) in acc[..st].iter_mut().zip(&mut d[..st]) {
+                            #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                            let df = *dk as f32;
+                            *a += df * sc;
+                            *dk = 0;
+                        }
+                        g += 1;
+                        gend = (gend + gl).min(ni);
+                    }
+                }
+                c0 += n;
+            }
+            for (k, a) in acc[..st].iter().enumerate() {
+                y[(s0 + k) * nr + r] = *a * xq.row(s0 + k).1;
+            }
+        }
+        s0 += st;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // small test indices
+mod tests {
+    use super::*;
+
+    /// The NEON int8 dot equals the plain sum on every length up to 100 (all tails), with the
+    /// extreme codes −128 · −127 and 127 · 127 filling whole vectors.
+    #[test]
+    fn dot_i8_is_exact() {
+        let mut w = [0i8; 100];
+        let mut x = [0i8; 100];
+        let mut st = 0x1234_5678u32;
+        for (k, (a, b)) in w.iter_mut().zip(&mut x).enumerate() {
+            st = st.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let [_, _, p, q] = st.to_le_bytes();
+            (*a, *b) = match k % 3 {
+                0 => (i8::from_le_bytes([p]), i8::from_le_bytes([q]).max(-127)),
+                1 => (-128, -127),
+                _ => (127, 127),
+            };
+        }
+        for n in 0..=100 {
+            let want: i32 =
+                w[..n].iter().zip(&x[..n]).map(|(&a, &b)| i32::from(a) * i32::from(b)).sum();
+            // SAFETY: NEON is a target feature of this build.
+            assert_eq!(unsafe { dot_i8(&w[..n], &x[..n]) }, want, "n = {n}");
+        }
+    }
+
+    /// fp8 decode in registers equals the scalar definition on all 256 codes.
+    #[test]
+    fn fp8_decode_matches_scalar() {
+        for base in (0..=255u8).step_by(8) {
+            let bytes: [i8; 8] = core::array::from_fn(|k| i8::from_le_bytes([base + k as u8]));
+            // SAFETY: NEON is a target feature of this build; the local holds 8 bytes.
+            let (lo, hi) = unsafe { fp8x8(vld1_s8(bytes.as_ptr())) };
+            let mut out = [0f32; 8];
+            // SAFETY: `out` holds 8 f32.
+            unsafe {
+                vst1q_f32(out.as_mut_ptr(), lo);
+                vst1q_f32(out.as_mut_ptr().add(4), hi);
+            }
+            for (k, v) in out.iter().enumerate() {
+                let r = scalar::e4m3_to_f32(base + k as u8);
+                assert!(
+                    v.to_bits() == r.to_bits() || (v.is_nan() && r.is_nan()),
+                    "code {}",
+                    base + k as u8
+                );
+            }
+        }
+    }
+}
