@@ -5,78 +5,21 @@
 //! "Melem/s" divided by 1000 is G nibbles/s. Run with
 //! `cargo bench -p tetrad-benches --bench cfs1`.
 //!
-//! Time is the benchmark thread's **on-CPU time** (`/proc/thread-self/schedstat`, ns), not
-//! wall time: the development machine is a shared 2-vCPU VM where the benchmark thread often
-//! waits in the run queue behind other jobs, and wall time then measures the queue. On-CPU
-//! time still includes cache and SMT interference from the neighbours, so it is a slightly
-//! pessimistic single-core figure. Set `TETRAD_BENCH_WALL=1` to measure wall time instead
-//! (on a quiet machine both agree). Where `/proc/thread-self/schedstat` is unreadable the
-//! bench falls back to wall time and says so.
+//! Time is the shared bench clock [`tetrad_benches::clock`]: this thread's on-CPU time by
+//! default (the development machine is a shared 2-vCPU VM where wall time mostly measures the
+//! run queue), wall time with `TETRAD_BENCH_CLOCK=wall`. On-CPU time still includes the
+//! neighbours' cache and SMT interference, so it is a slightly pessimistic single-core figure.
+//! Every group here is single-threaded, so the thread clock is the right one.
 #![allow(missing_docs)]
 
-use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tetrad_benches::clock::Clock;
 use tetrad_benches::synth;
 use tetrad_fse::{compress_into, decompress_into, max_compressed_len};
 
 const SIZES: [(usize, &str); 2] = [(1 << 20, "1MiB"), (64 << 20, "64MiB")];
-
-/// On-CPU time of the calling thread in ns, or `None` where the kernel does not say.
-fn thread_cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// Criterion measurement: on-CPU time of the benchmark thread (wall time if unavailable or
-/// if `TETRAD_BENCH_WALL` is set).
-struct CpuTime {
-    use_cpu: bool,
-}
-
-impl CpuTime {
-    fn new() -> Self {
-        let use_cpu = std::env::var_os("TETRAD_BENCH_WALL").is_none() && thread_cpu_ns().is_some();
-        eprintln!("cfs1 bench clock: {}", if use_cpu { "thread on-CPU time" } else { "wall time" });
-        Self { use_cpu }
-    }
-}
-
-impl Measurement for CpuTime {
-    type Intermediate = (u64, Instant);
-    type Value = Duration;
-
-    fn start(&self) -> Self::Intermediate {
-        (if self.use_cpu { thread_cpu_ns().unwrap_or(0) } else { 0 }, Instant::now())
-    }
-    fn end(&self, (cpu, wall): Self::Intermediate) -> Self::Value {
-        if self.use_cpu {
-            Duration::from_nanos(thread_cpu_ns().unwrap_or(cpu).saturating_sub(cpu))
-        } else {
-            wall.elapsed()
-        }
-    }
-    fn add(&self, v1: &Self::Value, v2: &Self::Value) -> Self::Value {
-        *v1 + *v2
-    }
-    fn zero(&self) -> Self::Value {
-        Duration::ZERO
-    }
-    fn to_f64(&self, val: &Self::Value) -> f64 {
-        #[allow(clippy::cast_precision_loss)]
-        let ns = val.as_nanos() as f64;
-        ns
-    }
-    fn formatter(&self) -> &dyn ValueFormatter {
-        // Nanoseconds either way: criterion's duration formatter fits.
-        WallTime.formatter()
-    }
-}
 
 /// The decoder's per-state recurrence alone — slot → table load → multiply → add → branch-free
 /// refill select — for one state over `steps` steps, with constant refill bytes and no
@@ -113,7 +56,7 @@ fn chain_table(blob: &[u8]) -> [(u16, u16); 4096] {
     t
 }
 
-fn cfs1(c: &mut Criterion<CpuTime>) {
+fn cfs1(c: &mut Criterion<Clock>) {
     for (bytes, label) in SIZES {
         let src = synth::int4_bytes(bytes, 0x7e7_4ad);
         let h = synth::nibble_histogram(&src);
@@ -169,9 +112,9 @@ fn cfs1(c: &mut Criterion<CpuTime>) {
     }
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default().with_measurement(CpuTime::new());
-    targets = cfs1
+fn config() -> Criterion<Clock> {
+    Criterion::default().with_measurement(Clock::from_env("cfs1")).configure_from_args()
 }
+
+criterion_group! { name = benches; config = config(); targets = cfs1 }
 criterion_main!(benches);
