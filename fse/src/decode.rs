@@ -160,10 +160,50 @@ fn decode_pairs(
     t: &DecodeTable,
     payload: &[u8],
     out: &mut [u8],
-    mut xa: u32,
-    mut xb: u32,
+    xa: u32,
+    xb: u32,
 ) -> Result<(), DecodeError> {
-    let mut p = 0usize;
+    let mut s = State { p: 0, xa, xb };
+    decode_run(t, payload, out, 0, &mut s)?;
+    s.seal(payload.len())
+}
+
+/// Where a decode stands between runs: payload offset and the two states.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct State {
+    /// Payload bytes consumed.
+    pub(crate) p: usize,
+    /// State A.
+    pub(crate) xa: u32,
+    /// State B.
+    pub(crate) xb: u32,
+}
+
+impl State {
+    /// The seal: the payload (`len` bytes) consumed exactly and both states back at `L`.
+    pub(crate) fn seal(&self, len: usize) -> Result<(), DecodeError> {
+        if self.p != len {
+            return Err(DecodeError::Leftover { unread: len - self.p });
+        }
+        if self.xa != L || self.xb != L {
+            return Err(DecodeError::FinalState { a: self.xa, b: self.xb });
+        }
+        Ok(())
+    }
+}
+
+/// Decodes the next `out.len()` pairs from `payload`, resuming at `st` and leaving it where
+/// the run ended; `base` is the index of `out[0]` in the whole output (for error positions).
+/// Does not check the seal. The fast blocks and the checked pairs compute the same function,
+/// so how the output is split into runs never changes the result (module docs).
+pub(crate) fn decode_run(
+    t: &DecodeTable,
+    payload: &[u8],
+    out: &mut [u8],
+    base: usize,
+    st: &mut State,
+) -> Result<(), DecodeError> {
+    let State { mut p, mut xa, mut xb } = *st;
     let mut j = 0usize;
     // Fast blocks: `out` has ≥ BLOCK bytes left and `payload` ≥ WINDOW (proof: module docs).
     while let (Some(win), Some(chunk)) = (
@@ -194,18 +234,12 @@ fn decode_pairs(
         j += BLOCK;
     }
     // Checked pairs: every byte fetch tested.
-    for (o, at) in out[j..].iter_mut().zip(j..) {
+    for (o, at) in out[j..].iter_mut().zip(base + j..) {
         let sa = checked_step(t, &mut xa, payload, &mut p, at)?;
         let sb = checked_step(t, &mut xb, payload, &mut p, at)?;
         *o = sa | sb << 4;
     }
-    // The seal.
-    if p != payload.len() {
-        return Err(DecodeError::Leftover { unread: payload.len() - p });
-    }
-    if xa != L || xb != L {
-        return Err(DecodeError::FinalState { a: xa, b: xb });
-    }
+    *st = State { p, xa, xb };
     Ok(())
 }
 

@@ -22,6 +22,7 @@
 //! | [`compress_into`] | encode into a caller buffer of at least [`max_compressed_len`] bytes |
 //! | [`decompress_into`] | decode, refusing malformed blobs by name |
 //! | [`decompress_into_with`] | the same with a caller-owned 16 KiB [`DecodeTable`] |
+//! | [`Decoder`] | the same in caller-sized pieces (tiles), seal checked with the last one |
 //! | [`Header::parse`] | mode and `rawlen` (plus every framing check) without decoding |
 //! | [`normalize`], [`count_nibbles`] | the model, exposed for tests and tools |
 //!
@@ -112,12 +113,14 @@ mod decode;
 mod encode;
 mod error;
 mod header;
+mod incremental;
 mod model;
 
 pub use decode::{decompress_into, decompress_into_with};
 pub use encode::compress_into;
 pub use error::{DecodeError, EncodeError};
 pub use header::{HEADER_LEN, Header, MAGIC, MIN_RANS_LEN, Mode, TABLE_END};
+pub use incremental::Decoder;
 pub use model::{DecodeTable, count_nibbles, normalize};
 
 /// Probability bits of the model: the table has `M = 2^12` slots.
