@@ -238,10 +238,26 @@ fn sweep(isa: Isa) {
     }
 }
 
+/// Whether `TETRAD_REQUIRE_ISA` names `isa`. The variable is shared with tetrad-rans's decode
+/// arms (one CI step runs both crates' tests): each crate enforces the names it knows, and
+/// [`required_arm_names_are_known`] rejects a name that neither crate knows.
 fn required(isa: Isa) -> bool {
     std::env::var("TETRAD_REQUIRE_ISA")
         .map(|v| v.split(',').any(|n| n.trim() == isa.name()))
         .unwrap_or(false)
+}
+
+/// Every name in `TETRAD_REQUIRE_ISA` is a kernel arm of this crate or a decode arm of
+/// tetrad-rans, so a misspelt name cannot silently require nothing.
+#[test]
+fn required_arm_names_are_known() {
+    let Ok(v) = std::env::var("TETRAD_REQUIRE_ISA") else { return };
+    for name in v.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        assert!(
+            Isa::from_name(name).is_some() || tetrad_rans::Arm::from_name(name).is_some(),
+            "TETRAD_REQUIRE_ISA names {name:?}, an arm of neither tetrad-quant nor tetrad-rans"
+        );
+    }
 }
 
 macro_rules! isa_test {

@@ -86,12 +86,16 @@ pub fn sample(table: &Table, n: usize, seed: u64) -> Vec<u8> {
 
 /// The decode arms to test: every available one. An arm named in `TETRAD_REQUIRE_ISA`
 /// (comma-separated arm names) that is unavailable fails the test instead of being skipped.
+/// The variable is shared with tetrad-quant's kernel arms: a name this crate does not know
+/// (`neon-dot`, `avx512-vnni`, …) is left to tetrad-quant, whose kernel tests reject a name
+/// that neither crate knows.
 pub fn arms() -> Vec<tetrad_rans::Arm> {
     use tetrad_rans::Arm;
     if let Ok(req) = std::env::var("TETRAD_REQUIRE_ISA") {
         for name in req.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            let arm = Arm::from_name(name).unwrap_or_else(|| panic!("unknown arm {name}"));
-            assert!(arm.is_available(), "required arm {name} is not available here");
+            if let Some(arm) = Arm::from_name(name) {
+                assert!(arm.is_available(), "required arm {name} is not available here");
+            }
         }
     }
     let arms: Vec<Arm> = Arm::ALL.iter().copied().filter(|a| a.is_available()).collect();
