@@ -16,6 +16,12 @@
 //! decode error `y` is zero-filled before the error is returned: a corrupted record never
 //! leaves partial products behind.
 //!
+//! CFS1: [`Cfs1Matrix`] is the same adapter over a CFS1 blob of int4-row bytes (the
+//! `cfse_pack` container codes every tensor as one blob): the blob is one sequential stream,
+//! decoded piece by piece with [`tetrad_fse::Decoder`] into the same tiles and multiplied by the
+//! same kernel call, so it has the same exactness and zero-fill contracts. See
+//! `adapter_cfs1.rs`.
+//!
 //! Threads: the record's 256 streams are interleaved across every row, so a row band cannot be
 //! decoded without decoding all bands before it. The `tetrad` crate's threaded matmul therefore
 //! pipelines instead of splitting: one thread decodes tile `k + 1` while another multiplies
@@ -27,9 +33,13 @@ use tetrad_rans::{Arm, DecodeError, Decoder, Record, RecordError, Table};
 
 use crate::Format;
 use crate::isa::Isa;
+
+#[path = "adapter_cfs1.rs"]
+mod cfs1;
 use crate::kernels::{
     KernelError, Matrix, QuantizedActs, Scales, matmul_q8_rows_with, matmul_rows_with,
 };
+pub use cfs1::Cfs1Matrix;
 
 /// Target int4 bytes per tile (a little under a 32 KiB L1 data cache).
 pub const TILE_BYTES: usize = 24 * 1024;
@@ -53,6 +63,22 @@ pub enum AdapterError {
         /// Columns.
         i: usize,
     },
+    /// A CFS1 blob decodes to a different number of bytes than `[O, I]` int4-row needs.
+    #[error("cfs1 blob holds {got} bytes, [{o}, {i}] int4-row needs O·ceil(I/2) = {expected}")]
+    RawLen {
+        /// `rawlen` of the blob.
+        got: u32,
+        /// `O · ceil(I/2)`.
+        expected: u64,
+        /// Rows.
+        o: usize,
+        /// Columns.
+        i: usize,
+    },
+    /// The CFS1 decoder refused the blob (header stage at construction, payload stage or
+    /// seal while multiplying; the output was zero-filled).
+    #[error("cfs1: {0}")]
+    Cfs1(tetrad_fse::DecodeError),
     /// Not one scale per row.
     #[error("{got} scales for {expected} rows")]
     ScaleCount {
@@ -91,6 +117,8 @@ impl AdapterError {
         match self {
             Self::Record(e) => e.class(),
             Self::NSymbols { .. } => "E_COUNT_MISMATCH",
+            Self::RawLen { .. } => "E_RAWLEN_MISMATCH",
+            Self::Cfs1(e) => e.class(),
             Self::ScaleCount { .. } => "E_SCALE_COUNT",
             Self::Overflow { .. } => "E_ADAPTER_OVERFLOW",
             Self::Scratch { .. } => "E_SCRATCH",
@@ -103,6 +131,12 @@ impl AdapterError {
 impl From<KernelError> for AdapterError {
     fn from(e: KernelError) -> Self {
         Self::Kernel(e)
+    }
+}
+
+impl From<tetrad_fse::DecodeError> for AdapterError {
+    fn from(e: tetrad_fse::DecodeError) -> Self {
+        Self::Cfs1(e)
     }
 }
 
@@ -127,7 +161,8 @@ pub enum Acts<'x> {
 }
 
 impl Acts<'_> {
-    const fn s(&self) -> usize {
+    /// Activation rows `S`.
+    pub const fn s(&self) -> usize {
         match self {
             Self::F32 { s, .. } => *s,
             Self::Q8(q) => q.s(),
@@ -229,26 +264,7 @@ impl<'a> Rans256Matrix<'a> {
         ytile: &mut [f32],
         y: &mut [f32],
     ) -> Result<(), AdapterError> {
-        let n = rows.len();
-        let s = acts.s();
-        let m = Matrix::new(
-            Format::Int4Row,
-            tile,
-            Scales::F32(&self.scales[rows.clone()]),
-            n,
-            self.i,
-            0,
-        )?;
-        let yt = &mut ytile[..s * n];
-        match acts {
-            Acts::F32 { x, s } => matmul_rows_with(isa, &m, x, s, 0..n, yt)?,
-            Acts::Q8(q) => matmul_q8_rows_with(isa, &m, q, 0..n, yt)?,
-        }
-        for si in 0..s {
-            y[si * self.o + rows.start..si * self.o + rows.end]
-                .copy_from_slice(&yt[si * n..(si + 1) * n]);
-        }
-        Ok(())
+        multiply_rows(isa, acts, self.scales, self.o, self.i, tile, rows, ytile, y)
     }
 
     /// `y = acts · Wᵀ` (`y` is `S × O`), decoding tile by tile into `wbuf` and multiplying on
@@ -281,24 +297,8 @@ impl<'a> Rans256Matrix<'a> {
         ybuf: &mut [f32],
     ) -> Result<(), AdapterError> {
         let s = acts.s();
-        let want_y =
-            s.checked_mul(self.o).ok_or(AdapterError::Overflow { o: self.o, i: self.i })?;
-        if y.len() != want_y {
-            return Err(AdapterError::Kernel(KernelError::Length {
-                what: "y",
-                expected: want_y,
-                got: y.len(),
-            }));
-        }
-        let by_w = wbuf.len() / self.stride.max(1);
-        let by_y = ybuf.len().checked_div(s).unwrap_or(usize::MAX);
-        let t = by_w.min(by_y).min(self.o);
-        if t == 0 && self.o > 0 {
-            return Err(AdapterError::Scratch {
-                needed: self.stride.max(s * 4),
-                got: wbuf.len().min(ybuf.len() * 4),
-            });
-        }
+        check_y(s, self.o, self.i, y)?;
+        let t = scratch_rows(self.o, self.stride, s, wbuf, ybuf)?;
         let mut dec = self.decoder(arm)?;
         let mut r0 = 0;
         while r0 < self.o {
@@ -333,4 +333,67 @@ impl<'a> Rans256Matrix<'a> {
         let mut ybuf = std::vec![0f32; t * acts.s()];
         self.matmul_scratch(isa, arm, acts, y, &mut wbuf, &mut ybuf)
     }
+}
+
+/// Refuses a `y` that is not `S × O`.
+fn check_y(s: usize, o: usize, i: usize, y: &[f32]) -> Result<(), AdapterError> {
+    let want_y = s.checked_mul(o).ok_or(AdapterError::Overflow { o, i })?;
+    if y.len() != want_y {
+        return Err(AdapterError::Kernel(KernelError::Length {
+            what: "y",
+            expected: want_y,
+            got: y.len(),
+        }));
+    }
+    Ok(())
+}
+
+/// Rows per tile that both scratch buffers hold (`E_SCRATCH` if not even one).
+fn scratch_rows(
+    o: usize,
+    stride: usize,
+    s: usize,
+    wbuf: &[u8],
+    ybuf: &[f32],
+) -> Result<usize, AdapterError> {
+    let by_w = wbuf.len() / stride.max(1);
+    let by_y = ybuf.len().checked_div(s).unwrap_or(usize::MAX);
+    let t = by_w.min(by_y).min(o);
+    if t == 0 && o > 0 {
+        return Err(AdapterError::Scratch {
+            needed: stride.max(s * 4),
+            got: wbuf.len().min(ybuf.len() * 4),
+        });
+    }
+    Ok(t)
+}
+
+/// One tile through the int4-row kernel: rows `rows` of an `[o, i]` matrix, decoded into
+/// `tile`, multiplied on arm `isa` into `ytile` (`S · rows.len()` floats used), then scattered
+/// into `y` (`S × O`). The kernel sees exactly the rows and activations dense matmul would, so
+/// each output is bit-identical to dense matmul on the same arm.
+#[allow(clippy::too_many_arguments)] // the tile's geometry, spelled out
+pub(crate) fn multiply_rows(
+    isa: Isa,
+    acts: Acts<'_>,
+    scales: &[f32],
+    o: usize,
+    i: usize,
+    tile: &[u8],
+    rows: Range<usize>,
+    ytile: &mut [f32],
+    y: &mut [f32],
+) -> Result<(), AdapterError> {
+    let n = rows.len();
+    let s = acts.s();
+    let m = Matrix::new(Format::Int4Row, tile, Scales::F32(&scales[rows.clone()]), n, i, 0)?;
+    let yt = &mut ytile[..s * n];
+    match acts {
+        Acts::F32 { x, s } => matmul_rows_with(isa, &m, x, s, 0..n, yt)?,
+        Acts::Q8(q) => matmul_q8_rows_with(isa, &m, q, 0..n, yt)?,
+    }
+    for si in 0..s {
+        y[si * o + rows.start..si * o + rows.end].copy_from_slice(&yt[si * n..(si + 1) * n]);
+    }
+    Ok(())
 }
