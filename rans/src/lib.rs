@@ -104,6 +104,7 @@ extern crate std;
 
 pub mod decode;
 pub mod error;
+pub mod rans64;
 pub mod record;
 pub mod stream;
 pub mod table;

@@ -1,0 +1,48 @@
+//! SIMD decode arms of `int4-rans64-t1`: the only modules of this format allowed `unsafe`.
+//!
+//! Each arm exposes a safe `rounds` function: decode as many whole rounds into `out` (a
+//! multiple of 64 bytes) as it can *prove* safe — every way holding at least 64 unread bytes
+//! at the start of a round, which covers the two 16-word loads of the round — and return how
+//! many it did. The scalar reference decodes the rest with checked fetches, so overruns and
+//! seal failures are always reported by the scalar code, identically for every arm.
+#![allow(unsafe_code)] // The SIMD arms (STYLE.md): every block carries a SAFETY comment.
+
+use super::decode::Arm;
+use super::model::Model;
+use super::{LANES, WAYS};
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod x86_64;
+
+/// Whether the CPU runs `arm` (scalar is handled by the caller).
+pub(super) fn detected(arm: Arm) -> bool {
+    match arm {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx2 => x86_64::avx2_detected(),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx512 => x86_64::avx512_detected(),
+        _ => false,
+    }
+}
+
+/// Decodes whole rounds with `arm`; returns the number of rounds done (0 for the scalar arm,
+/// which the caller runs itself).
+pub(super) fn rounds(
+    arm: Arm,
+    model: &Model,
+    st: &mut [u32; LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    match arm {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx2 => x86_64::rounds_avx2(model, st, ways, pos, out),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx512 => x86_64::rounds_avx512(model, st, ways, pos, out),
+        _ => {
+            let _ = (model, st, ways, pos, out);
+            0
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! x86-64 arms: AVX-512 (one way = one 16-lane vector) and AVX2 (one way = two 8-lane
+//! vectors). Both mirror `Model::step` and the scalar refill exactly.
+//!
+//! One decode step of a vector of states `x`, with `t = x >> 8` (bucket in bits 0..4, which is
+//! all `vpermd` looks at) and `xs = x << 20` (the slot in the top 12 bits):
+//! 1. `upper = xs ≥ thr[t]` — one permute, one unsigned compare (AVX2: two permutes and a
+//!    blend on bit 31 of `xs`, i.e. bucket bit 3, then `max`/`cmpeq` for the unsigned test);
+//! 2. `e = upper ? hi[t] : lo[t]` — AVX-512: a permute and a merge-masked permute;
+//! 3. `x = (e & 0xFFF)·(x >> 12) + (x & 0xFFF) + (e >>s 16)` — and, shift, `vpmulld`, two adds;
+//! 4. refill: lanes with `x < 2^16` take the next words of the way in lane order. AVX-512: a
+//!    compare into a mask, a 32-byte load widened to 16 dwords, `vpexpandd` under the mask,
+//!    a masked shift and an OR; the way pointer advances by `2·popcount(mask)`. AVX2: a
+//!    `movmskps` selects a `vpermd` pattern from a 256-entry table instead of the expand.
+//!
+//! Per round a way does two steps (low nibble, high nibble) and its 16 output bytes come from
+//! the two entries' symbol fields with two shifts, one `vpternlogd` and one `vpmovdb`
+//! (AVX2: shifts, masks, two packs and a `vpermd`). The four ways are independent chains.
+
+use core::arch::x86_64::{__m128i, _mm_loadu_si128};
+use core::arch::x86_64::{
+    __m256i, __m512i, _mm_storeu_si128, _mm256_add_epi32, _mm256_and_si256, _mm256_blendv_epi8,
+    _mm256_blendv_ps, _mm256_castps_si256, _mm256_castsi256_ps, _mm256_castsi256_si128,
+    _mm256_cmpeq_epi32, _mm256_cmpgt_epi32, _mm256_cvtepu16_epi32, _mm256_loadu_si256,
+    _mm256_movemask_ps, _mm256_mullo_epi32, _mm256_or_si256, _mm256_packus_epi16,
+    _mm256_packus_epi32, _mm256_permutevar8x32_epi32, _mm256_set1_epi32, _mm256_setr_epi32,
+    _mm256_setzero_si256, _mm256_slli_epi32, _mm256_srai_epi32, _mm256_srli_epi32,
+    _mm256_storeu_si256, _mm512_add_epi32, _mm512_and_si512, _mm512_cmpge_epu32_mask,
+    _mm512_cmplt_epu32_mask, _mm512_cvtepi32_epi8, _mm512_cvtepu16_epi32, _mm512_loadu_si512,
+    _mm512_mask_permutexvar_epi32, _mm512_mask_slli_epi32, _mm512_maskz_expand_epi32,
+    _mm512_mullo_epi32, _mm512_or_si512, _mm512_permutexvar_epi32, _mm512_set1_epi32,
+    _mm512_srai_epi32, _mm512_srli_epi32, _mm512_storeu_si512, _mm512_ternarylogic_epi32,
+};
+
+use super::super::model::Model;
+use super::super::{LANES, WAY_LANES, WAYS};
+
+/// Bytes a way must hold unread at the start of a round for the round's loads to stay inside
+/// it: the first step loads 32 bytes and consumes at most 32, the second loads 32 more.
+const ROUND_SLACK: usize = 64;
+
+/// Whether this CPU runs AVX-512 F + BW.
+pub(super) fn avx512_detected() -> bool {
+    #[cfg(feature = "std")]
+    {
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("popcnt")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(all(
+            target_feature = "avx512f",
+            target_feature = "avx512bw",
+            target_feature = "popcnt"
+        ))
+    }
+}
+
+/// Whether this CPU runs AVX2.
+pub(super) fn avx2_detected() -> bool {
+    #[cfg(feature = "std")]
+    {
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(all(target_feature = "avx2", target_feature = "popcnt"))
+    }
+}
+
+/// Whole rounds with AVX-512; returns how many (0 if the CPU lacks it).
+pub(super) fn rounds_avx512(
+    model: &Model,
+    st: &mut [u32; LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    if !avx512_detected() {
+        return 0;
+    }
+    // SAFETY: the CPU supports AVX-512 F and BW (checked just above).
+    unsafe { rounds512(model, st, ways, pos, out) }
+}
+
+/// Whether every way holds a full round's slack.
+#[inline(always)]
+fn round_fits(ways: &[&[u8]; WAYS], off: &[usize; WAYS]) -> bool {
+    (0..WAYS).all(|w| ways[w].len() - off[w] >= ROUND_SLACK)
+}
+
+#[target_feature(enable = "avx512f,avx512bw,popcnt")]
+fn rounds512(
+    model: &Model,
+    st: &mut [u32; LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    // SAFETY: each table is 16 u32 = 64 bytes, an unaligned 512-bit load reads exactly them.
+    let thr = unsafe { _mm512_loadu_si512(model.thr.as_ptr().cast()) };
+    // SAFETY: as above.
+    let lo = unsafe { _mm512_loadu_si512(model.lo.as_ptr().cast()) };
+    // SAFETY: as above.
+    let hi = unsafe { _mm512_loadu_si512(model.hi.as_ptr().cast()) };
+    // SAFETY: `st` has 64 u32; lanes 16w..16w+16 are in bounds for w < 4.
+    let load =
+        |w: usize| unsafe { _mm512_loadu_si512(st.as_ptr().wrapping_add(w * WAY_LANES).cast()) };
+    let (mut x0, mut x1, mut x2, mut x3) = (load(0), load(1), load(2), load(3));
+    let nib = _mm512_set1_epi32(0x0F);
+    let [mut o0, mut o1, mut o2, mut o3] = *pos;
+    let [w0, w1, w2, w3] = *ways;
+    let rounds = out.len() / LANES;
+    let mut r = 0;
+    // The four ways are written out (not a loop over an array) so that their states stay in
+    // registers and the four chains interleave.
+    while r < rounds && round_fits(ways, &[o0, o1, o2, o3]) {
+        let (e00, y0) = step512(x0, thr, lo, hi);
+        let (e01, y1) = step512(x1, thr, lo, hi);
+        let (e02, y2) = step512(x2, thr, lo, hi);
+        let (e03, y3) = step512(x3, thr, lo, hi);
+        let y0 = refill512(y0, w0, &mut o0);
+        let y1 = refill512(y1, w1, &mut o1);
+        let y2 = refill512(y2, w2, &mut o2);
+        let y3 = refill512(y3, w3, &mut o3);
+        let (e10, y0) = step512(y0, thr, lo, hi);
+        let (e11, y1) = step512(y1, thr, lo, hi);
+        let (e12, y2) = step512(y2, thr, lo, hi);
+        let (e13, y3) = step512(y3, thr, lo, hi);
+        x0 = refill512(y0, w0, &mut o0);
+        x1 = refill512(y1, w1, &mut o1);
+        x2 = refill512(y2, w2, &mut o2);
+        x3 = refill512(y3, w3, &mut o3);
+        for (w, e0, e1) in [(0, e00, e10), (1, e01, e11), (2, e02, e12), (3, e03, e13)] {
+            // Low byte of each lane: bits 0..4 from e0's symbol, 4..8 from e1's.
+            let bytes = _mm512_ternarylogic_epi32::<0xE4>(
+                _mm512_srli_epi32::<12>(e0),
+                _mm512_srli_epi32::<8>(e1),
+                nib,
+            );
+            let packed = _mm512_cvtepi32_epi8(bytes);
+            // SAFETY: r < rounds = out.len() / 64, so bytes 64r + 16w .. + 16 are in `out`.
+            unsafe {
+                _mm_storeu_si128(
+                    out.as_mut_ptr().wrapping_add(LANES * r + WAY_LANES * w).cast(),
+                    packed,
+                )
+            };
+        }
+        r += 1;
+    }
+    for (w, v) in [x0, x1, x2, x3].into_iter().enumerate() {
+        // SAFETY: as for the loads above.
+        unsafe { _mm512_storeu_si512(st.as_mut_ptr().wrapping_add(w * WAY_LANES).cast(), v) };
+    }
+    *pos = [o0, o1, o2, o3];
+    r
+}
+
+/// One decode step of 16 lanes: `(entry, next state before refill)`. Twelve operations.
+#[target_feature(enable = "avx512f,avx512bw,popcnt")]
+#[inline]
+fn step512(x: __m512i, thr: __m512i, lo: __m512i, hi: __m512i) -> (__m512i, __m512i) {
+    let t = _mm512_srli_epi32::<8>(x);
+    let low12 = _mm512_set1_epi32(0xFFF);
+    let slot = _mm512_and_si512(x, low12);
+    let upper = _mm512_cmpge_epu32_mask(slot, _mm512_permutexvar_epi32(t, thr));
+    let e = _mm512_mask_permutexvar_epi32(_mm512_permutexvar_epi32(t, lo), upper, t, hi);
+    let f = _mm512_and_si512(e, low12);
+    let q = _mm512_srli_epi32::<12>(x);
+    let c = _mm512_srai_epi32::<16>(e);
+    let next = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(f, q), slot), c);
+    (e, next)
+}
+
+/// Refills the lanes below `2^16` from `way` at `*off` (lane order), advancing `*off`.
+#[target_feature(enable = "avx512f,avx512bw,popcnt")]
+#[inline]
+fn refill512(x: __m512i, way: &[u8], off: &mut usize) -> __m512i {
+    let need = _mm512_cmplt_epu32_mask(x, _mm512_set1_epi32(0x1_0000));
+    // SAFETY: `rounds512` only starts a round while `way` holds ≥ 64 unread bytes; within the
+    // round at most 32 bytes are consumed before this load, so [off, off + 32) is in `way`.
+    let words = unsafe { _mm256_loadu_si256(way.as_ptr().wrapping_add(*off).cast()) };
+    let fresh = _mm512_maskz_expand_epi32(need, _mm512_cvtepu16_epi32(words));
+    *off += 2 * need.count_ones() as usize;
+    _mm512_or_si512(_mm512_mask_slli_epi32::<16>(x, need, x), fresh)
+}
+
+/// Whole rounds with AVX2; returns how many (0 if the CPU lacks it).
+pub(super) fn rounds_avx2(
+    model: &Model,
+    st: &mut [u32; LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    if !avx2_detected() {
+        return 0;
+    }
+    // SAFETY: the CPU supports AVX2 (checked just above).
+    unsafe { rounds256(model, st, ways, pos, out) }
+}
+
+/// The lookup tables of one model, split in halves for 8-entry `vpermd`s.
+#[derive(Clone, Copy)]
+struct Tables256 {
+    thr: [__m256i; 2],
+    lo: [__m256i; 2],
+    hi: [__m256i; 2],
+}
+
+/// For each 8-bit refill mask, the `vpermd` pattern moving word `k` to the lane of the
+/// `k`-th set bit (lanes without a bit get 0 and are masked off).
+static EXPAND8: [[u32; 8]; 256] = {
+    let mut t = [[0u32; 8]; 256];
+    let mut m = 0;
+    while m < 256 {
+        let mut k = 0u32;
+        let mut lane = 0;
+        while lane < 8 {
+            if m & (1 << lane) != 0 {
+                t[m][lane] = k;
+                k += 1;
+            }
+            lane += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
+#[target_feature(enable = "avx2,popcnt")]
+fn rounds256(
+    model: &Model,
+    st: &mut [u32; LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    let load = |a: &[u32; 16], h: usize| {
+        // SAFETY: every table is 16 u32; each 256-bit load reads 8 of them at offset 0 or 8.
+        unsafe { _mm256_loadu_si256(a.as_ptr().wrapping_add(8 * h).cast()) }
+    };
+    let tables = {
+        Tables256 {
+            thr: [load(&model.thr, 0), load(&model.thr, 1)],
+            lo: [load(&model.lo, 0), load(&model.lo, 1)],
+            hi: [load(&model.hi, 0), load(&model.hi, 1)],
+        }
+    };
+    let mut x = [_mm256_setzero_si256(); 2 * WAYS];
+    for (v, xv) in x.iter_mut().enumerate() {
+        // SAFETY: `st` has 64 u32; vector v covers lanes 8v..8v+8, in bounds for v < 8.
+        *xv = unsafe { _mm256_loadu_si256(st.as_ptr().wrapping_add(8 * v).cast()) };
+    }
+    let mut off = *pos;
+    let rounds = out.len() / LANES;
+    let mut r = 0;
+    while r < rounds && round_fits(ways, &off) {
+        for w in 0..WAYS {
+            let (e0a, xa) = step256(x[2 * w], &tables);
+            let xa = refill256(xa, ways[w], &mut off[w]);
+            let (e0b, xb) = step256(x[2 * w + 1], &tables);
+            let xb = refill256(xb, ways[w], &mut off[w]);
+            let (e1a, xa) = step256(xa, &tables);
+            x[2 * w] = refill256(xa, ways[w], &mut off[w]);
+            let (e1b, xb) = step256(xb, &tables);
+            x[2 * w + 1] = refill256(xb, ways[w], &mut off[w]);
+            let packed = pack16(e0a, e1a, e0b, e1b);
+            // SAFETY: r < rounds = out.len() / 64, so bytes 64r + 16w .. + 16 are in `out`.
+            unsafe {
+                _mm_storeu_si128(
+                    out.as_mut_ptr().wrapping_add(LANES * r + WAY_LANES * w).cast(),
+                    packed,
+                )
+            };
+        }
+        r += 1;
+    }
+    for (v, xv) in x.iter().enumerate() {
+        // SAFETY: as for the loads above.
+        unsafe { _mm256_storeu_si256(st.as_mut_ptr().wrapping_add(8 * v).cast(), *xv) };
+    }
+    *pos = off;
+    r
+}
+
+/// A 16-entry lookup: entries 0..8 / 8..16 by `t`'s low 3 bits, the half by bit 31 of `sel`.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn lookup16(t: __m256i, sel: __m256i, table: &[__m256i; 2]) -> __m256i {
+    let a = _mm256_permutevar8x32_epi32(table[0], t);
+    let b = _mm256_permutevar8x32_epi32(table[1], t);
+    _mm256_castps_si256(_mm256_blendv_ps(
+        _mm256_castsi256_ps(a),
+        _mm256_castsi256_ps(b),
+        _mm256_castsi256_ps(sel),
+    ))
+}
+
+/// One decode step of 8 lanes: `(entry, next state before refill)`.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn step256(x: __m256i, tb: &Tables256) -> (__m256i, __m256i) {
+    let t = _mm256_srli_epi32::<8>(x);
+    // Bit 31 of xs is bit 11 of x: bucket bit 3, which picks the table half.
+    let xs = _mm256_slli_epi32::<20>(x);
+    let low12 = _mm256_set1_epi32(0xFFF);
+    let slot = _mm256_and_si256(x, low12);
+    // Both sides are below 2^13, so the signed compare is the unsigned one.
+    let lower = _mm256_cmpgt_epi32(lookup16(t, xs, &tb.thr), slot);
+    let e = _mm256_blendv_epi8(lookup16(t, xs, &tb.hi), lookup16(t, xs, &tb.lo), lower);
+    let f = _mm256_and_si256(e, low12);
+    let q = _mm256_srli_epi32::<12>(x);
+    let c = _mm256_srai_epi32::<16>(e);
+    let next = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(f, q), slot), c);
+    (e, next)
+}
+
+/// Refills the lanes below `2^16` from `way` at `*off` (lane order), advancing `*off`.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn refill256(x: __m256i, way: &[u8], off: &mut usize) -> __m256i {
+    let need = _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>(x), _mm256_setzero_si256());
+    #[allow(clippy::cast_sign_loss)] // movemask of 8 lanes: 0..=255
+    let bits = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
+    // SAFETY: `rounds256` only starts a round while `way` holds ≥ 64 unread bytes; within the
+    // round at most 48 bytes are consumed before this load, so [off, off + 16) is in `way`.
+    let words: __m128i = unsafe { _mm_loadu_si128(way.as_ptr().wrapping_add(*off).cast()) };
+    // SAFETY: EXPAND8 rows are 8 u32 = 32 bytes; the index is masked below 256.
+    let pattern = unsafe { _mm256_loadu_si256(EXPAND8[bits & 255].as_ptr().cast()) };
+    // Lanes that take no word get some other word here; the blend below ignores them.
+    let fresh = _mm256_permutevar8x32_epi32(_mm256_cvtepu16_epi32(words), pattern);
+    *off += 2 * bits.count_ones() as usize;
+    let shifted = _mm256_or_si256(_mm256_slli_epi32::<16>(x), fresh);
+    _mm256_blendv_epi8(x, shifted, need)
+}
+
+/// The 16 output bytes of a way from its four entry vectors (lanes 0..8: `a`, 8..16: `b`).
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn pack16(e0a: __m256i, e1a: __m256i, e0b: __m256i, e1b: __m256i) -> __m128i {
+    let lo = _mm256_set1_epi32(0x0F);
+    let hi = _mm256_set1_epi32(0xF0);
+    let byte = |e0: __m256i, e1: __m256i| {
+        _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi32::<12>(e0), lo),
+            _mm256_and_si256(_mm256_srli_epi32::<8>(e1), hi),
+        )
+    };
+    let words = _mm256_packus_epi32(byte(e0a, e1a), byte(e0b, e1b));
+    let bytes = _mm256_packus_epi16(words, words);
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5);
+    _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(bytes, order))
+}

@@ -1,0 +1,358 @@
+//! Decoding: the scalar reference, arm selection, and a resumable per-chunk decoder.
+//!
+//! A chunk decodes in *rounds*: round `r` produces bytes `64r .. 64r + 64` of the chunk, lane
+//! `ℓ` producing byte `64r + ℓ` (low nibble step for all lanes, then high nibble step). A
+//! step is [`Model::step`] followed by at most one refill word from the lane's way. The
+//! scalar code below is the spec's decoder; a SIMD arm decodes whole rounds while every way
+//! still holds at least 64 bytes (so its 16-word loads can never leave the stream) and hands
+//! the rest — including every place an error can occur — back to the scalar code, which is
+//! why every arm refuses exactly what the scalar decoder refuses.
+
+use core::sync::atomic::{AtomicU8, Ordering};
+
+use super::arch;
+use super::format::{Blob, Chunk, ChunkBody};
+use super::model::Model;
+use super::{Error, LANES, RANS_L, WAY_LANES, WAYS};
+
+/// A decode arm of `int4-rans64-t1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Arm {
+    /// The reference: one lane and one step at a time, every word fetch checked.
+    Scalar,
+    /// x86-64 AVX2: a way is two 8-lane vectors; 16-entry lookups as two `vpermd` + blend.
+    Avx2,
+    /// x86-64 AVX-512 F+BW: a way is one 16-lane vector; lookups are single `vpermd`s,
+    /// refills one load + `vpexpandd`.
+    Avx512,
+    /// aarch64 NEON (not yet implemented: never available).
+    Neon,
+}
+
+impl core::fmt::Display for Arm {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+static SELFTEST: [AtomicU8; 4] =
+    [AtomicU8::new(0), AtomicU8::new(0), AtomicU8::new(0), AtomicU8::new(0)];
+
+impl Arm {
+    /// Every arm this build knows.
+    pub const ALL: &'static [Arm] = &[Arm::Scalar, Arm::Avx2, Arm::Avx512, Arm::Neon];
+
+    /// The arm's name (`scalar`, `avx2`, `avx512`, `neon`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Arm::Scalar => "scalar",
+            Arm::Avx2 => "avx2",
+            Arm::Avx512 => "avx512",
+            Arm::Neon => "neon",
+        }
+    }
+
+    /// Looks an arm up by [`Arm::name`].
+    pub fn from_name(name: &str) -> Option<Arm> {
+        Arm::ALL.iter().copied().find(|a| a.name() == name)
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Arm::Scalar => 0,
+            Arm::Avx2 => 1,
+            Arm::Avx512 => 2,
+            Arm::Neon => 3,
+        }
+    }
+
+    /// Whether the CPU (and this build) can run the arm, before the selftest.
+    pub fn cpu_supported(self) -> bool {
+        match self {
+            Arm::Scalar => true,
+            other => arch::detected(other),
+        }
+    }
+
+    /// Whether the arm can run here and passed its first-use selftest against the scalar
+    /// decoder (an arm that disagrees is disabled and reported on stderr with `std`).
+    pub fn is_available(self) -> bool {
+        if !self.cpu_supported() {
+            return false;
+        }
+        if self == Arm::Scalar {
+            return true;
+        }
+        let cell = &SELFTEST[self.index()];
+        match cell.load(Ordering::Relaxed) {
+            1 => true,
+            2 => false,
+            _ => {
+                let ok = selftest(self);
+                cell.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
+                #[cfg(feature = "std")]
+                if !ok {
+                    std::eprintln!(
+                        "tetrad-rans: int4-rans64-t1 arm {self} disagrees with the scalar decoder on its selftest; disabled"
+                    );
+                }
+                ok
+            }
+        }
+    }
+
+    /// The fastest available arm (AVX-512, then AVX2, then NEON, else scalar).
+    pub fn best() -> Arm {
+        static BEST: AtomicU8 = AtomicU8::new(u8::MAX);
+        if let Some(&arm) = Arm::ALL.get(usize::from(BEST.load(Ordering::Relaxed))) {
+            return arm;
+        }
+        let arm = [Arm::Avx512, Arm::Avx2, Arm::Neon]
+            .into_iter()
+            .find(|a| a.is_available())
+            .unwrap_or(Arm::Scalar);
+        #[allow(clippy::cast_possible_truncation)] // < 4 arms
+        BEST.store(arm.index() as u8, Ordering::Relaxed);
+        arm
+    }
+}
+
+/// Encodes a fixed skewed input (rare symbols, partial rounds, two chunks) and checks that
+/// `arm` decodes it exactly as the scalar decoder does.
+fn selftest(arm: Arm) -> bool {
+    const N: usize = 6000;
+    let mut src = [0u8; N];
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    for b in src.iter_mut() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        // Two nibbles from a peaked distribution with the occasional extreme value.
+        let pick = |v: u64| -> u8 {
+            let t = v & 0xFF;
+            let n = if t < 3 { (v >> 8) & 15 } else { 6 + (v >> 8) % 4 };
+            #[allow(clippy::cast_possible_truncation)]
+            let n8 = n as u8;
+            n8
+        };
+        *b = pick(seed) | (pick(seed >> 20) << 4);
+    }
+    let mut blob = [0u8; N + 64];
+    let Ok(len) = super::encode_into(&src, 12, &mut blob) else { return false };
+    let mut a = [0u8; N];
+    let mut b = [0xA5u8; N];
+    let ra = decode_blob(Arm::Scalar, &blob[..len], &mut a);
+    let rb = decode_blob(arm, &blob[..len], &mut b);
+    ra.is_ok() && rb.is_ok() && a == b && a == src
+}
+
+/// Decodes a blob with the best available arm into `out` (exactly `n_bytes` long).
+pub fn decode_into(blob: &[u8], out: &mut [u8]) -> Result<(), Error> {
+    decode_blob(Arm::best(), blob, out)
+}
+
+/// Decodes a blob with a forced arm; `E_PATH_UNAVAILABLE` if it cannot run here.
+pub fn decode_with(arm: Arm, blob: &[u8], out: &mut [u8]) -> Result<(), Error> {
+    if !arm.is_available() {
+        return Err(Error::Unavailable { arm });
+    }
+    decode_blob(arm, blob, out)
+}
+
+fn decode_blob(arm: Arm, blob: &[u8], out: &mut [u8]) -> Result<(), Error> {
+    let blob = Blob::parse(blob)?;
+    if out.len() as u64 != blob.n_bytes() {
+        return Err(Error::OutputLength { got: out.len() as u64, expected: blob.n_bytes() });
+    }
+    let step = 1usize << blob.chunk_shift();
+    for (chunk, dst) in blob.chunks().zip(out.chunks_mut(step.max(1))) {
+        ChunkDecoder::with_arm(chunk?, arm).decode_next(dst)?;
+    }
+    Ok(())
+}
+
+/// Decodes chunk `c` of a parsed blob with a forced arm into `out` (its raw length).
+pub fn decode_chunk_with(arm: Arm, blob: &Blob<'_>, c: usize, out: &mut [u8]) -> Result<(), Error> {
+    if !arm.is_available() {
+        return Err(Error::Unavailable { arm });
+    }
+    ChunkDecoder::with_arm(blob.chunk(c)?, arm).decode_next(out)
+}
+
+/// Decodes one chunk in pieces (for callers that consume tiles, such as the fused matmul):
+/// each [`ChunkDecoder::decode_next`] call continues where the previous one stopped.
+#[derive(Debug, Clone)]
+pub struct ChunkDecoder<'a> {
+    chunk: Chunk<'a>,
+    arm: Arm,
+    states: [u32; LANES],
+    pos: [usize; WAYS],
+    done: usize,
+    failed: bool,
+}
+
+impl<'a> ChunkDecoder<'a> {
+    /// A decoder using the best available arm.
+    pub fn new(chunk: Chunk<'a>) -> ChunkDecoder<'a> {
+        ChunkDecoder::with_arm(chunk, Arm::best())
+    }
+
+    /// A decoder using `arm` (the caller has checked that it is available; an unavailable
+    /// arm falls back to nothing: `decode_with`/`decode_chunk_with` refuse it first).
+    fn with_arm(chunk: Chunk<'a>, arm: Arm) -> ChunkDecoder<'a> {
+        let states = match &chunk.body {
+            ChunkBody::Coded { states, .. } => *states,
+            ChunkBody::Raw(_) => [RANS_L; LANES],
+        };
+        ChunkDecoder { chunk, arm, states, pos: [0; WAYS], done: 0, failed: false }
+    }
+
+    /// A decoder using a forced arm; `E_PATH_UNAVAILABLE` if it cannot run here.
+    pub fn new_with(chunk: Chunk<'a>, arm: Arm) -> Result<ChunkDecoder<'a>, Error> {
+        if !arm.is_available() {
+            return Err(Error::Unavailable { arm });
+        }
+        Ok(ChunkDecoder::with_arm(chunk, arm))
+    }
+
+    /// Bytes still to decode.
+    pub fn remaining(&self) -> usize {
+        self.chunk.raw_len - self.done
+    }
+
+    /// Decodes the next `out.len()` bytes. `out.len()` must be a multiple of 64 or reach the
+    /// end of the chunk exactly (`E_OUTPUT_LENGTH` otherwise); the call that reaches the end
+    /// checks the seal. After an error the decoder refuses every further call.
+    pub fn decode_next(&mut self, out: &mut [u8]) -> Result<(), Error> {
+        let rem = self.remaining();
+        if self.failed || out.len() > rem || (!out.len().is_multiple_of(LANES) && out.len() != rem)
+        {
+            return Err(Error::OutputLength { got: out.len() as u64, expected: rem as u64 });
+        }
+        let result = self.decode_inner(out);
+        if result.is_err() {
+            self.failed = true;
+        }
+        result
+    }
+
+    fn decode_inner(&mut self, out: &mut [u8]) -> Result<(), Error> {
+        let index = self.chunk.index;
+        let (model, ways) = match &self.chunk.body {
+            ChunkBody::Raw(raw) => {
+                out.copy_from_slice(&raw[self.done..self.done + out.len()]);
+                self.done += out.len();
+                return Ok(());
+            }
+            ChunkBody::Coded { model, ways, .. } => (model, ways),
+        };
+        let full = out.len() / LANES * LANES;
+        let (body, tail) = out.split_at_mut(full);
+        let simd = arch::rounds(self.arm, model, &mut self.states, ways, &mut self.pos, body);
+        for round in body[simd * LANES..].chunks_exact_mut(LANES) {
+            scalar_round(model, &mut self.states, ways, &mut self.pos, round, index)?;
+        }
+        if !tail.is_empty() {
+            scalar_round(model, &mut self.states, ways, &mut self.pos, tail, index)?;
+        }
+        self.done += out.len();
+        if self.done == self.chunk.raw_len {
+            seal(&self.states, ways, &self.pos, index)?;
+        }
+        Ok(())
+    }
+}
+
+/// One round (or the final partial round: `out.len()` active lanes) of the reference decoder.
+fn scalar_round(
+    model: &Model,
+    st: &mut [u32; LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+    chunk: usize,
+) -> Result<(), Error> {
+    for half in 0..2 {
+        for (lane, byte) in out.iter_mut().enumerate() {
+            let w = lane / WAY_LANES;
+            let (sym, mut x) = model.step(st[lane]);
+            if x < RANS_L {
+                let p = pos[w];
+                let Some(word) = ways[w].get(p..p + 2) else {
+                    #[allow(clippy::cast_possible_truncation)] // w < 4
+                    return Err(Error::Overrun { chunk, way: w as u8 });
+                };
+                x = (x << 16) | u32::from(u16::from_le_bytes([word[0], word[1]]));
+                pos[w] = p + 2;
+            }
+            st[lane] = x;
+            if half == 0 {
+                *byte = sym;
+            } else {
+                *byte |= sym << 4;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The seal: every state back at `L` (lanes ascending), then every way consumed exactly.
+fn seal(
+    st: &[u32; LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &[usize; WAYS],
+    chunk: usize,
+) -> Result<(), Error> {
+    for (lane, &x) in st.iter().enumerate() {
+        if x != RANS_L {
+            #[allow(clippy::cast_possible_truncation)] // lane < 64
+            return Err(Error::FinalState { chunk, lane: lane as u8, got: x });
+        }
+    }
+    for w in 0..WAYS {
+        if pos[w] != ways[w].len() {
+            #[allow(clippy::cast_possible_truncation)] // w < 4, words < 2^32
+            return Err(Error::Leftover {
+                chunk,
+                way: w as u8,
+                left: ((ways[w].len() - pos[w]) / 2) as u32,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Decodes a blob on `threads` threads (chunks split in contiguous runs), best arm.
+#[cfg(feature = "std")]
+pub fn decode_threads(blob: &[u8], out: &mut [u8], threads: usize) -> Result<(), Error> {
+    let parsed = Blob::parse(blob)?;
+    if out.len() as u64 != parsed.n_bytes() {
+        return Err(Error::OutputLength { got: out.len() as u64, expected: parsed.n_bytes() });
+    }
+    let arm = Arm::best();
+    let step = 1usize << parsed.chunk_shift();
+    let n = parsed.n_chunks();
+    let threads = threads.clamp(1, n.max(1));
+    let per = n.div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let mut handles = std::vec::Vec::new();
+        for (t, dst) in out.chunks_mut(per * step).enumerate() {
+            let parsed = &parsed;
+            handles.push(scope.spawn(move || -> Result<(), Error> {
+                for (chunk, piece) in parsed.chunks().skip(t * per).zip(dst.chunks_mut(step)) {
+                    ChunkDecoder::with_arm(chunk?, arm).decode_next(piece)?;
+                }
+                Ok(())
+            }));
+        }
+        let mut result = Ok(());
+        for h in handles {
+            let r = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
+    })
+}

@@ -1,0 +1,233 @@
+//! Parsing a blob: the 16-byte header, the chunk index, and one chunk's head.
+//!
+//! `Blob::parse` checks everything that can be checked without decoding (magic, version,
+//! chunk shift, reserved field, size limit, that the index is present, that every stored
+//! chunk size is plausible for its raw size, and that the sizes add up to the blob exactly),
+//! in that order, so a truncated or padded blob is refused before any output is written.
+//! `Blob::chunk` parses one chunk's head (frequency table, way lengths, initial states); the
+//! seal is checked by the decoder at the end of the chunk.
+
+use core::ops::Range;
+
+use super::model::Model;
+use super::{CHUNK_HEAD_LEN, Error, HEADER_LEN, LANES, MAGIC, MAX_BYTES, MAX_CHUNK_SHIFT};
+use super::{MIN_CHUNK_SHIFT, RANS_L, VERSION, WAYS};
+
+/// A parsed blob: header and index checked, chunks parsed on demand.
+#[derive(Debug, Clone, Copy)]
+pub struct Blob<'a> {
+    bytes: &'a [u8],
+    shift: u8,
+    n_bytes: u64,
+    n_chunks: usize,
+}
+
+/// One chunk, head parsed.
+#[derive(Debug, Clone)]
+pub struct Chunk<'a> {
+    /// Index of the chunk in its blob.
+    pub index: usize,
+    /// Decoded size in bytes.
+    pub raw_len: usize,
+    /// Stored form.
+    pub body: ChunkBody<'a>,
+}
+
+/// How a chunk is stored.
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // no_std without alloc: no Box; the coded form is the usual one
+pub enum ChunkBody<'a> {
+    /// Stored as is (coding would not have made it smaller).
+    Raw(&'a [u8]),
+    /// rANS-coded.
+    Coded {
+        /// The model (validated frequencies and derived alias tables).
+        model: Model,
+        /// The 64 initial states (each in `[2^16, 2^32)`).
+        states: [u32; LANES],
+        /// The four ways' word streams (little-endian u16 words).
+        ways: [&'a [u8]; WAYS],
+    },
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+impl<'a> Blob<'a> {
+    /// Checks the header and the chunk index (refusal order: `E_MAGIC`, `E_TRUNCATED` for a
+    /// short header, `E_VERSION`, `E_CHUNK_SHIFT`, `E_RESERVED`, `E_TOO_LARGE`, `E_TRUNCATED`
+    /// for a short index, `E_CHUNK_SIZE` per chunk in order, then `E_TRUNCATED` / `E_TRAILING`
+    /// for the total).
+    pub fn parse(bytes: &'a [u8]) -> Result<Blob<'a>, Error> {
+        let mut magic = [0u8; 4];
+        let n = bytes.len().min(4);
+        magic[..n].copy_from_slice(&bytes[..n]);
+        if magic != MAGIC {
+            return Err(Error::Magic { got: magic });
+        }
+        let len = bytes.len() as u64;
+        if bytes.len() < HEADER_LEN {
+            return Err(Error::Truncated { got: len, needed: HEADER_LEN as u64 });
+        }
+        if bytes[4] != VERSION {
+            return Err(Error::Version { got: bytes[4] });
+        }
+        let shift = bytes[5];
+        if !(MIN_CHUNK_SHIFT..=MAX_CHUNK_SHIFT).contains(&shift) {
+            return Err(Error::ChunkShift { got: shift });
+        }
+        let reserved = u16_at(bytes, 6);
+        if reserved != 0 {
+            return Err(Error::Reserved { got: reserved });
+        }
+        let n_bytes = u64::from_le_bytes(bytes[8..16].try_into().unwrap_or([0xFF; 8]));
+        if n_bytes > MAX_BYTES {
+            return Err(Error::TooLarge { got: n_bytes });
+        }
+        let n_chunks64 = n_bytes.div_ceil(1u64 << shift);
+        let index_end = HEADER_LEN as u64 + 4 * n_chunks64;
+        if len < index_end {
+            return Err(Error::Truncated { got: len, needed: index_end });
+        }
+        // The index is in memory, so the chunk count fits usize.
+        let n_chunks = usize::try_from(n_chunks64).unwrap_or(usize::MAX);
+        let blob = Blob { bytes, shift, n_bytes, n_chunks };
+        let mut total = index_end;
+        for c in 0..n_chunks {
+            let stored = blob.stored_len(c);
+            let raw = blob.raw_len(c);
+            check_size(c, stored, raw)?;
+            total += u64::from(stored);
+        }
+        if len < total {
+            return Err(Error::Truncated { got: len, needed: total });
+        }
+        if len > total {
+            return Err(Error::Trailing { extra: len - total });
+        }
+        Ok(blob)
+    }
+
+    /// Packed int4 bytes the blob decodes to.
+    pub fn n_bytes(&self) -> u64 {
+        self.n_bytes
+    }
+
+    /// `log2` of the chunk size in raw bytes.
+    pub fn chunk_shift(&self) -> u8 {
+        self.shift
+    }
+
+    /// Number of chunks.
+    pub fn n_chunks(&self) -> usize {
+        self.n_chunks
+    }
+
+    /// The raw byte range chunk `c` decodes to (clamped to the blob's size).
+    pub fn chunk_range(&self, c: usize) -> Range<u64> {
+        let start = (c as u64) << self.shift;
+        start.min(self.n_bytes)..((c as u64 + 1) << self.shift).min(self.n_bytes)
+    }
+
+    /// The whole blob.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    #[allow(clippy::cast_possible_truncation)] // chunks are at most 2^26 bytes
+    fn raw_len(&self, c: usize) -> u32 {
+        let r = self.chunk_range(c);
+        (r.end - r.start) as u32
+    }
+
+    fn stored_len(&self, c: usize) -> u32 {
+        u32_at(self.bytes, HEADER_LEN + 4 * c)
+    }
+
+    fn data_start(&self) -> usize {
+        HEADER_LEN + 4 * self.n_chunks
+    }
+
+    /// Iterates the chunks in order (each parsed on the way; a bad head is an `Err` item).
+    pub fn chunks(&self) -> impl Iterator<Item = Result<Chunk<'a>, Error>> + '_ {
+        let mut at = self.data_start();
+        (0..self.n_chunks).map(move |c| {
+            let stored = self.stored_len(c) as usize;
+            let body = &self.bytes[at..at + stored];
+            at += stored;
+            Chunk::parse(c, body, self.raw_len(c) as usize)
+        })
+    }
+
+    /// Parses chunk `c` (walks the index to find it: O(c)).
+    pub fn chunk(&self, c: usize) -> Result<Chunk<'a>, Error> {
+        if c >= self.n_chunks {
+            return Err(Error::NoSuchChunk { chunk: c, chunks: self.n_chunks });
+        }
+        let at: usize =
+            self.data_start() + (0..c).map(|k| self.stored_len(k) as usize).sum::<usize>();
+        let stored = self.stored_len(c) as usize;
+        Chunk::parse(c, &self.bytes[at..at + stored], self.raw_len(c) as usize)
+    }
+}
+
+#[allow(clippy::cast_possible_truncation)] // the head length is a small constant
+fn check_size(chunk: usize, stored: u32, raw: u32) -> Result<(), Error> {
+    const HEAD: u32 = CHUNK_HEAD_LEN as u32; // 304
+    let coded_ok = (HEAD..raw).contains(&stored);
+    if stored == raw || coded_ok {
+        Ok(())
+    } else {
+        Err(Error::ChunkSize { chunk, got: stored, raw })
+    }
+}
+
+impl<'a> Chunk<'a> {
+    /// Parses one chunk's stored bytes (`E_CHUNK_SIZE`, `E_TABLE`, `E_WAY_LENGTHS`,
+    /// `E_STATE_RANGE`, in that order).
+    pub fn parse(index: usize, body: &'a [u8], raw_len: usize) -> Result<Chunk<'a>, Error> {
+        #[allow(clippy::cast_possible_truncation)] // sizes come from u32 index entries
+        check_size(index, body.len() as u32, raw_len as u32)?;
+        if body.len() == raw_len {
+            return Ok(Chunk { index, raw_len, body: ChunkBody::Raw(body) });
+        }
+        let mut freq = [0u16; 16];
+        for (s, f) in freq.iter_mut().enumerate() {
+            *f = u16_at(body, 2 * s);
+        }
+        let model =
+            Model::new(freq).map_err(|(sum, max)| Error::Table { chunk: index, sum, max })?;
+        let mut words = [0u64; WAYS];
+        for (w, n) in words.iter_mut().enumerate() {
+            *n = u64::from(u32_at(body, 32 + 4 * w));
+        }
+        let got = 2 * words.iter().sum::<u64>();
+        let expected = (body.len() - CHUNK_HEAD_LEN) as u64;
+        if got != expected {
+            return Err(Error::WayLengths { chunk: index, got, expected });
+        }
+        let mut states = [0u32; LANES];
+        for (lane, st) in states.iter_mut().enumerate() {
+            *st = u32_at(body, 48 + 4 * lane);
+            if *st < RANS_L {
+                #[allow(clippy::cast_possible_truncation)] // lane < 64
+                return Err(Error::StateRange { chunk: index, lane: lane as u8, got: *st });
+            }
+        }
+        let mut ways: [&[u8]; WAYS] = [&[]; WAYS];
+        let mut at = CHUNK_HEAD_LEN;
+        for w in 0..WAYS {
+            // Sums were checked against the body length above, so these fit.
+            #[allow(clippy::cast_possible_truncation)]
+            let n = 2 * words[w] as usize;
+            ways[w] = &body[at..at + n];
+            at += n;
+        }
+        Ok(Chunk { index, raw_len, body: ChunkBody::Coded { model, states, ways } })
+    }
+}

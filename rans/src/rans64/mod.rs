@@ -1,0 +1,101 @@
+//! `int4-rans64-t1`: tetrad's own entropy-coded int4 format, built for SIMD decode.
+//!
+//! `int4-rans256-g0` is fixed by compatibility: byte renormalisation (up to two refills per
+//! symbol, a loop), a 14-bit slot table that needs a gather per symbol, 256 separate streams
+//! with their own pointers. This format keeps what makes rANS exact (a static order-0 model
+//! over the 16 nibble values, coded to within a hair of the entropy) and changes everything
+//! that made the compat decoder slow:
+//!
+//! - **32-bit states, 16-bit renormalisation**: the state lives in `[2^16, 2^32)`, so a decode
+//!   step needs *at most one* refill word and never loops.
+//! - **64 lanes in 4 ways**: a chunk is coded by 64 interleaved states; lanes `16w..16w+16`
+//!   form *way* `w`, and each way reads its own word stream. One way is one AVX-512 vector
+//!   (two AVX2 vectors, four NEON vectors); its 16 lanes take their refill words from the
+//!   way's stream in lane order, so a vector refill is one load plus an expand, and the four
+//!   ways are four independent dependency chains.
+//! - **A 16-bucket alias table instead of a slot table**: with `M = 4096` slots and 16 symbols
+//!   the slots split into 16 buckets of 256; bucket `b` belongs to symbol `b` below a divider
+//!   and to one *alias* symbol above it (Walker's alias method). Decoding a slot is a 16-entry
+//!   lookup, a compare, and a second 16-entry lookup: one register permute each on AVX-512,
+//!   no memory gathers, and the whole model fits in three registers. The mapping is a
+//!   bijection on slots, so the coding is exactly as tight as a cumulative-frequency table.
+//! - **Bytes per lane**: lane `ℓ` of a chunk codes the bytes `ℓ, ℓ + 64, ℓ + 128, …`, low
+//!   nibble first, so a vector of decoded symbols packs into output bytes without shuffles.
+//! - **Independent chunks with an index**: the tensor's packed bytes are cut into chunks of
+//!   `2^chunk_shift` bytes (1 MiB by default), each with its own frequency table (at least as
+//!   tight as one per tensor), its own final states and its own seal, so threads and row-band
+//!   readers can decode any chunk alone. A chunk that would not shrink is stored raw.
+//!
+//! Integrity: every coded chunk carries the rANS seal (each of its 64 states ends exactly at
+//! `L = 2^16` and each way's stream is consumed exactly), so corruption is refused by name
+//! rather than turned into wrong weights. There is no checksum of the decoded bytes: the
+//! container's manifest digests cover that, and a checksum pass would cost more than 5 % of
+//! decode time at the speeds this format reaches.
+//!
+//! The normative description is `docs/int4-rans64-t1.md`; the scalar decoder here
+//! ([`decode_with`] with [`Arm::Scalar`]) is its executable form, and every SIMD arm is
+//! byte-identical to it, including the error on every invalid input.
+//!
+//! # Example
+//! ```
+//! use tetrad_rans::rans64;
+//!
+//! let packed: Vec<u8> = (0..100_000u32).map(|i| 0x88 ^ ((i * 2654435761) >> 29) as u8).collect();
+//! let mut blob = vec![0u8; rans64::max_encoded_len(packed.len(), rans64::DEFAULT_CHUNK_SHIFT)];
+//! let len = rans64::encode_into(&packed, rans64::DEFAULT_CHUNK_SHIFT, &mut blob)?;
+//! blob.truncate(len);
+//! assert!(len < packed.len());
+//!
+//! let mut out = vec![0u8; packed.len()];
+//! rans64::decode_into(&blob, &mut out)?;
+//! assert_eq!(out, packed);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod arch;
+mod decode;
+mod encode;
+mod error;
+mod format;
+mod model;
+
+#[cfg(feature = "std")]
+pub use decode::decode_threads;
+pub use decode::{Arm, ChunkDecoder, decode_chunk_with, decode_into, decode_with};
+pub use encode::{encode_into, max_encoded_len};
+pub use error::{EncodeError, Error};
+pub use format::{Blob, Chunk, ChunkBody};
+pub use model::{Model, normalize};
+
+/// The format's registry name.
+pub const FORMAT_NAME: &str = "int4-rans64-t1";
+/// The four bytes every blob starts with.
+pub const MAGIC: [u8; 4] = *b"T4R1";
+/// The format version this crate reads and writes.
+pub const VERSION: u8 = 1;
+/// Bytes of the fixed blob header (magic, version, chunk shift, reserved, byte count).
+pub const HEADER_LEN: usize = 16;
+/// Interleaved rANS states per chunk.
+pub const LANES: usize = 64;
+/// Independent word streams per chunk.
+pub const WAYS: usize = 4;
+/// Lanes per way (one AVX-512 vector).
+pub const WAY_LANES: usize = LANES / WAYS;
+/// Bits of the model's total: frequencies sum to `M = 2^12`.
+pub const SCALE_BITS: u32 = 12;
+/// The model's total `M`.
+pub const M: u32 = 1 << SCALE_BITS;
+/// Lower bound of the state interval `[L, 2^32)`; also the final state that seals a chunk.
+pub const RANS_L: u32 = 1 << 16;
+/// Bytes of a coded chunk's head: 16 frequencies (u16), 4 way lengths (u32), 64 states (u32).
+pub const CHUNK_HEAD_LEN: usize = 2 * 16 + 4 * WAYS + 4 * LANES;
+/// Default chunk size: `2^20` packed bytes (about 700 KB coded for typical int4 weights, so
+/// the 304-byte chunk head stays below 0.05 %).
+pub const DEFAULT_CHUNK_SHIFT: u8 = 20;
+/// Smallest allowed chunk shift (4 KiB chunks).
+pub const MIN_CHUNK_SHIFT: u8 = 12;
+/// Largest allowed chunk shift (64 MiB chunks).
+pub const MAX_CHUNK_SHIFT: u8 = 26;
+/// Largest packed byte count a blob may declare (`2^48`): keeps every size computation far
+/// from overflow on 64-bit hosts and the chunk index addressable.
+pub const MAX_BYTES: u64 = 1 << 48;

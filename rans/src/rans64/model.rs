@@ -1,0 +1,327 @@
+//! The chunk model: 16 frequencies out of `M = 4096`, and the alias tables derived from them.
+//!
+//! A chunk stores only its frequencies. Both sides derive the same *alias layout* from them
+//! with the deterministic procedure of the spec: the 4096 slots form 16 buckets of 256;
+//! bucket `b` belongs to symbol `b` for its first `div[b]` slots and to `alias[b]` for the
+//! rest. Walking the symbols in a fixed order (the lowest-numbered unplaced symbol whose
+//! remaining frequency is at most 256 takes its own bucket; the lowest-numbered unplaced
+//! symbol with more than 256 left donates the remainder) always succeeds, because the
+//! remaining frequencies of the `k` unplaced symbols always sum to `256·k`.
+//!
+//! Each symbol's slots are numbered `0..f` (own bucket first, then its alias segments in
+//! bucket order); that number is the rANS "index within the symbol". The decoder turns it
+//! into one packed entry per bucket half (`f`, symbol, and the offset `c = index − slot`), so
+//! a decode step is `x' = f·(x >> 12) + (x & 4095) + c` after two 16-entry lookups; the
+//! encoder keeps the inverse (index → slot) per symbol.
+
+use super::M;
+
+/// Bucket width in slots.
+const BUCKET: u32 = 256;
+
+/// A validated chunk model and its decode tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Model {
+    freq: [u16; 16],
+    /// Per bucket: the first slot of the upper part, `256·b + div[b]` (the next bucket's first
+    /// slot when the bucket is all symbol `b`; 4096 for the last one, above every slot).
+    pub(crate) thr: [u32; 16],
+    /// Per bucket: the entry of the lower part (symbol `b`).
+    pub(crate) lo: [u32; 16],
+    /// Per bucket: the entry of the upper part (the alias symbol); equal to `lo` when
+    /// the bucket has no upper part.
+    pub(crate) hi: [u32; 16],
+}
+
+/// Packs a decode entry: `f` in bits 0..12, the symbol in bits 12..16, `c` (signed) in 16..32.
+#[allow(clippy::cast_possible_truncation)] // c ∈ (−4096, 4096) fits i16 by construction.
+fn entry(f: u16, sym: usize, c: i32) -> u32 {
+    u32::from(f) | ((sym as u32) << 12) | (u32::from(c as i16 as u16) << 16)
+}
+
+impl Model {
+    /// Validates 16 frequencies (each ≤ 4095, sum 4096) and builds the alias tables.
+    /// On refusal returns `(sum, max)` for the error message.
+    pub fn new(freq: [u16; 16]) -> Result<Model, (u32, u16)> {
+        let sum: u32 = freq.iter().map(|&f| u32::from(f)).sum();
+        let max = freq.iter().copied().max().unwrap_or(0);
+        if sum != M || u32::from(max) >= M {
+            return Err((sum, max));
+        }
+        let (div, alias) = alias_layout(&freq);
+        let mut next = div; // next index to hand out, per symbol
+        let mut thr = [0u32; 16];
+        let mut lo = [0u32; 16];
+        let mut hi = [0u32; 16];
+        for b in 0..16 {
+            let base = BUCKET * small(b);
+            thr[b] = base + div[b];
+            #[allow(clippy::cast_possible_wrap)] // base < 4096
+            let own = entry(freq[b], b, -(base as i32));
+            lo[b] = own;
+            hi[b] = own;
+            if div[b] < BUCKET {
+                let a = alias[b];
+                let off = next[a];
+                next[a] += BUCKET - div[b];
+                #[allow(clippy::cast_possible_wrap)] // all terms < 8192
+                let c = off as i32 - base as i32 - div[b] as i32;
+                hi[b] = entry(freq[a], a, c);
+            }
+        }
+        debug_assert!((0..16).all(|s| next[s] == u32::from(freq[s])));
+        Ok(Model { freq, thr, lo, hi })
+    }
+
+    /// The 16 frequencies.
+    pub fn freq(&self) -> &[u16; 16] {
+        &self.freq
+    }
+
+    /// Decodes one state: returns `(symbol, next state before refill)`. The scalar form of
+    /// the step every arm performs.
+    #[inline(always)]
+    pub(crate) fn step(&self, x: u32) -> (u8, u32) {
+        let b = ((x >> 8) & 15) as usize;
+        let e = if (x & 0xFFF) >= self.thr[b] { self.hi[b] } else { self.lo[b] };
+        let f = e & 0xFFF;
+        #[allow(clippy::cast_possible_truncation)] // 4-bit field
+        let sym = ((e >> 12) & 15) as u8;
+        #[allow(clippy::cast_possible_wrap)] // the signed field in the top half
+        let c = (e as i32) >> 16;
+        // index = slot + c ∈ [0, f); f·(x >> 12) + index < 4095·2^20 + 4095 < 2^32.
+        #[allow(clippy::cast_sign_loss, clippy::cast_possible_wrap)]
+        let index = ((x & 0xFFF) as i32 + c) as u32;
+        (sym, f * (x >> 12) + index)
+    }
+}
+
+/// The alias layout: `div[b]` (0..=256) and `alias[b]` per bucket.
+fn alias_layout(freq: &[u16; 16]) -> ([u32; 16], [usize; 16]) {
+    let mut rem = [0u32; 16];
+    for s in 0..16 {
+        rem[s] = u32::from(freq[s]);
+    }
+    let mut placed = [false; 16];
+    let mut div = [0u32; 16];
+    let mut alias = [0usize; 16];
+    for _ in 0..16 {
+        // The unplaced symbols' remainders sum to 256·k, so one of them is ≤ 256, and when
+        // it is < 256 another one is > 256 (module essay).
+        let Some(s) = (0..16).find(|&s| !placed[s] && rem[s] <= BUCKET) else {
+            unreachable!("alias invariant: some unplaced remainder is at most 256")
+        };
+        placed[s] = true;
+        div[s] = rem[s];
+        alias[s] = s;
+        if rem[s] < BUCKET {
+            let Some(g) = (0..16).find(|&g| !placed[g] && rem[g] > BUCKET) else {
+                unreachable!("alias invariant: a donor with more than 256 left exists")
+            };
+            alias[s] = g;
+            rem[g] -= BUCKET - rem[s];
+        }
+    }
+    (div, alias)
+}
+
+/// The encoder's view: per symbol its frequency, reciprocal and index → slot map.
+pub(crate) struct EncodeModel {
+    /// Per symbol: `(f, start of its run in `slots`, reciprocal m = ceil(2^44 / f))`.
+    pub(crate) sym: [(u32, u32, u64); 16],
+    /// Concatenated per symbol (in symbol order): the slot of each index `0..f`.
+    pub(crate) slots: [u16; M as usize],
+}
+
+impl EncodeModel {
+    /// Builds the encoder tables for a validated frequency set.
+    pub(crate) fn new(freq: &[u16; 16]) -> EncodeModel {
+        let (div, alias) = alias_layout(freq);
+        let mut sym = [(0u32, 0u32, 0u64); 16];
+        let mut start = 0u32;
+        for s in 0..16 {
+            let f = u32::from(freq[s]);
+            let m = if f == 0 { 0 } else { (1u64 << 44).div_ceil(u64::from(f)) };
+            sym[s] = (f, start, m);
+            start += f;
+        }
+        let mut slots = [0u16; M as usize];
+        let mut next = [0u32; 16];
+        for s in 0..16 {
+            for i in 0..div[s] {
+                slots[(sym[s].1 + i) as usize] = slot16(BUCKET * small(s) + i);
+            }
+            next[s] = div[s];
+        }
+        for b in 0..16 {
+            if div[b] < BUCKET {
+                let a = alias[b];
+                for k in 0..BUCKET - div[b] {
+                    slots[(sym[a].1 + next[a] + k) as usize] =
+                        slot16(BUCKET * small(b) + div[b] + k);
+                }
+                next[a] += BUCKET - div[b];
+            }
+        }
+        EncodeModel { sym, slots }
+    }
+}
+
+/// A symbol or bucket index (< 16) as u32.
+#[allow(clippy::cast_possible_truncation)] // indices below 16
+fn small(i: usize) -> u32 {
+    i as u32
+}
+
+#[allow(clippy::cast_possible_truncation)] // slots are < 4096
+fn slot16(slot: u32) -> u16 {
+    slot as u16
+}
+
+/// The reference encoder's frequency normalisation (informative in the spec, but what tetrad
+/// writes, so blobs are reproducible): from nibble counts to 16 frequencies summing to 4096,
+/// every present symbol at least 1, none above 4095.
+///
+/// Start from `max(1, floor(count·4096/total))` for present symbols; while the sum is short,
+/// give one to the symbol with the largest `count / f` (lowest index on ties); while it is
+/// over, take one from the symbol (with `f > 1`) with the smallest `count / (f − 1)`. A
+/// single-symbol input gets 4095 and the lowest absent symbol 1. An all-zero histogram gives
+/// the uniform model (256 each).
+pub fn normalize(hist: &[u64; 16]) -> [u16; 16] {
+    let total: u128 = hist.iter().map(|&h| u128::from(h)).sum();
+    if total == 0 {
+        return [256; 16];
+    }
+    let mut f = [0u32; 16];
+    for s in 0..16 {
+        if hist[s] > 0 {
+            #[allow(clippy::cast_possible_truncation)] // ≤ 4096
+            let q = (u128::from(hist[s]) * u128::from(M) / total) as u32;
+            f[s] = q.max(1);
+        }
+    }
+    let mut sum: u32 = f.iter().sum();
+    while sum < M {
+        // Largest count/f among present symbols: h_a·f_b > h_b·f_a.
+        let mut best: Option<usize> = None;
+        for s in 0..16 {
+            if hist[s] == 0 {
+                continue;
+            }
+            best = match best {
+                Some(b)
+                    if u128::from(hist[s]) * u128::from(f[b])
+                        <= u128::from(hist[b]) * u128::from(f[s]) =>
+                {
+                    Some(b)
+                }
+                _ => Some(s),
+            };
+        }
+        let Some(b) = best else { unreachable!("total > 0 means a present symbol") };
+        f[b] += 1;
+        sum += 1;
+    }
+    while sum > M {
+        let mut best: Option<usize> = None;
+        for s in 0..16 {
+            if f[s] <= 1 {
+                continue;
+            }
+            best = match best {
+                Some(b)
+                    if u128::from(hist[s]) * u128::from(f[b] - 1)
+                        >= u128::from(hist[b]) * u128::from(f[s] - 1) =>
+                {
+                    Some(b)
+                }
+                _ => Some(s),
+            };
+        }
+        let Some(b) = best else { unreachable!("sum > 4096 needs some f > 1") };
+        f[b] -= 1;
+        sum -= 1;
+    }
+    if let Some(s) = (0..16).find(|&s| f[s] == M) {
+        f[s] = M - 1;
+        let Some(z) = (0..16).find(|&z| hist[z] == 0) else { unreachable!("one symbol present") };
+        f[z] = 1;
+    }
+    let mut out = [0u16; 16];
+    for s in 0..16 {
+        #[allow(clippy::cast_possible_truncation)] // ≤ 4095
+        let v = f[s] as u16;
+        out[s] = v;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_bijection(freq: [u16; 16]) {
+        let model = Model::new(freq).unwrap();
+        let enc = EncodeModel::new(&freq);
+        let mut seen = [false; 4096];
+        for s in 0..16 {
+            let (f, start, _) = enc.sym[s];
+            for i in 0..f {
+                let slot = u32::from(enc.slots[(start + i) as usize]);
+                assert!(!seen[slot as usize], "slot {slot} used twice");
+                seen[slot as usize] = true;
+                // Decoding a state whose low 12 bits are this slot gives (s, f·q + i).
+                let x = (77u32 << 12) | slot;
+                let (sym, next) = model.step(x);
+                assert_eq!(usize::from(sym), s);
+                assert_eq!(next, f * 77 + i);
+            }
+        }
+        assert!(seen.iter().all(|&v| v));
+    }
+
+    #[test]
+    fn alias_layout_is_a_bijection() {
+        check_bijection([256; 16]);
+        check_bijection([4095, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        check_bijection([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 4095]);
+        check_bijection([1, 1, 1, 1, 1, 1, 1, 4081, 1, 1, 1, 1, 1, 1, 1, 1]);
+        check_bijection([
+            300, 212, 256, 256, 1, 511, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256,
+        ]);
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..2000 {
+            let mut hist = [0u64; 16];
+            for h in &mut hist {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                *h = if seed >> 62 == 0 { 0 } else { (seed >> 33) % 100_000 };
+            }
+            check_bijection(normalize(&hist));
+        }
+    }
+
+    #[test]
+    fn normalize_contract() {
+        assert_eq!(normalize(&[0; 16]), [256; 16]);
+        let mut one = [0u64; 16];
+        one[5] = 1000;
+        let f = normalize(&one);
+        assert_eq!(f[5], 4095);
+        assert_eq!(f[0], 1);
+        let mut h = [0u64; 16];
+        h[3] = 1;
+        h[4] = u64::MAX;
+        let f = normalize(&h);
+        assert_eq!(f.iter().map(|&v| u32::from(v)).sum::<u32>(), 4096);
+        assert_eq!(f[3], 1);
+    }
+
+    #[test]
+    fn model_refuses_bad_tables() {
+        assert_eq!(Model::new([0; 16]), Err((0, 0)));
+        let mut f = [0u16; 16];
+        f[0] = 4096;
+        assert_eq!(Model::new(f), Err((4096, 4096)));
+        assert_eq!(Model::new([257; 16]), Err((257 * 16, 257)));
+    }
+}

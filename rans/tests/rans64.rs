@@ -1,0 +1,424 @@
+//! `int4-rans64-t1`: round trips, every arm against the scalar reference (valid and corrupt
+//! input), every refusal class, prefixes, tiles, the ratio against the order-0 entropy, and
+//! the golden vectors of docs/vectors/rans64.json.
+#![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use rand_distr::{Distribution, Normal};
+use tetrad_rans::rans64::{self, Arm, Blob, ChunkDecoder, Error};
+
+/// The arms to compare: every available one. `TETRAD_REQUIRE_ISA` (comma-separated arm
+/// names) turns an unavailable listed arm into a failure instead of a skip.
+fn arms() -> Vec<Arm> {
+    let required = std::env::var("TETRAD_REQUIRE_ISA").unwrap_or_default();
+    let mut v = Vec::new();
+    for &arm in Arm::ALL {
+        if arm.is_available() {
+            v.push(arm);
+        } else {
+            let name = arm.name();
+            assert!(
+                !required.split(',').any(|r| r.trim() == name),
+                "TETRAD_REQUIRE_ISA requires {name}, which is not available here"
+            );
+            eprintln!("rans64: arm {name} not available here, skipped");
+        }
+    }
+    v
+}
+
+/// Per-row int4 of Gaussian weights (absmax scaling, round half away), packed low first.
+fn gaussian_int4(n: usize, row: usize, seed: u64) -> Vec<u8> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    let mut out = vec![0u8; n];
+    for r in out.chunks_mut(row.max(1)) {
+        let vals: Vec<f32> = (0..2 * r.len()).map(|_| normal.sample(&mut rng)).collect();
+        let amax = vals.iter().fold(1e-9f32, |a, v| a.max(v.abs()));
+        let q = |v: f32| ((v / amax * 7.0).round() as i32 + 8).clamp(0, 15) as u8;
+        for (i, b) in r.iter_mut().enumerate() {
+            *b = q(vals[2 * i]) | (q(vals[2 * i + 1]) << 4);
+        }
+    }
+    out
+}
+
+fn encode(src: &[u8], shift: u8) -> Vec<u8> {
+    let mut blob = vec![0u8; rans64::max_encoded_len(src.len(), shift)];
+    let len = rans64::encode_into(src, shift, &mut blob).expect("encode");
+    blob.truncate(len);
+    blob
+}
+
+/// Decodes with every arm; asserts they all agree (bytes or error) and returns the result.
+fn decode_all(blob: &[u8], n: usize) -> Result<Vec<u8>, Error> {
+    let mut reference: Option<Result<Vec<u8>, Error>> = None;
+    for arm in arms() {
+        let mut out = vec![0x5Au8; n];
+        let got = rans64::decode_with(arm, blob, &mut out).map(|()| out);
+        match &reference {
+            None => reference = Some(got),
+            Some(want) => assert_eq!(&got, want, "arm {arm} disagrees with scalar"),
+        }
+    }
+    reference.expect("the scalar arm is always available")
+}
+
+#[test]
+fn scalar_arm_is_always_available_and_best_is_available() {
+    assert!(Arm::Scalar.is_available());
+    assert!(Arm::best().is_available());
+    assert_eq!(Arm::from_name("avx512"), Some(Arm::Avx512));
+}
+
+#[test]
+fn unavailable_arm_is_refused_by_name() {
+    let blob = encode(&[0x12; 100], 12);
+    let mut out = [0u8; 100];
+    for &arm in Arm::ALL {
+        if !arm.is_available() {
+            let err = rans64::decode_with(arm, &blob, &mut out).unwrap_err();
+            assert_eq!(err, Error::Unavailable { arm });
+            assert_eq!(err.class(), "E_PATH_UNAVAILABLE");
+        }
+    }
+}
+
+#[test]
+fn round_trips_every_size_class_on_every_arm() {
+    for &n in &[
+        0usize, 1, 2, 63, 64, 65, 127, 128, 303, 304, 305, 1000, 4095, 4096, 4097, 12_289, 65_536,
+        262_146,
+    ] {
+        for &shift in &[12u8, 20] {
+            let src = gaussian_int4(n, 257, n as u64);
+            let blob = encode(&src, shift);
+            assert_eq!(decode_all(&blob, n).unwrap(), src, "n = {n}, shift = {shift}");
+        }
+    }
+}
+
+#[test]
+fn extreme_inputs_round_trip_on_every_arm() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![
+        ("all zero", vec![0; 70_000]),
+        ("all 0xff", vec![0xFF; 70_000]),
+        ("single symbol 0x88", vec![0x88; 70_000]),
+        ("two symbols", (0..70_000).map(|i| if i % 3 == 0 { 0x78 } else { 0x87 }).collect()),
+        ("uniform random (raw)", (0..70_000).map(|_| rng.random()).collect()),
+    ];
+    // Rare symbols: mostly 8, one in 5000 nibbles anything: frequency-1 slots and long
+    // refills on the rare lanes.
+    cases.push((
+        "rare symbols",
+        (0..200_000)
+            .map(|_| {
+                let lo = if rng.random_range(0..5000) == 0 { rng.random_range(0..16u8) } else { 8 };
+                let hi = if rng.random_range(0..5000) == 0 { rng.random_range(0..16u8) } else { 8 };
+                lo | (hi << 4)
+            })
+            .collect(),
+    ));
+    for (name, src) in cases {
+        for shift in [12u8, 16] {
+            let blob = encode(&src, shift);
+            assert_eq!(decode_all(&blob, src.len()).unwrap(), src, "{name}");
+        }
+    }
+    // Incompressible input never grows by more than the header and index.
+    let random: Vec<u8> = (0..1 << 20).map(|_| rng.random()).collect();
+    let blob = encode(&random, 20);
+    assert_eq!(blob.len(), 16 + 4 + random.len());
+}
+
+#[test]
+fn encoder_is_deterministic() {
+    let src = gaussian_int4(300_000, 4096, 3);
+    assert_eq!(encode(&src, 16), encode(&src, 16));
+}
+
+fn entropy_bits(hist: &[u64; 16]) -> f64 {
+    let n: u64 = hist.iter().sum();
+    hist.iter()
+        .filter(|&&h| h > 0)
+        .map(|&h| {
+            let p = h as f64 / n as f64;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+#[test]
+fn size_is_within_a_hair_of_the_per_chunk_entropy() {
+    // 4 MiB of per-row int4 in 1 MiB chunks: coded size vs Σ chunk order-0 entropy.
+    let src = gaussian_int4(4 << 20, 2048, 11);
+    let blob = encode(&src, 20);
+    let mut bound_bits = 0.0;
+    for chunk in src.chunks(1 << 20) {
+        let mut hist = [0u64; 16];
+        for &b in chunk {
+            hist[usize::from(b & 15)] += 1;
+            hist[usize::from(b >> 4)] += 1;
+        }
+        bound_bits += entropy_bits(&hist) * 2.0 * chunk.len() as f64;
+    }
+    let overhead = blob.len() as f64 * 8.0 / bound_bits - 1.0;
+    eprintln!(
+        "rans64 4 MiB gaussian: {} bytes, {:.4} % over the per-chunk entropy",
+        blob.len(),
+        100.0 * overhead
+    );
+    assert!(overhead < 0.003, "overhead {overhead}");
+    assert!(overhead > 0.0);
+}
+
+#[test]
+fn tiles_equal_whole_decode() {
+    let src = gaussian_int4(200_003, 999, 5);
+    let blob_bytes = encode(&src, 16);
+    let blob = Blob::parse(&blob_bytes).unwrap();
+    let mut rng = StdRng::seed_from_u64(9);
+    for arm in arms() {
+        let mut out = vec![0u8; src.len()];
+        let mut at = 0usize;
+        for c in 0..blob.n_chunks() {
+            let range = blob.chunk_range(c);
+            let end = range.end as usize;
+            let mut dec = ChunkDecoder::new_with(blob.chunk(c).unwrap(), arm).unwrap();
+            while at < end {
+                let want = 64 * rng.random_range(0..40usize);
+                let take = if want >= end - at { end - at } else { want };
+                dec.decode_next(&mut out[at..at + take]).unwrap();
+                at += take;
+            }
+            assert_eq!(dec.remaining(), 0);
+        }
+        assert_eq!(out, src, "{arm}");
+    }
+}
+
+#[test]
+fn tile_length_contract() {
+    let src = gaussian_int4(10_000, 100, 1);
+    let blob_bytes = encode(&src, 16);
+    let blob = Blob::parse(&blob_bytes).unwrap();
+    let mut dec = ChunkDecoder::new(blob.chunk(0).unwrap());
+    let mut buf = vec![0u8; 100];
+    assert_eq!(dec.decode_next(&mut buf).unwrap_err().class(), "E_OUTPUT_LENGTH");
+    // A refused length consumes nothing.
+    dec.decode_next(&mut buf[..64]).unwrap();
+    assert_eq!(buf[..64], src[..64]);
+    assert_eq!(dec.remaining(), 10_000 - 64);
+    assert_eq!(blob.chunk(1).unwrap_err().class(), "E_NO_SUCH_CHUNK");
+}
+
+#[test]
+fn threads_agree_with_one_thread() {
+    let src = gaussian_int4(3 << 20 | 77, 4096, 8);
+    let blob = encode(&src, 18);
+    for threads in [1, 2, 3, 16] {
+        let mut out = vec![0u8; src.len()];
+        rans64::decode_threads(&blob, &mut out, threads).unwrap();
+        assert_eq!(out, src, "threads = {threads}");
+    }
+}
+
+/// Builds a blob by hand: header + index + chunk bodies.
+fn assemble(shift: u8, n_bytes: u64, chunks: &[Vec<u8>]) -> Vec<u8> {
+    let mut b = b"T4R1".to_vec();
+    b.push(1);
+    b.push(shift);
+    b.extend_from_slice(&[0, 0]);
+    b.extend_from_slice(&n_bytes.to_le_bytes());
+    for c in chunks {
+        b.extend_from_slice(&(c.len() as u32).to_le_bytes());
+    }
+    for c in chunks {
+        b.extend_from_slice(c);
+    }
+    b
+}
+
+fn class_of(blob: &[u8], n: usize) -> &'static str {
+    decode_all(blob, n).unwrap_err().class()
+}
+
+#[test]
+fn every_refusal_class() {
+    let src = gaussian_int4(8192, 128, 2);
+    let good = encode(&src, 12);
+    assert!(decode_all(&good, src.len()).is_ok());
+    // Header.
+    assert_eq!(class_of(b"T4", 0), "E_MAGIC");
+    assert_eq!(class_of(b"XXXXXXXXXXXXXXXX", 0), "E_MAGIC");
+    assert_eq!(class_of(&good[..10], src.len()), "E_TRUNCATED");
+    let mut bad = good.clone();
+    bad[4] = 2;
+    assert_eq!(class_of(&bad, src.len()), "E_VERSION");
+    let mut bad = good.clone();
+    bad[5] = 11;
+    assert_eq!(class_of(&bad, src.len()), "E_CHUNK_SHIFT");
+    bad[5] = 27;
+    assert_eq!(class_of(&bad, src.len()), "E_CHUNK_SHIFT");
+    let mut bad = good.clone();
+    bad[7] = 1;
+    assert_eq!(class_of(&bad, src.len()), "E_RESERVED");
+    let mut bad = good.clone();
+    bad[8..16].copy_from_slice(&((1u64 << 48) + 1).to_le_bytes());
+    assert_eq!(class_of(&bad, src.len()), "E_TOO_LARGE");
+    // Index: too short for the declared chunks, sizes that do not add up.
+    assert_eq!(class_of(&good[..17], src.len()), "E_TRUNCATED");
+    assert_eq!(class_of(&good[..good.len() - 1], src.len()), "E_TRUNCATED");
+    let mut bad = good.clone();
+    bad.push(0);
+    assert_eq!(class_of(&bad, src.len()), "E_TRAILING");
+    // Chunk sizes: larger than raw, or coded but shorter than a head.
+    assert_eq!(class_of(&assemble(12, 4096, &[vec![0; 4097]]), 4096), "E_CHUNK_SIZE");
+    assert_eq!(class_of(&assemble(12, 4096, &[vec![0; 303]]), 4096), "E_CHUNK_SIZE");
+    // A raw chunk decodes as itself.
+    assert_eq!(
+        decode_all(&assemble(12, 5, &[vec![1, 2, 3, 4, 5]]), 5).unwrap(),
+        vec![1, 2, 3, 4, 5]
+    );
+    // Chunk head: table, way lengths, state range.
+    let chunk0 = 16 + 4 * 2; // two chunks of 4096
+    let mut bad = good.clone();
+    bad[chunk0] ^= 1; // frequency of symbol 0 off by one: sum != 4096
+    assert_eq!(class_of(&bad, src.len()), "E_TABLE");
+    let mut bad = good.clone();
+    bad[chunk0..chunk0 + 32].fill(0);
+    bad[chunk0..chunk0 + 2].copy_from_slice(&4096u16.to_le_bytes()); // sum 4096 but f = 4096
+    assert_eq!(class_of(&bad, src.len()), "E_TABLE");
+    let mut bad = good.clone();
+    bad[chunk0 + 32] ^= 1;
+    assert_eq!(class_of(&bad, src.len()), "E_WAY_LENGTHS");
+    let mut bad = good.clone();
+    bad[chunk0 + 48 + 4 * 5 + 2..chunk0 + 48 + 4 * 5 + 4].fill(0); // lane 5 state < 2^16
+    let err = decode_all(&bad, src.len()).unwrap_err();
+    assert!(matches!(err, Error::StateRange { chunk: 0, lane: 5, .. }), "{err:?}");
+    // Output length.
+    let mut out = vec![0u8; src.len() + 1];
+    assert_eq!(rans64::decode_into(&good, &mut out).unwrap_err().class(), "E_OUTPUT_LENGTH");
+}
+
+/// Finds the body of chunk 0 of a blob with one or more chunks.
+fn way_lengths(blob: &[u8], n_chunks: usize) -> (usize, [usize; 4]) {
+    let body = 16 + 4 * n_chunks;
+    let mut w = [0usize; 4];
+    for (i, wl) in w.iter_mut().enumerate() {
+        let at = body + 32 + 4 * i;
+        *wl = 2 * u32::from_le_bytes(blob[at..at + 4].try_into().unwrap()) as usize;
+    }
+    (body, w)
+}
+
+#[test]
+fn seal_and_stream_refusals() {
+    let src = gaussian_int4(4096, 64, 4);
+    let good = encode(&src, 12);
+    let (body, w) = way_lengths(&good, 1);
+    let words_start = body + 304;
+    // Moving one word from way 0 to way 1 keeps the total: way 0 runs out (E_OVERRUN) or
+    // way 1 keeps a word (E_LEFTOVER) or a state ends wrong (E_FINAL_STATE).
+    let mut bad = good.clone();
+    let w0 = u32::from_le_bytes(bad[body + 32..body + 36].try_into().unwrap());
+    let w1 = u32::from_le_bytes(bad[body + 36..body + 40].try_into().unwrap());
+    bad[body + 32..body + 36].copy_from_slice(&(w0 - 1).to_le_bytes());
+    bad[body + 36..body + 40].copy_from_slice(&(w1 + 1).to_le_bytes());
+    let class = class_of(&bad, src.len());
+    assert!(["E_OVERRUN", "E_LEFTOVER", "E_FINAL_STATE"].contains(&class), "{class}");
+    // Final-state refusal: a state changed by one decodes to a wrong state at the end.
+    let mut bad = good.clone();
+    bad[body + 48] ^= 1;
+    assert!(["E_FINAL_STATE", "E_OVERRUN", "E_LEFTOVER"].contains(&class_of(&bad, src.len())));
+    // Every class shows up among corruptions of the words.
+    let mut seen = std::collections::BTreeSet::new();
+    let mut rng = StdRng::seed_from_u64(12);
+    for _ in 0..3000 {
+        let mut bad = good.clone();
+        let at = words_start + rng.random_range(0..w.iter().sum::<usize>());
+        bad[at] ^= 1 << rng.random_range(0..8);
+        match decode_all(&bad, src.len()) {
+            Ok(out) => assert_ne!(out, src, "a flip that decodes to the original is impossible"),
+            Err(e) => {
+                seen.insert(e.class());
+            }
+        }
+    }
+    assert!(seen.contains("E_FINAL_STATE"), "{seen:?}");
+    assert!(seen.contains("E_OVERRUN") || seen.contains("E_LEFTOVER"), "{seen:?}");
+}
+
+#[test]
+fn every_proper_prefix_is_refused() {
+    let src = gaussian_int4(20_000, 100, 6);
+    let good = encode(&src, 12);
+    for cut in 0..good.len() {
+        let err = decode_all(&good[..cut], src.len()).unwrap_err();
+        assert!(["E_MAGIC", "E_TRUNCATED"].contains(&err.class()), "cut {cut}: {err:?}");
+    }
+}
+
+#[test]
+fn bit_flips_in_the_coded_words_are_almost_all_refused() {
+    let src = gaussian_int4(16_384, 512, 10);
+    let good = encode(&src, 14);
+    let (body, w) = way_lengths(&good, 1);
+    let total_bits = 8 * (304 + w.iter().sum::<usize>());
+    let mut accepted = 0;
+    let mut flips = 0;
+    for bit in (0..total_bits).step_by(3) {
+        let mut bad = good.clone();
+        bad[body + bit / 8] ^= 1 << (bit % 8);
+        flips += 1;
+        if let Ok(out) = decode_all(&bad, src.len()) {
+            assert_ne!(out, src);
+            accepted += 1;
+        }
+    }
+    eprintln!("rans64 bit flips: {accepted} of {flips} accepted");
+    assert!(accepted * 1000 <= flips, "{accepted} of {flips} flips accepted");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn prop_round_trip(src in proptest::collection::vec(any::<u8>(), 0..20_000), shift in 12u8..=14) {
+        // Skew half the cases so they code rather than go raw.
+        let skewed: Vec<u8> = src.iter().map(|&b| if b & 0x80 != 0 { 0x88 } else { b }).collect();
+        for s in [&src, &skewed] {
+            let blob = encode(s, shift);
+            prop_assert_eq!(decode_all(&blob, s.len()).unwrap(), s.clone());
+        }
+    }
+
+    #[test]
+    fn prop_corruption_same_result_on_every_arm(seed in any::<u64>(), flips in 1usize..8) {
+        let src = gaussian_int4(9000, 300, seed);
+        let mut blob = encode(&src, 12);
+        let mut rng = StdRng::seed_from_u64(seed);
+        for _ in 0..flips {
+            let at = rng.random_range(0..blob.len());
+            blob[at] = rng.random();
+        }
+        let _ = decode_all(&blob, src.len()); // asserts arm agreement, must not panic
+    }
+
+    #[test]
+    fn prop_arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2000), n in 0usize..5000) {
+        let mut blob = bytes;
+        if blob.len() >= 16 && n % 2 == 0 {
+            // Give half the cases a valid-looking header so the chunk parsers run.
+            blob[..4].copy_from_slice(b"T4R1");
+            blob[4] = 1;
+            blob[5] = 12;
+            blob[6] = 0;
+            blob[7] = 0;
+            blob[8..16].copy_from_slice(&(n as u64).to_le_bytes());
+        }
+        let _ = decode_all(&blob, n);
+    }
+}
