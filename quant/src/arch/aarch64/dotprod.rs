@@ -110,7 +110,11 @@ pub(crate) fn matmul_q8_rows(
 /// The CPU supports the dot product extension.
 #[target_feature(enable = "neon,dotprod")]
 unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
-    neon::q8_chunked(m, xq, rows, y, |w, x| dot_sdot(w, x));
+    if neon::nibble_blocks(m) {
+        neon::q8_nibbles(m, xq, rows, y, |a, w, x| sdot(a, w, x));
+    } else {
+        neon::q8_chunked(m, xq, rows, y, |w, x| dot_sdot(w, x));
+    }
 }
 
 #[cfg(test)]

@@ -20,7 +20,10 @@
 //!
 //! int8 path: `SMULL`/`SMULL2` products (i8 · i8 fits i16: at most 128 · 127) pairwise
 //! accumulated into i32 lanes (`SADALP`), summed exactly per group, then the scalar reference's
-//! own epilogue `acc += (d as f32) · scale`, `y = acc · sx`: bit-exact.
+//! own epilogue `acc += (d as f32) · scale`, `y = acc · sx`: bit-exact. For int4-row, mxfp4
+//! and int4-grouped with `gs % 32 == 0` there is no decode buffer: [`q8_nibbles`] unpacks 32
+//! codes in registers per 16-byte load and multiplies them against up to 4 activation rows at
+//! once (this kernel is shared with the SDOT arm, which passes `SDOT` as the 16-byte step).
 //!
 //! Every function carries `#[target_feature(enable = "neon")]` (NEON is also a target feature of
 //! every build that contains this module); the safe entry points check the CPU first. The other
@@ -86,10 +89,25 @@ pub(crate) fn matmul_q8_rows(
     true
 }
 
-/// The NEON int8-activation kernel: [`q8_chunked`] with [`dot_i8`].
+/// The NEON int8-activation kernel: [`q8_nibbles`] with [`mla16`] where it applies, else
+/// [`q8_chunked`] with [`dot_i8`].
 #[target_feature(enable = "neon")]
 fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
-    q8_chunked(m, xq, rows, y, |w, x| dot_i8(w, x));
+    if nibble_blocks(m) {
+        q8_nibbles(m, xq, rows, y, |a, w, x| mla16(a, w, x));
+    } else {
+        q8_chunked(m, xq, rows, y, |w, x| dot_i8(w, x));
+    }
+}
+
+/// Whether `m` is a nibble format whose scale groups start on 32-column blocks (int4-row,
+/// mxfp4, int4-grouped with `gs % 32 == 0`): the formats of [`q8_nibbles`].
+pub(super) fn nibble_blocks(m: &Matrix<'_>) -> bool {
+    match m.format() {
+        Format::Int4Row | Format::Mxfp4 => true,
+        Format::Int4Grouped => m.group_len().is_multiple_of(32),
+        _ => false,
+    }
 }
 
 /// `±2·e2m1` for the 16 mxfp4 nibbles (bit 3 = sign).
@@ -434,6 +452,100 @@ pub(super) fn q8_chunked(
         }
         s0 += st;
     }
+}
+
+/// Fused int8-activation kernel for the formats of [`nibble_blocks`], shared by the NEON and
+/// SDOT arms: no decode buffer; each 16-byte load of a weight row is unpacked in registers into
+/// 32 codes ([`nibble_codes`]) and multiplied against up to 4 activation rows at once by `dot16`
+/// (`acc + Σ` of 16 byte products, exact, spread over the 4 i32 lanes). Per group: the lanes are
+/// summed, the columns past the group's last full 32-block are added one by one, and the scalar
+/// reference's epilogue follows: bit-exact.
+#[inline]
+#[target_feature(enable = "neon")]
+pub(super) fn q8_nibbles<F>(
+    m: &Matrix<'_>,
+    xq: &QuantizedActs<'_>,
+    rows: Range<usize>,
+    y: &mut [f32],
+    dot16: F,
+) where
+    F: Fn(int32x4_t, int8x16_t, int8x16_t) -> int32x4_t + Copy,
+{
+    let (nr, s) = (rows.len(), xq.s());
+    let mut s0 = 0;
+    while s0 < s {
+        let st = if s - s0 >= 4 {
+            4
+        } else if s - s0 >= 2 {
+            2
+        } else {
+            1
+        };
+        for (r, o) in rows.clone().enumerate() {
+            let v: [f32; 4] = match st {
+                4 => nibble_row_q8::<4, F>(m, o, xq, s0, dot16),
+                2 => {
+                    let v = nibble_row_q8::<2, F>(m, o, xq, s0, dot16);
+                    [v[0], v[1], 0.0, 0.0]
+                }
+                _ => [nibble_row_q8::<1, F>(m, o, xq, s0, dot16)[0], 0.0, 0.0, 0.0],
+            };
+            for (k, vk) in v.iter().enumerate().take(st) {
+                y[(s0 + k) * nr + r] = *vk;
+            }
+        }
+        s0 += st;
+    }
+}
+
+/// Output row `o` against activation rows `s0 .. s0 + T` (see [`q8_nibbles`]).
+#[inline]
+#[target_feature(enable = "neon")]
+fn nibble_row_q8<const T: usize, F>(
+    m: &Matrix<'_>,
+    o: usize,
+    xq: &QuantizedActs<'_>,
+    s0: usize,
+    dot16: F,
+) -> [f32; T]
+where
+    F: Fn(int32x4_t, int8x16_t, int8x16_t) -> int32x4_t,
+{
+    let (ni, gl) = (m.i(), m.group_len());
+    let row = m.row_bytes(o);
+    let mx = m.format() == Format::Mxfp4;
+    // SAFETY: MX_LUT has 16 bytes.
+    let lut = unsafe { vld1q_s8(MX_LUT.as_ptr()) };
+    let xs: [&[i8]; T] = core::array::from_fn(|k| xq.row(s0 + k).0);
+    let mut acc = [0f32; T];
+    for g in 0..m.groups_per_row() {
+        let (c0, c1) = (g * gl, ((g + 1) * gl).min(ni));
+        let nfull = (c1 - c0) / 32;
+        let mut a = [vdupq_n_s32(0); T];
+        for b in 0..nfull {
+            let col = c0 + 32 * b; // even: c0 is a multiple of 32
+            // SAFETY: col + 32 ≤ c1 ≤ I, so the 16 bytes at col/2 lie within the row's ⌈I/2⌉.
+            let v = unsafe { vld1q_u8(row.as_ptr().add(col / 2)) };
+            let (w0, w1) = nibble_codes(v, mx, lut);
+            for (ak, x) in a.iter_mut().zip(&xs) {
+                // SAFETY: col + 32 ≤ I = x.len().
+                let (x0, x1) =
+                    unsafe { (vld1q_s8(x.as_ptr().add(col)), vld1q_s8(x.as_ptr().add(col + 16))) };
+                *ak = dot16(dot16(*ak, w0, x0), w1, x1);
+            }
+        }
+        let sc = scalar::group_scale_q8(m, o, g);
+        for ((acck, ak), x) in acc.iter_mut().zip(&a).zip(&xs) {
+            let mut d = vaddvq_s32(*ak);
+            for (c, &xc) in x.iter().enumerate().take(c1).skip(c0 + 32 * nfull) {
+                d += i32::from(nibble_code(row[c / 2] >> (4 * (c % 2)), mx)) * i32::from(xc);
+            }
+            #[allow(clippy::cast_precision_loss)] // the spec's rounding
+            let df = d as f32;
+            *acck += df * sc;
+        }
+    }
+    core::array::from_fn(|k| acc[k] * xq.row(s0 + k).1)
 }
 
 #[cfg(test)]
