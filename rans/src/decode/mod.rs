@@ -21,8 +21,8 @@
 //! Arms: [`Arm::Scalar`] (the spec's branchy loop, never reads past a stream),
 //! [`Arm::ScalarBranchFree`] (closed-form renormalisation, groups of streams in registers,
 //! tiles of rounds so the output stays in L1), [`Arm::Avx2`] (x86-64, 32 streams in four
-//! 8-lane vectors, `arch/x86_64/avx2.rs`), [`Arm::Avx512`] (x86-64 AVX-512 F/BW, 128 streams
-//! in eight 16-lane vectors, slot lookup by a binary search in registers,
+//! 8-lane vectors, `arch/x86_64/avx2.rs`), [`Arm::Avx512`] (x86-64 AVX-512 F/BW, 64 streams
+//! in four 16-lane vectors, slot lookup by a binary search in registers,
 //! `arch/x86_64/avx512.rs`) and [`Arm::Neon`] (aarch64, 16 streams in four
 //! 4-lane vectors, `arch/aarch64/neon.rs`). Every variant exists on every target; an arm
 //! this build or CPU cannot run is refused (`E_PATH_UNAVAILABLE`), never replaced.
@@ -30,7 +30,7 @@
 //! # Availability and the selftest
 //! [`Arm::is_available`] is the CPU check (runtime detection under `std`, cached by std;
 //! `cfg!(target_feature)` otherwise) *and* a first-use selftest: the first time a SIMD arm is
-//! asked about, it decodes a small fixed record (170 streams over 66 rounds, so the 128-lane,
+//! asked about, it decodes a small fixed record (170 streams over 66 rounds, so the 64-lane,
 //! 32-lane, 8-lane and scalar pair paths and a tile boundary all run, skewed so most steps
 //! refill 2 bytes, plus a partial round) and compares
 //! output and result with the reference. An arm that disagrees is disabled for the process
@@ -81,7 +81,7 @@ pub enum Arm {
     Avx2,
     /// aarch64 NEON: 4 streams per vector, 16 in flight, per-lane table and refill loads.
     Neon,
-    /// x86-64 AVX-512 (F, BW; plus AVX2 for its gathers): 16 streams per vector, 128 in
+    /// x86-64 AVX-512 (F, BW; plus AVX2 for its gathers): 16 streams per vector, 64 in
     /// flight, slot lookup by a binary search in registers, gathers for the refill bytes.
     Avx512,
 }
@@ -445,7 +445,7 @@ fn selftest_passed(arm: Arm) -> bool {
 }
 
 /// Streams of the selftest record: 128 + 32 + 8 + 2, so every arm's widest group, its
-/// narrower groups and the scalar pairs all run (AVX-512: 128 + 32 + scalar; AVX2: 5 × 32 +
+/// narrower groups and the scalar pairs all run (AVX-512: 2 × 64 + 32 + scalar; AVX2: 5 × 32 +
 /// 8 + scalar; NEON: 10 × 16 + scalar).
 const SELFTEST_STREAMS: usize = 170;
 /// Nibbles of the selftest record: 66 full rounds (past the 64-round tile) and a partial one.

@@ -1,4 +1,4 @@
-//! The AVX-512 record decode arm (F + BW): 16 streams per 512-bit vector, up to 128 in flight.
+//! The AVX-512 record decode arm (F + BW): 16 streams per 512-bit vector, 64 in flight.
 //!
 //! Lane layout: a group of `32P` streams is held in `P` *pairs* of vectors; pair `p` keeps the
 //! even streams `g + 32p + 2i` in one vector and the odd streams `g + 32p + 2i + 1` in the
@@ -19,7 +19,14 @@
 //!   `x = (x << 8k) | (w >> (32 − 8k))` (`vpsllvd`/`vpsrlvd`; a shift by 32 gives 0);
 //! - output: `vpslld`/`vpord` + `vpmovdb`, one 16-byte store per pair of vectors.
 //!
-//! About 24 vector operations and 16 gathered elements per 16 nibbles.
+//! About 27 vector operations and 16 gathered elements per 16 nibbles.
+//!
+//! Measured alternatives (docs/PERFORMANCE.md, "SIMD arms"): a slot → symbol table gather
+//! instead of the binary search is ~5% slower here (it is the faster choice in the AVX2 arm,
+//! whose `vpermd` holds only 8 entries); one 16-lane `vpgatherdd zmm` instead of two 8-lane
+//! gathers measures the same; 64 streams in flight beat 32 and 128 (`WIDE`); a 4-byte
+//! window loaded every two rounds, a prefetched 8-byte window (loads off the state's
+//! dependency chain) and scalar loads instead of the refill gather were all slower.
 //!
 //! Why 8-lane AVX2 gathers rather than one 16-lane `vpgatherdd zmm`: on the Zen 4 project
 //! machine they measure the same or faster, and Miri has shims for the AVX2 gathers but not
@@ -48,7 +55,7 @@ use core::arch::x86_64::{
 /// Rounds per tile (the output of one tile, `TILE · N/2` bytes, stays in L1).
 const TILE: usize = 64;
 /// Pairs of 16-lane vectors kept in flight by the main kernel (`32·WIDE` streams).
-const WIDE: usize = 4;
+const WIDE: usize = 2;
 
 /// Whether this CPU runs the arm: AVX-512 F and BW, and AVX2 for the gathers (runtime
 /// detection under `std`, cached by std; the compile-time target features otherwise).
