@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Independent decoder of int4-rans64-t1, written from docs/int4-rans64-t1.md alone.
+
+Checks docs/vectors/rans64.json: every blob decodes to its input, every refusal case is
+refused with its class. Pure Python, no dependencies; slow but only meant for the vectors.
+Run: python3 docs/vectors/rans64_check.py [path/to/rans64.json]
+"""
+import json
+import os
+import sys
+
+M, L = 4096, 1 << 16
+
+
+class Refused(Exception):
+    pass
+
+
+def u16(b, at):
+    return b[at] | b[at + 1] << 8
+
+
+def u32(b, at):
+    return int.from_bytes(b[at:at + 4], "little")
+
+
+def alias_layout(freq):
+    rem, placed = list(freq), [False] * 16
+    div, alias = [0] * 16, [0] * 16
+    for _ in range(16):
+        s = next(s for s in range(16) if not placed[s] and rem[s] <= 256)
+        placed[s], div[s], alias[s] = True, rem[s], s
+        if rem[s] < 256:
+            g = next(g for g in range(16) if not placed[g] and rem[g] > 256)
+            alias[s] = g
+            rem[g] -= 256 - rem[s]
+    # index of every slot: own bucket first, then alias segments in bucket order
+    sym_of, index_of = [0] * M, [0] * M
+    nxt = list(div)
+    for b in range(16):
+        for j in range(256):
+            slot = 256 * b + j
+            if j < div[b]:
+                sym_of[slot], index_of[slot] = b, j
+    for b in range(16):
+        if div[b] < 256:
+            a = alias[b]
+            for j in range(div[b], 256):
+                sym_of[256 * b + j], index_of[256 * b + j] = a, nxt[a]
+                nxt[a] += 1
+    assert nxt == list(freq)
+    return sym_of, index_of
+
+
+def decode(blob, n_out):
+    if blob[:4].ljust(4, b"\0") != b"T4R1":
+        raise Refused("E_MAGIC")
+    if len(blob) < 16:
+        raise Refused("E_TRUNCATED")
+    if blob[4] != 1:
+        raise Refused("E_VERSION")
+    shift = blob[5]
+    if not 12 <= shift <= 26:
+        raise Refused("E_CHUNK_SHIFT")
+    if u16(blob, 6) != 0:
+        raise Refused("E_RESERVED")
+    n = int.from_bytes(blob[8:16], "little")
+    if n > 1 << 48:
+        raise Refused("E_TOO_LARGE")
+    C = 1 << shift
+    K = (n + C - 1) // C
+    if len(blob) < 16 + 4 * K:
+        raise Refused("E_TRUNCATED")
+    sizes = [u32(blob, 16 + 4 * c) for c in range(K)]
+    raws = [min(C, n - c * C) for c in range(K)]
+    for S, R in zip(sizes, raws):
+        if not (S == R or 304 <= S < R):
+            raise Refused("E_CHUNK_SIZE")
+    total = 16 + 4 * K + sum(sizes)
+    if len(blob) < total:
+        raise Refused("E_TRUNCATED")
+    if len(blob) > total:
+        raise Refused("E_TRAILING")
+    assert n == n_out, "vector output length mismatch"
+    out = bytearray()
+    at = 16 + 4 * K
+    for S, R in zip(sizes, raws):
+        body = blob[at:at + S]
+        at += S
+        if S == R:
+            out += body
+            continue
+        freq = [u16(body, 2 * s) for s in range(16)]
+        if sum(freq) != M or max(freq) > 4095:
+            raise Refused("E_TABLE")
+        words = [u32(body, 32 + 4 * w) for w in range(4)]
+        if 2 * sum(words) != S - 304:
+            raise Refused("E_WAY_LENGTHS")
+        state = [u32(body, 48 + 4 * l) for l in range(64)]
+        if any(x < L for x in state):
+            raise Refused("E_STATE_RANGE")
+        streams, p = [], 304
+        for w in range(4):
+            streams.append([u16(body, p + 2 * k) for k in range(words[w])])
+            p += 2 * words[w]
+        pos = [0] * 4
+        sym_of, index_of = alias_layout(freq)
+        chunk = bytearray(R)
+        for r in range((R + 63) // 64):
+            active = min(64, R - 64 * r)
+            for half in (0, 1):
+                for l in range(active):
+                    x = state[l]
+                    slot = x & 4095
+                    s = sym_of[slot]
+                    x = freq[s] * (x >> 12) + index_of[slot]
+                    if x < L:
+                        w = l // 16
+                        if pos[w] == len(streams[w]):
+                            raise Refused("E_OVERRUN")
+                        x = (x << 16) | streams[w][pos[w]]
+                        pos[w] += 1
+                    state[l] = x
+                    chunk[64 * r + l] |= s << (4 * half)
+        if any(x != L for x in state):
+            raise Refused("E_FINAL_STATE")
+        if any(pos[w] != len(streams[w]) for w in range(4)):
+            raise Refused("E_LEFTOVER")
+        out += chunk
+    return bytes(out)
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "rans64.json")
+    doc = json.load(open(path))
+    for v in doc["blobs"]:
+        got = decode(bytes.fromhex(v["blob_hex"]), len(v["input_hex"]) // 2)
+        assert got == bytes.fromhex(v["input_hex"]), v["name"]
+    for v in doc["refusals"]:
+        try:
+            decode(bytes.fromhex(v["blob_hex"]), v["n_bytes"])
+        except Refused as e:
+            assert str(e) == v["class"], (v["name"], str(e), v["class"])
+        else:
+            raise AssertionError(f"{v['name']}: accepted, expected {v['class']}")
+    print(f"rans64 vectors: {len(doc['blobs'])} blobs decoded, {len(doc['refusals'])} refusals matched")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+//! Writes `docs/vectors/rans64.json`, the golden vectors of `int4-rans64-t1`, to stdout:
+//! encoded blobs of small fixed inputs, and one refused blob per refusal class (found by
+//! deterministic single-byte mutations of the encoded blobs, checked with the scalar arm).
+//! Run: `cargo run -p tetrad-rans --example rans64_vectors > docs/vectors/rans64.json`.
+#![allow(clippy::cast_possible_truncation)]
+
+use serde_json::{Value, json};
+use tetrad_rans::rans64::{self, Arm};
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn encode(src: &[u8], shift: u8) -> Vec<u8> {
+    let mut blob = vec![0u8; rans64::max_encoded_len(src.len(), shift)];
+    let n = rans64::encode_into(src, shift, &mut blob).expect("encode");
+    blob.truncate(n);
+    blob
+}
+
+/// A xorshift stream, so the inputs are reproducible without a crate.
+struct Xs(u64);
+impl Xs {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// A peaked nibble: mostly 6..=9, sometimes anything.
+    fn nib(&mut self) -> u8 {
+        let v = self.next();
+        if v.is_multiple_of(16) { (v >> 8) as u8 & 15 } else { 6 + ((v >> 8) % 4) as u8 }
+    }
+}
+
+fn class(blob: &[u8], n: usize) -> Option<&'static str> {
+    let mut out = vec![0u8; n];
+    rans64::decode_with(Arm::Scalar, blob, &mut out).err().map(|e| e.class())
+}
+
+fn main() {
+    let mut xs = Xs(0x7E7_2AD);
+    let mut inputs: Vec<(&str, Vec<u8>, u8)> = vec![
+        ("empty", vec![], 12),
+        ("five bytes, raw", vec![0x01, 0x23, 0x45, 0x67, 0x89], 12),
+        ("random 500 bytes, raw fallback", (0..500).map(|_| xs.next() as u8).collect(), 12),
+        ("single symbol 0x88 x 2000", vec![0x88; 2000], 12),
+        (
+            "all 0x0f/0xf0 extremes",
+            (0..700).map(|i| if i % 2 == 0 { 0x0F } else { 0xF0 }).collect(),
+            12,
+        ),
+    ];
+    let peaked: Vec<u8> = (0..400).map(|_| xs.nib() | (xs.nib() << 4)).collect();
+    inputs.push(("peaked 400 bytes, raw fallback (too short to code)", peaked, 12));
+    let peaked: Vec<u8> = (0..1500).map(|_| xs.nib() | (xs.nib() << 4)).collect();
+    inputs.push(("peaked 1500 bytes, partial last round", peaked, 12));
+    let two: Vec<u8> = (0..5000).map(|_| xs.nib() | (xs.nib() << 4)).collect();
+    inputs.push(("peaked 5000 bytes, two chunks of 4096", two, 12));
+    let rare: Vec<u8> = (0..3000)
+        .map(|_| {
+            let lo = if xs.next().is_multiple_of(500) { (xs.next() & 15) as u8 } else { 8 };
+            let hi = if xs.next().is_multiple_of(500) { (xs.next() & 15) as u8 } else { 7 };
+            lo | (hi << 4)
+        })
+        .collect();
+    inputs.push(("rare symbols 3000 bytes", rare, 12));
+
+    let mut blobs = Vec::new();
+    let mut coded = Vec::new();
+    for (name, src, shift) in &inputs {
+        let blob = encode(src, *shift);
+        let mut out = vec![0u8; src.len()];
+        rans64::decode_with(Arm::Scalar, &blob, &mut out).expect("decode");
+        assert_eq!(&out, src);
+        if blob.len() > 16 + 4 + 304 && blob.len() < src.len() {
+            coded.push((blob.clone(), src.len()));
+        }
+        blobs.push(json!({"name": name, "chunk_shift": shift, "input_hex": hex(src), "blob_hex": hex(&blob)}));
+    }
+
+    // Refusals: hand-made header cases, then mutation search for the chunk classes.
+    let (base, n) = coded[0].clone();
+    let mut refusals: Vec<Value> = Vec::new();
+    let mut push = |name: &str, blob: &[u8], n: usize, want: &str| {
+        assert_eq!(class(blob, n), Some(want), "{name}");
+        refusals.push(json!({"name": name, "blob_hex": hex(blob), "n_bytes": n, "class": want}));
+    };
+    push("short magic", b"T4", 0, "E_MAGIC");
+    push("short header", &base[..12], n, "E_TRUNCATED");
+    let mut b = base.clone();
+    b[4] = 2;
+    push("version 2", &b, n, "E_VERSION");
+    let mut b = base.clone();
+    b[5] = 27;
+    push("chunk shift 27", &b, n, "E_CHUNK_SHIFT");
+    let mut b = base.clone();
+    b[6] = 1;
+    push("reserved set", &b, n, "E_RESERVED");
+    let mut b = base.clone();
+    b[8..16].copy_from_slice(&((1u64 << 48) + 1).to_le_bytes());
+    push("too large", &b, n, "E_TOO_LARGE");
+    push("index cut", &base[..17], n, "E_TRUNCATED");
+    let mut b = base.clone();
+    b[16..20].copy_from_slice(&(n as u32 + 1).to_le_bytes());
+    push("chunk stored larger than raw", &b, n, "E_CHUNK_SIZE");
+    push("body cut", &base[..base.len() - 1], n, "E_TRUNCATED");
+    let mut b = base.clone();
+    b.push(0);
+    push("trailing byte", &b, n, "E_TRAILING");
+    let body = 20;
+    let mut b = base.clone();
+    b[body] ^= 1;
+    push("frequencies off by one", &b, n, "E_TABLE");
+    let mut b = base.clone();
+    b[body + 32] ^= 1;
+    push("way length off by one", &b, n, "E_WAY_LENGTHS");
+    let mut b = base.clone();
+    b[body + 48 + 2..body + 48 + 4].fill(0);
+    push("lane 0 state below L", &b, n, "E_STATE_RANGE");
+    // Decode-time classes: mutate the words and the states, in a fixed order, until each is
+    // found.
+    // E_LEFTOVER: one extra word at the end of way 3 (the last stream), sizes adjusted; the
+    // states still end at L, so only the leftover check fails.
+    let mut b = base.clone();
+    let w3 = u32::from_le_bytes(b[body + 44..body + 48].try_into().unwrap());
+    b[body + 44..body + 48].copy_from_slice(&(w3 + 1).to_le_bytes());
+    let s0 = u32::from_le_bytes(b[16..20].try_into().unwrap());
+    b[16..20].copy_from_slice(&(s0 + 2).to_le_bytes());
+    b.extend_from_slice(&[0x34, 0x12]);
+    push("an extra word at the end of way 3", &b, n, "E_LEFTOVER");
+    for want in ["E_OVERRUN", "E_FINAL_STATE"] {
+        let mut found = false;
+        'search: for at in body + 48..base.len() {
+            for v in [0x00u8, 0xFF, 0x80, 0x01] {
+                let mut b = base.clone();
+                if b[at] == v {
+                    continue;
+                }
+                b[at] = v;
+                if class(&b, n) == Some(want) {
+                    push(&format!("byte {at} set to {v:#04x}"), &b, n, want);
+                    found = true;
+                    break 'search;
+                }
+            }
+        }
+        if !found {
+            // Move words between ways (lengths still sum right) as a second search.
+            for (from, to) in [(0usize, 1usize), (1, 0), (2, 3), (3, 2)] {
+                let mut b = base.clone();
+                let get = |b: &[u8], w: usize| {
+                    u32::from_le_bytes(b[body + 32 + 4 * w..body + 36 + 4 * w].try_into().unwrap())
+                };
+                let (a, c) = (get(&b, from), get(&b, to));
+                b[body + 32 + 4 * from..body + 36 + 4 * from]
+                    .copy_from_slice(&(a - 1).to_le_bytes());
+                b[body + 32 + 4 * to..body + 36 + 4 * to].copy_from_slice(&(c + 1).to_le_bytes());
+                if class(&b, n) == Some(want) {
+                    push(&format!("one word moved from way {from} to way {to}"), &b, n, want);
+                    found = true;
+                    break;
+                }
+            }
+        }
+        assert!(found, "no mutation gives {want}");
+    }
+    let doc = json!({
+        "format": "int4-rans64-t1",
+        "version": 1,
+        "about": "blobs: input_hex (packed int4 bytes) encoded with chunk_shift by the reference encoder of docs/int4-rans64-t1.md section 4; refusals: blob_hex decoded to n_bytes must be refused with class",
+        "blobs": blobs,
+        "refusals": refusals,
+    });
+    println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+}
