@@ -565,13 +565,27 @@ pub fn matmul_raw(
 }
 
 /// The f32-path tolerance of `docs/kernels.md`: an arm's result `y` is acceptable when
-/// `|y − y*| ≤ f32_tolerance(I, Σ|x·W|)` for the exact result `y*`.
-pub fn f32_tolerance(i: usize, sum_abs_terms: f64) -> f64 {
+/// `|y − y*| ≤ f32_tolerance_scaled(I, Σ|x·W|, max_scale)` for the exact result `y*`, where
+/// `max_scale` is the largest `|scale|` of the output row's groups (`1.0` for `f32` weights):
+///
+/// `(I + 4) · (2⁻²⁴ · Σ|x·W| + 2⁻¹⁴⁹ · max(1, max_scale))`.
+///
+/// The absolute term is scaled because the kernels (the scalar reference included) sum the
+/// unscaled products `v · x` of a group and only then multiply by the group scale: a product
+/// that is subnormal carries an absolute rounding error of up to 2⁻¹⁵⁰, which the scale
+/// multiplies.
+pub fn f32_tolerance_scaled(i: usize, sum_abs_terms: f64, max_scale: f64) -> f64 {
     #[allow(clippy::cast_precision_loss)] // a bound, exactness irrelevant
     let n = (i + 4) as f64;
     const U: f64 = 1.0 / 16_777_216.0; // 2^-24
     let tiny = f64::from(f32::from_bits(1)); // 2^-149
-    n * (sum_abs_terms * U + tiny)
+    n * (sum_abs_terms * U + tiny * max_scale.abs().max(1.0))
+}
+
+/// [`f32_tolerance_scaled`] for rows whose group scales are all at most 1 in magnitude (and
+/// for `f32` weights): `(I + 4) · (2⁻²⁴ · Σ|x·W| + 2⁻¹⁴⁹)`. Larger scales need the scaled form.
+pub fn f32_tolerance(i: usize, sum_abs_terms: f64) -> f64 {
+    f32_tolerance_scaled(i, sum_abs_terms, 1.0)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -676,13 +690,16 @@ pub(crate) fn selftest(isa: Isa) -> bool {
         let mut row = [0f32; ST_I];
         for o in 0..ST_O {
             scalar::dequantize_row(&m, o, &mut row);
+            let max_scale = (0..m.groups_per_row())
+                .map(|g| f64::from(scalar::group_scale(&m, o, g)).abs())
+                .fold(0.0, f64::max);
             for s in 0..ST_S {
                 let sum_abs: f64 = row
                     .iter()
                     .zip(&x[s * ST_I..])
                     .map(|(&w, &xv)| (f64::from(w) * f64::from(xv)).abs())
                     .sum();
-                let tol = 2.0 * f32_tolerance(ST_I, sum_abs);
+                let tol = 2.0 * f32_tolerance_scaled(ST_I, sum_abs, max_scale);
                 let (a, b) = (want[s * ST_O + o], got[s * ST_O + o]);
                 let close = (f64::from(a) - f64::from(b)).abs() <= tol;
                 if !close {

@@ -181,7 +181,10 @@ fn check_f32(m: &Matrix<'_>, x: &[f32], s: usize, y: &[f32], what: &str) {
                 assert!(got.is_nan(), "{}", ctx());
                 continue;
             }
-            let tol = kernels::f32_tolerance(m.i(), abs);
+            let max_scale = (0..m.groups_per_row())
+                .map(|g| f64::from(scalar::group_scale(m, o, g)).abs())
+                .fold(0.0, f64::max);
+            let tol = kernels::f32_tolerance_scaled(m.i(), abs, max_scale);
             if 2.0 * abs + tol > f64::from(f32::MAX) {
                 continue; // partial sums may overflow (±inf, or NaN from inf − inf) depending on the order
             }

@@ -308,6 +308,8 @@ macro_rules! avx512_arm {
             kind: Kind,
         ) {
             let (ni, nr) = (m.i(), rows.len());
+            let ipad = ni.div_ceil(32) * 32;
+            let mut xbuf = [0f32; XB];
             let mut s0 = 0;
             while s0 < s {
                 let st = if s - s0 >= 4 {
@@ -318,6 +320,40 @@ macro_rules! avx512_arm {
                     1
                 };
                 let xp = |k: usize| x[(s0 + k) * ni..].as_ptr();
+                if kind != Kind::Fp8 && st * ipad <= XB {
+                    for k in 0..st {
+                        deinterleave(
+                            &x[(s0 + k) * ni..(s0 + k + 1) * ni],
+                            &mut xbuf[k * ipad..(k + 1) * ipad],
+                        );
+                    }
+                    let xd = |k: usize| xbuf[k * ipad..].as_ptr();
+                    for (r, o) in rows.clone().enumerate() {
+                        // SAFETY: each pointer addresses the ipad de-interleaved values of
+                        // activation row s0 + k.
+                        let v: [f32; 4] = unsafe {
+                            match (st, kind) {
+                                (4, Kind::Mx) => {
+                                    nib_row_f32_de::<4, true>(m, o, [xd(0), xd(1), xd(2), xd(3)])
+                                }
+                                (2, Kind::Mx) => {
+                                    pad(nib_row_f32_de::<2, true>(m, o, [xd(0), xd(1)]))
+                                }
+                                (_, Kind::Mx) => pad(nib_row_f32_de::<1, true>(m, o, [xd(0)])),
+                                (4, _) => {
+                                    nib_row_f32_de::<4, false>(m, o, [xd(0), xd(1), xd(2), xd(3)])
+                                }
+                                (2, _) => pad(nib_row_f32_de::<2, false>(m, o, [xd(0), xd(1)])),
+                                (_, _) => pad(nib_row_f32_de::<1, false>(m, o, [xd(0)])),
+                            }
+                        };
+                        for k in 0..st {
+                            y[(s0 + k) * nr + r] = v[k];
+                        }
+                    }
+                    s0 += st;
+                    continue;
+                }
                 for (r, o) in rows.clone().enumerate() {
                     // SAFETY: each pointer addresses the I values of activation row s0 + k.
                     let v: [f32; 4] = unsafe {
@@ -343,6 +379,127 @@ macro_rules! avx512_arm {
                 }
                 s0 += st;
             }
+        }
+
+        /// Activations per call that the de-interleaved nibble path keeps on the stack
+        /// (32 KiB): `S`-tile × `I` rounded up to 32.
+        const XB: usize = 8192;
+
+        /// Writes one activation row in the order of the de-interleaved nibble path: per
+        /// 32-column block, the 16 even columns then the 16 odd ones; columns past `I` are 0.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn deinterleave(x: &[f32], out: &mut [f32]) {
+            let ni = x.len();
+            let ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+            let io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+            let mut c = 0;
+            while c < ni {
+                let rem = ni - c;
+                assert!(c + 32 <= out.len());
+                // SAFETY: the masked loads read only columns below I; the two stores write
+                // out[c..c + 32], within `out` (asserted).
+                unsafe {
+                    let a = _mm512_maskz_loadu_ps(mask16(rem), x.as_ptr().add(c));
+                    let b = _mm512_maskz_loadu_ps(
+                        mask16(rem.saturating_sub(16)),
+                        x.as_ptr().add(c + 16.min(rem)),
+                    );
+                    _mm512_storeu_ps(out.as_mut_ptr().add(c), _mm512_permutex2var_ps(a, ie, b));
+                    _mm512_storeu_ps(
+                        out.as_mut_ptr().add(c + 16),
+                        _mm512_permutex2var_ps(a, io, b),
+                    );
+                }
+                c += 32;
+            }
+        }
+
+        /// As [`nib_row_f32`], on activations de-interleaved by [`deinterleave`]: the 16 bytes
+        /// of a 32-column block widen to 16 dwords once (`vpmovzxbd`); `vpermps` reads the low
+        /// nibble (even columns) directly and, after a shift by 4, the high nibble (odd
+        /// columns). No unpacking in the weight stream.
+        ///
+        /// # Safety
+        /// Features available; every `xd[k]` points at `ceil(I/32)·32` de-interleaved values.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn nib_row_f32_de<const T: usize, const MX: bool>(
+            m: &Matrix<'_>,
+            o: usize,
+            xd: [*const f32; T],
+        ) -> [f32; T] {
+            let (ni, gl) = (m.i(), m.group_len());
+            let rp = m.row_bytes(o).as_ptr();
+            let tp = if MX { MX_F32.as_ptr() } else { I4_F32.as_ptr() };
+            // SAFETY: both tables hold 16 f32.
+            let table = unsafe { _mm512_loadu_ps(tp) };
+            let mut acc = [_mm512_setzero_ps(); T];
+            for g in 0..m.groups_per_row() {
+                let (c0, c1) = (g * gl, ((g + 1) * gl).min(ni));
+                let mut p = [[_mm512_setzero_ps(); 4]; T];
+                let mut col = c0;
+                while col + 64 <= c1 {
+                    // SAFETY: col + 64 ≤ I: 32 bytes at col/2 are within the row.
+                    let (z0, z1) = unsafe {
+                        (
+                            _mm512_cvtepu8_epi32(_mm_loadu_si128(rp.add(col / 2).cast())),
+                            _mm512_cvtepu8_epi32(_mm_loadu_si128(rp.add(col / 2 + 16).cast())),
+                        )
+                    };
+                    let w = [
+                        _mm512_permutexvar_ps(z0, table),
+                        _mm512_permutexvar_ps(_mm512_srli_epi32::<4>(z0), table),
+                        _mm512_permutexvar_ps(z1, table),
+                        _mm512_permutexvar_ps(_mm512_srli_epi32::<4>(z1), table),
+                    ];
+                    for k in 0..T {
+                        for j in 0..4 {
+                            // SAFETY: col + 64 ≤ ipad values of xd[k].
+                            let xv = unsafe { _mm512_loadu_ps(xd[k].add(col + 16 * j)) };
+                            p[k][j] = _mm512_fmadd_ps(w[j], xv, p[k][j]);
+                        }
+                    }
+                    col += 64;
+                }
+                while col < c1 {
+                    // One 32-column block (or the last, partial one: its bytes are loaded with a
+                    // mask, and the activations past I are zero in the buffer).
+                    let nb = (c1 - col).div_ceil(2).min(16);
+                    // SAFETY: the masked load reads the nb bytes of columns col..min(col+32, c1),
+                    // within the row.
+                    let z = unsafe {
+                        _mm512_cvtepu8_epi32(_mm512_castsi512_si128(_mm512_maskz_loadu_epi8(
+                            mask64(nb),
+                            rp.add(col / 2).cast(),
+                        )))
+                    };
+                    let we = _mm512_permutexvar_ps(z, table);
+                    let wo = _mm512_permutexvar_ps(_mm512_srli_epi32::<4>(z), table);
+                    for k in 0..T {
+                        // SAFETY: col + 32 ≤ ipad values of xd[k].
+                        unsafe {
+                            p[k][0] = _mm512_fmadd_ps(we, _mm512_loadu_ps(xd[k].add(col)), p[k][0]);
+                            p[k][1] =
+                                _mm512_fmadd_ps(wo, _mm512_loadu_ps(xd[k].add(col + 16)), p[k][1]);
+                        }
+                    }
+                    col += 32;
+                }
+                let sc = _mm512_set1_ps(scalar::group_scale(m, o, g));
+                for k in 0..T {
+                    let part = _mm512_add_ps(
+                        _mm512_add_ps(p[k][0], p[k][1]),
+                        _mm512_add_ps(p[k][2], p[k][3]),
+                    );
+                    acc[k] = _mm512_fmadd_ps(part, sc, acc[k]);
+                }
+            }
+            let mut out = [0f32; T];
+            for k in 0..T {
+                out[k] = _mm512_reduce_add_ps(acc[k]);
+            }
+            out
         }
 
         fn pad<const T: usize>(v: [f32; T]) -> [f32; 4] {
@@ -511,47 +668,76 @@ macro_rules! avx512_arm {
                         | _mm512_cmpeq_epi8_mask(_mm512_and_si512(v1, sev), sev))
                         != 0
                 };
-                let mut p = [[_mm512_setzero_ps(); 2]; T];
-                let mut col = c0;
-                while col + 32 <= c1 {
-                    // SAFETY: col + 32 ≤ c1 ≤ I bytes of the row.
-                    let (b0, b1) = unsafe {
-                        (
-                            _mm_loadu_si128(rp.add(col).cast()),
-                            _mm_loadu_si128(rp.add(col + 16).cast()),
-                        )
-                    };
-                    let (w0, w1) = (fp8x16(b0, has_nan), fp8x16(b1, has_nan));
-                    for k in 0..T {
-                        // SAFETY: col + 32 ≤ I values of xs[k].
-                        unsafe {
-                            p[k][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xs[k].add(col)), p[k][0]);
-                            p[k][1] =
-                                _mm512_fmadd_ps(w1, _mm512_loadu_ps(xs[k].add(col + 16)), p[k][1]);
-                        }
+                // SAFETY: c0..c1 are columns of the row and of every xs[k].
+                let p = unsafe {
+                    if has_nan {
+                        fp8_block::<T, true>(rp, xs, c0, c1)
+                    } else {
+                        fp8_block::<T, false>(rp, xs, c0, c1)
                     }
-                    col += 32;
-                }
-                while col < c1 {
-                    let rem = (c1 - col).min(16);
-                    // SAFETY: masked load of the rem bytes of columns col..col+rem < c1.
-                    let b = unsafe { _mm512_maskz_loadu_epi8(mask64(rem), rp.add(col).cast()) };
-                    let w = fp8x16(_mm512_castsi512_si128(b), true);
-                    for k in 0..T {
-                        // SAFETY: masked load of rem values below I.
-                        let xv = unsafe { _mm512_maskz_loadu_ps(mask16(rem), xs[k].add(col)) };
-                        p[k][0] = _mm512_fmadd_ps(w, xv, p[k][0]);
-                    }
-                    col += 16;
-                }
+                };
                 let sc = _mm512_set1_ps(scalar::group_scale(m, o, g));
                 for k in 0..T {
-                    acc[k] = _mm512_fmadd_ps(_mm512_add_ps(p[k][0], p[k][1]), sc, acc[k]);
+                    acc[k] = _mm512_fmadd_ps(p[k], sc, acc[k]);
                 }
             }
             let mut out = [0f32; T];
             for k in 0..T {
                 out[k] = _mm512_reduce_add_ps(acc[k]);
+            }
+            out
+        }
+
+        /// `Σ e4m3 · x` over columns `c0..c1` (at most 128) of one fp8 row for `T` activation
+        /// rows, as 16 lanes per activation row; four accumulators; NaN codes mapped only when
+        /// `NAN` (the caller found one in the block).
+        ///
+        /// # Safety
+        /// Features available; `rp` holds the bytes of columns `c0..c1`, each `xs[k]` the
+        /// values of columns `c0..c1`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn fp8_block<const T: usize, const NAN: bool>(
+            rp: *const u8,
+            xs: [*const f32; T],
+            c0: usize,
+            c1: usize,
+        ) -> [__m512; T] {
+            let mut p = [[_mm512_setzero_ps(); 4]; T];
+            let mut col = c0;
+            while col + 64 <= c1 {
+                let mut w = [_mm512_setzero_ps(); 4];
+                for (j, wj) in w.iter_mut().enumerate() {
+                    // SAFETY: col + 64 ≤ c1: 16 bytes at col + 16·j are in the row.
+                    *wj = fp8x16(unsafe { _mm_loadu_si128(rp.add(col + 16 * j).cast()) }, NAN);
+                }
+                for k in 0..T {
+                    for j in 0..4 {
+                        // SAFETY: col + 64 ≤ c1 values of xs[k].
+                        let xv = unsafe { _mm512_loadu_ps(xs[k].add(col + 16 * j)) };
+                        p[k][j] = _mm512_fmadd_ps(w[j], xv, p[k][j]);
+                    }
+                }
+                col += 64;
+            }
+            let mut j = 0;
+            while col < c1 {
+                let rem = (c1 - col).min(16);
+                // SAFETY: masked load of the rem bytes of columns col..col+rem ≤ c1.
+                let b = unsafe { _mm512_maskz_loadu_epi8(mask64(rem), rp.add(col).cast()) };
+                let w = fp8x16(_mm512_castsi512_si128(b), NAN);
+                for k in 0..T {
+                    // SAFETY: masked load of rem values of columns below c1.
+                    let xv = unsafe { _mm512_maskz_loadu_ps(mask16(rem), xs[k].add(col)) };
+                    p[k][j] = _mm512_fmadd_ps(w, xv, p[k][j]);
+                }
+                j = (j + 1) % 4;
+                col += 16;
+            }
+            let mut out = [_mm512_setzero_ps(); T];
+            for k in 0..T {
+                out[k] =
+                    _mm512_add_ps(_mm512_add_ps(p[k][0], p[k][1]), _mm512_add_ps(p[k][2], p[k][3]));
             }
             out
         }
