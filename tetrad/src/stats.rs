@@ -18,8 +18,14 @@
 //! The measured code bytes of every tensor are held in memory until the pooled table is built
 //! (about the size of the checkpoint's quantized codes); zstd level 19 is the slow part
 //! (a few MB/s per core; tensors are compressed in parallel, `--no-zstd` skips it).
+//!
+//! [`plot`] draws the chart of a report (`--plot FILE.png|FILE.svg`).
 
 use std::path::{Path, PathBuf};
+
+// The chart lives in its own folder (`src/plot/`) but belongs to `stats`: it draws a Report.
+#[path = "plot/mod.rs"]
+pub mod plot;
 
 use rayon::prelude::*;
 use tetrad_rans::{FORMAT_SCALE_BITS, FORMAT_STREAMS, Table, encode_record_packed, max_record_len};
@@ -620,84 +626,4 @@ pub fn verdict(t: &Total) -> String {
             h - t.counts.entropy1()
         )
     }
-}
-
-/// A self-contained SVG chart of a report: the pooled nibble (or byte) histogram and each
-/// tensor's order-0 bits per weight. Written by hand (no plotting dependency, no fonts needed).
-pub fn svg(report: &Report) -> String {
-    use std::fmt::Write as _;
-    let (w, h) = (900.0f64, 560.0f64);
-    let mut o = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    );
-    let total = report.nibbles.as_ref().or(report.bytes.as_ref());
-    // Top: histogram (16 bars for nibbles; 256 thin bars for bytes).
-    if let Some(t) = total {
-        let n = t.counts.symbols().max(1) as f64;
-        let max = t.counts.hist.iter().copied().max().unwrap_or(1).max(1) as f64;
-        let bars = t.counts.hist.len() as f64;
-        let (x0, y0, pw, ph) = (50.0, 40.0, w - 80.0, 200.0);
-        let _ = writeln!(
-            o,
-            "<text x=\"{x0}\" y=\"24\" font-size=\"13\">symbol histogram (pooled, {} symbols, H0 = {:.4} bits)</text>",
-            t.counts.symbols(),
-            t.counts.entropy0()
-        );
-        for (k, &c) in t.counts.hist.iter().enumerate() {
-            let bh = c as f64 / max * ph;
-            let bw = pw / bars;
-            let x = x0 + k as f64 * bw;
-            let _ = writeln!(
-                o,
-                "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"#4472c4\"><title>{k}: {c} ({:.2}%)</title></rect>",
-                y0 + ph - bh,
-                (bw - 1.0).max(0.5),
-                c as f64 / n * 100.0
-            );
-            if bars <= 16.0 {
-                let _ = writeln!(
-                    o,
-                    "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{k}</text>",
-                    x + bw / 2.0,
-                    y0 + ph + 14.0
-                );
-            }
-        }
-    }
-    // Bottom: per-tensor bits per weight (order 0), with the symbol width as the reference.
-    let (x0, y0, pw, ph) = (50.0, 320.0, w - 80.0, 200.0);
-    let _ = writeln!(
-        o,
-        "<text x=\"{x0}\" y=\"{:.1}\" font-size=\"13\">bits per weight, per tensor (order 0; line: the symbol width)</text>",
-        y0 - 16.0
-    );
-    let top = report.tensors.iter().map(|t| f64::from(t.symbols.bits())).fold(4.0, f64::max);
-    let n = report.tensors.len().max(1) as f64;
-    for (k, t) in report.tensors.iter().enumerate() {
-        let e = t.counts.entropy0();
-        let bh = e / top * ph;
-        let bw = pw / n;
-        let _ = writeln!(
-            o,
-            "<rect x=\"{:.2}\" y=\"{:.1}\" width=\"{:.2}\" height=\"{bh:.1}\" fill=\"#ed7d31\"><title>{}: {e:.4} bits</title></rect>",
-            x0 + k as f64 * bw,
-            y0 + ph - bh,
-            (bw * 0.9).max(0.3),
-            crate::json::str_literal(&t.name)
-                .trim_matches('"')
-                .replace('&', "&amp;")
-                .replace('<', "&lt;")
-                .replace('>', "&gt;")
-        );
-    }
-    let ref_y = y0 + ph - 4.0 / top * ph;
-    let _ = writeln!(
-        o,
-        "<line x1=\"{x0}\" y1=\"{ref_y:.1}\" x2=\"{:.1}\" y2=\"{ref_y:.1}\" stroke=\"black\" stroke-dasharray=\"4 3\"/>\n<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">4 bits</text>",
-        x0 + pw,
-        x0 - 4.0,
-        ref_y + 4.0
-    );
-    o.push_str("</svg>\n");
-    o
 }

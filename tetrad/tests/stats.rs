@@ -85,13 +85,9 @@ fn int4_container_numbers_match_an_independent_computation() {
     assert_eq!(ts.len(), 2);
     let chart = std::fs::read_to_string(&svg).unwrap();
     assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
-    assert_eq!(chart.matches("<rect").count(), 1 + 16 + 2, "background, 16 nibbles, 2 tensors");
-    let png = Command::new(env!("CARGO_BIN_EXE_tetrad"))
-        .args(["stats", "--plot", "x.png"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert_eq!(png.status.code(), Some(2), "PNG charts are a usage error");
+    assert_eq!(chart.matches("<title>value ").count(), 16, "a bar per nibble value");
+    assert_eq!(chart.matches("<title>x.").count(), 2, "a bar per tensor");
+    // The PNG chart is checked pixel by pixel in tests/stats_plot.rs.
     // Pooled table, as `tetrad pack` builds it.
     let mut hist = [0u64; 16];
     for d in [&a, &b] {

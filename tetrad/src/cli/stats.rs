@@ -7,6 +7,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use crate::quantize_container::QuantFormat;
+use crate::stats::plot::PlotFormat;
 use crate::stats::{
     StatsOptions, Symbols, TensorStats, Total, collect, measure, ratio, ratio_bound, verdict,
 };
@@ -20,13 +21,15 @@ PATHs are safetensors shards, GGUF files, or directories of either (a directory'
 tensors as they would be after `tetrad quantize --format FORMAT`. Ratios are code bytes /
 compressed bytes. int4-rans256-g0 uses one table pooled over every nibble tensor (the total
 includes the table's JSON). zstd level 19 is slow (a few MB/s per core); --no-zstd skips it.
-The --json schema is in docs/CLI.md.
+--plot writes the chart (histogram, per-tensor bits/weight) as PNG or SVG, by extension.
+The --json schema and the chart are described in docs/CLI.md.
 
 Examples:
   tetrad stats model.safetensors
   tetrad stats --per-tensor --quantize int4-grouped:64 ckpt/
   tetrad stats --json SmolLM2-135M-Instruct.Q4_1.gguf
-  tetrad stats --plot chart.svg q/")]
+  tetrad stats --plot chart.png q/
+  tetrad stats --no-zstd --plot chart.svg model.gguf")]
 pub struct StatsArgs {
     /// Print one line per tensor (always included in --json).
     #[arg(long)]
@@ -34,8 +37,9 @@ pub struct StatsArgs {
     /// Format float tensors are measured in: int4-row, int4-grouped:GS or int8-row.
     #[arg(long, value_parser = parse_measurable, default_value = "int4-row")]
     pub quantize: QuantFormat,
-    /// Write a chart (nibble histogram, per-tensor bits/weight) to this .svg file.
-    #[arg(long, value_name = "FILE.svg", value_parser = parse_svg_path)]
+    /// Write a chart (nibble histogram, per-tensor bits/weight) to this file: PNG or SVG,
+    /// chosen by the extension (.png or .svg).
+    #[arg(long, value_name = "FILE.png|FILE.svg", value_parser = parse_plot_path)]
     pub plot: Option<PathBuf>,
     /// Skip zstd level 19 (its fields become null).
     #[arg(long)]
@@ -48,12 +52,10 @@ pub struct StatsArgs {
     pub paths: Vec<PathBuf>,
 }
 
-fn parse_svg_path(s: &str) -> Result<PathBuf, String> {
-    if s.to_ascii_lowercase().ends_with(".svg") {
-        Ok(PathBuf::from(s))
-    } else {
-        Err(format!("{s}: only SVG charts are written (no PNG backend is built in)"))
-    }
+/// Accepts a chart path whose extension names a format (a usage error, exit 2, otherwise).
+fn parse_plot_path(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    PlotFormat::from_path(&p).map(|_| p).map_err(|e| format!("{s}: {e}"))
 }
 
 fn parse_measurable(s: &str) -> Result<QuantFormat, String> {
@@ -140,7 +142,7 @@ pub fn run(args: &StatsArgs) -> ExitCode {
     };
     let report = measure(measured, skipped, &opts);
     if let Some(p) = &args.plot
-        && let Err(e) = crate::io::write_bytes_atomic(p, crate::stats::svg(&report).as_bytes())
+        && let Err(e) = crate::stats::plot::write(&report, p)
     {
         let r = crate::rans256::Refusal::new("E_IO", format!("writing {}: {e}", p.display()));
         return super::refused(&r);
