@@ -120,25 +120,37 @@ fn encode_way(
     for r in (0..rounds).rev() {
         let base = r * LANES + first_lane;
         let active = len.saturating_sub(base).min(WAY_LANES);
+        let Some(bytes) = raw.get(base..base + active) else { continue };
+        // A round emits at most one word per step: 2·active words. With that much room the
+        // round runs branch-free (every step stores its candidate word, and the pointer moves
+        // only when the word is real); near the floor each word is checked, so the chunk goes
+        // raw exactly when its words do not fit.
+        let fast = wp >= floor + 4 * active;
         for half in [1u32, 0] {
             for lane in (0..active).rev() {
-                let nib = usize::from((raw[base + lane] >> (4 * half)) & 15);
+                let nib = usize::from((bytes[lane] >> (4 * half)) & 15);
                 let (f, start, m) = model.sym[nib];
                 let mut s = x[lane];
-                if s >= f << 20 {
+                let emit = s >= f << 20;
+                #[allow(clippy::cast_possible_truncation)] // the low word is emitted
+                let word = (s as u16).to_le_bytes();
+                if fast {
+                    region[wp - 2..wp].copy_from_slice(&word);
+                    wp -= 2 * usize::from(emit);
+                } else if emit {
                     if wp < floor + 2 {
                         return None;
                     }
                     wp -= 2;
-                    #[allow(clippy::cast_possible_truncation)] // the low word is emitted
-                    let word = s as u16;
-                    region[wp..wp + 2].copy_from_slice(&word.to_le_bytes());
+                    region[wp..wp + 2].copy_from_slice(&word);
+                }
+                if emit {
                     s >>= 16;
                 }
                 #[allow(clippy::cast_possible_truncation)] // q ≤ x < 2^32
                 let q = ((u128::from(s) * u128::from(m)) >> 44) as u32;
                 let rem = s - q * f;
-                x[lane] = (q << 12) | u32::from(model.slots[(start + rem) as usize]);
+                x[lane] = (q << 12) | u32::from(model.slots[((start + rem) & 0xFFF) as usize]);
             }
         }
     }
