@@ -44,6 +44,9 @@ pub enum Format {
     Fp8E4m3B128,
     /// No ordinal: the entropy-coded int4-row record (stamp-gated; `docs/int4-rans256-g0.md`).
     Int4Rans256G0,
+    /// No ordinal: tetrad's own entropy-coded int4-row blob (stamp-gated;
+    /// `docs/int4-rans64-t1.md`).
+    Int4Rans64T1,
 }
 
 /// The next public ordinal a new format may claim.
@@ -223,7 +226,7 @@ const fn scales(count: ScaleCount, elem: ScaleElem) -> ScaleRule {
 }
 
 /// The registry, in enum order (`REGISTRY[f as usize].format == f`; a test proves it).
-pub const REGISTRY: [FormatInfo; 10] = [
+pub const REGISTRY: [FormatInfo; 11] = [
     FormatInfo {
         format: Format::F32,
         ordinal: Some(0),
@@ -334,6 +337,17 @@ pub const REGISTRY: [FormatInfo; 10] = [
         scale_text: "O f32",
         value_rule: "decodes losslessly to the int4-row bytes",
     },
+    FormatInfo {
+        format: Format::Int4Rans64T1,
+        ordinal: None,
+        name: "int4-rans64-t1",
+        status: Status::StampGated,
+        weight: WeightRule::DataDependent,
+        scales: scales(ScaleCount::PerRow, ScaleElem::F32),
+        weight_text: "data-dependent",
+        scale_text: "O f32",
+        value_rule: "decodes losslessly to the int4-row bytes",
+    },
 ];
 
 /// `ceil(a / b)` for `b > 0` (no overflow: the result never exceeds `a`).
@@ -343,7 +357,7 @@ const fn ceil_div(a: u64, b: u64) -> u64 {
 
 impl Format {
     /// Every format, in registry order.
-    pub const ALL: [Format; 10] = [
+    pub const ALL: [Format; 11] = [
         Format::F32,
         Format::Int8Row,
         Format::Int4Row,
@@ -354,6 +368,7 @@ impl Format {
         Format::Mxfp4,
         Format::Fp8E4m3B128,
         Format::Int4Rans256G0,
+        Format::Int4Rans64T1,
     ];
 
     /// This format's registry row.
@@ -389,7 +404,8 @@ impl Format {
     /// Weight bytes of a `[o, i]` tensor in this format.
     ///
     /// # Errors
-    /// [`FormulaError::DataDependent`] for `int4-rans256-g0`; [`FormulaError::Overflow`] if the
+    /// [`FormulaError::DataDependent`] for the entropy-coded formats (`int4-rans256-g0`,
+    /// `int4-rans64-t1`); [`FormulaError::Overflow`] if the
     /// count does not fit in `u64`.
     pub const fn weight_bytes(self, o: u64, i: u64) -> Result<u64, FormulaError> {
         match self.info().weight {

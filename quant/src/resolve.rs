@@ -8,9 +8,10 @@
 //!
 //! # Order (docs/FORMATS.md, "Format inference")
 //! 0. Zero dimensions are refused ([`ResolveError::EmptyShape`]); an unknown stamp name is
-//!    refused ([`ResolveError::UnknownStamp`]). **Stamp-gated dispatch:** a stamp naming
-//!    `int4-rans256-g0` is dispatched here, before any byte arithmetic: its weight bytes are a
-//!    data-dependent record (parsed by `tetrad-rans`), and its scales must be exactly `O` f32s.
+//!    refused ([`ResolveError::UnknownStamp`]). **Stamp-gated dispatch:** a stamp naming a
+//!    stamp-gated format (`int4-rans256-g0`, `int4-rans64-t1`) is dispatched here, before any
+//!    byte arithmetic: its weight bytes are a data-dependent record or blob (parsed by
+//!    `tetrad-rans`), and its scales must be exactly `O` f32s.
 //!    Without that stamp nothing is ever presumed entropy-coded.
 //! 1. The E8 tag: `ns == 4` and `nb == O·98·ceil(I/256)`. Collision flags `f32_blk`,
 //!    `ue8m0_blk`, `i8row` (the spec's three) and `i4row` (tetrad's fourth, see below). Any
@@ -59,7 +60,7 @@
 
 use core::fmt;
 
-use crate::format::{Format, GROUP_SIZE_CANDIDATES};
+use crate::format::{Format, GROUP_SIZE_CANDIDATES, Status};
 
 /// What [`resolve`] decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -413,9 +414,10 @@ pub fn resolve(
     let Some(stamped) = stamp else {
         return infer(o, i, nb, ns, None);
     };
-    if stamped == Format::Int4Rans256G0 {
-        // Stamp-gated dispatch, before byte arithmetic: the record is data-dependent (its
-        // framing is checked by the record parser); its scales are int4-row's, O f32s.
+    if stamped.status() == Status::StampGated {
+        // Stamp-gated dispatch, before byte arithmetic: the record (int4-rans256-g0) or blob
+        // (int4-rans64-t1) is data-dependent (its framing is checked by its own parser); its
+        // scales are int4-row's, O f32s.
         let expected = o.checked_mul(4);
         if !is(expected, ns) {
             return Err(ResolveError::ScaleCount {

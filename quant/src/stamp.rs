@@ -40,8 +40,8 @@
 //! # Verify
 //! [`verify`] is the last step of TRUST-VERIFY-REFUSE for one tensor: the stamp must name a
 //! registered format and the resolved format must be that format; an unstamped tensor may
-//! never resolve to `int4-rans256-g0`. Its error borrows the tensor name (`&str`), which keeps
-//! it `Copy` and allocation-free.
+//! never resolve to a stamp-gated format (`int4-rans256-g0`, `int4-rans64-t1`). Its error
+//! borrows the tensor name (`&str`), which keeps it `Copy` and allocation-free.
 
 use core::fmt;
 

@@ -78,9 +78,13 @@ fn the_spec_rows() {
             (Some(7), "mxfp4"),
             (Some(8), "fp8-e4m3-b128"),
             (None, "int4-rans256-g0"),
+            (None, "int4-rans64-t1"),
         ]
     );
     assert_eq!(Format::Int4Rans256G0.status(), Status::StampGated);
+    assert_eq!(Format::Int4Rans64T1.status(), Status::StampGated);
+    assert_eq!(Format::from_name("int4-rans64-t1"), Some(Format::Int4Rans64T1));
+    assert_eq!(Format::Int4Rans64T1.name(), tetrad_rans::rans64::FORMAT_NAME);
     assert_eq!(Format::E8Iq3Lattice.status(), Status::Refused);
 }
 
@@ -186,6 +190,8 @@ fn formulas_refuse_overflow_by_name() {
         Err(FormulaError::GroupSizeRequired)
     );
     assert_eq!(Format::Int4Rans256G0.weight_bytes(4, 4), Err(FormulaError::DataDependent));
+    assert_eq!(Format::Int4Rans64T1.weight_bytes(4, 4), Err(FormulaError::DataDependent));
+    assert_eq!(Format::Int4Rans64T1.scale_bytes(5, 9, None), Ok(20));
     assert_eq!(Format::E8Iq3Lattice.scale_bytes(m, m, None), Ok(4));
     assert_eq!(Format::F32.scale_bytes(m, m, None), Ok(0));
     assert_eq!(ScaleElem::Ue8m0.bytes(), 1);

@@ -320,6 +320,7 @@ fn o1_int4_row_shapes_that_carry_the_e8_tag() {
         assert_eq!(fmt(1, i, nb, ns, Some("int4-row")), Format::Int4Row);
         assert_eq!(fmt(1, i, nb, ns, Some("e8-iq3-lattice")), Format::E8Iq3Lattice);
         assert_eq!(fmt(1, i, nb, ns, Some("int4-rans256-g0")), Format::Int4Rans256G0);
+        assert_eq!(fmt(1, i, nb, ns, Some("int4-rans64-t1")), Format::Int4Rans64T1);
         assert_eq!(err(1, i, nb, ns, Some("int8-row")).class(), "E_E8_AMBIGUOUS");
         assert_eq!(err(1, i, nb, ns, Some("int4-grouped")).class(), "E_E8_AMBIGUOUS");
         // With two rows the scale count is 8 bytes: no collision.
@@ -476,6 +477,33 @@ fn no_layout_carries_the_candidates() {
 }
 
 #[test]
+fn stamp_gated_int4_rans64_t1() {
+    // Dispatched before byte arithmetic like int4-rans256-g0: any blob length, O f32 scales.
+    for nb in [1u64, 37, 4096 * 2048, 0] {
+        assert_eq!(
+            ok(4096, 4096, nb, 4 * 4096, Some("int4-rans64-t1")),
+            Resolved { format: Format::Int4Rans64T1, group_size: None }
+        );
+    }
+    // Bytes that are exactly int4-row's resolve to the stamp, never to int4-row.
+    let (nb, ns) = bytes(Format::Int4Row, 8, 100, None);
+    assert_eq!(fmt(8, 100, nb, ns, Some("int4-rans64-t1")), Format::Int4Rans64T1);
+    assert_eq!(fmt(8, 100, nb, ns, None), Format::Int4Row);
+    let e = err(4096, 4096, 1000, 4 * 4096 * 32, Some("int4-rans64-t1"));
+    assert_eq!(
+        e,
+        ResolveError::ScaleCount {
+            format: Format::Int4Rans64T1,
+            o: 4096,
+            i: 4096,
+            expected: 16384,
+            got: 524_288
+        }
+    );
+    assert_eq!(e.class(), "E_SCALE_COUNT");
+}
+
+#[test]
 fn huge_shapes_never_panic() {
     let m = u64::MAX;
     for (o, i) in [(m, m), (m, 1), (1, m), (m / 2, 3), (1 << 32, 1 << 32)] {
@@ -486,6 +514,7 @@ fn huge_shapes_never_panic() {
                 Some("int4-grouped"),
                 Some("fp8-e4m3-b128"),
                 Some("int4-rans256-g0"),
+                Some("int4-rans64-t1"),
                 Some("f32"),
             ] {
                 let _ = resolve(o, i, nb, ns, stamp);
@@ -495,6 +524,7 @@ fn huge_shapes_never_panic() {
     // An overflowing formula never equals a real count: refused, not wrapped.
     assert_eq!(err(m, m, 0, 0, None).class(), "E_NO_LAYOUT");
     assert_eq!(err(m, 2, m, 4, Some("int4-rans256-g0")).class(), "E_SCALE_COUNT");
+    assert_eq!(err(m, 2, m, 4, Some("int4-rans64-t1")).class(), "E_SCALE_COUNT");
 }
 
 #[test]

@@ -21,7 +21,9 @@ impl Case {
     fn bytes(&self) -> (u64, u64) {
         let nb = match self.f {
             // A record's length is data-dependent; use the int4-row size as a plausible one.
-            Format::Int4Rans256G0 => Format::Int4Row.weight_bytes(self.o, self.i).unwrap(),
+            Format::Int4Rans256G0 | Format::Int4Rans64T1 => {
+                Format::Int4Row.weight_bytes(self.o, self.i).unwrap()
+            }
             f => f.weight_bytes(self.o, self.i).unwrap(),
         };
         (nb, self.f.scale_bytes(self.o, self.i, self.gs).unwrap())
@@ -58,7 +60,7 @@ fn documented_unstamped(c: &Case, r: &Result<Resolved, ResolveError>) -> bool {
         Format::F32 => {
             matches!(r, Err(ResolveError::NoLayout { .. } | ResolveError::ScaleCount { .. }))
         }
-        Format::Mxfp4 | Format::Int4Rans256G0 => !is_fmt(r, f),
+        Format::Mxfp4 | Format::Int4Rans256G0 | Format::Int4Rans64T1 => !is_fmt(r, f),
         Format::Int4Grouped if u64::from(gs.unwrap()) >= i => {
             // One group per row: exactly int4-row's bytes.
             let as_row = Case { f: Format::Int4Row, gs: None, ..*c };

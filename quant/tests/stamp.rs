@@ -299,6 +299,16 @@ fn verify_refuses_disagreement_unknown_names_and_unstamped_entropy_coding() {
     let e = verify("w", None, &rans).unwrap_err();
     assert_eq!(e.class(), "E_STAMP_MISSING");
     assert_eq!(verify("w", Some("int4-rans256-g0"), &rans), Ok(()));
+    // int4-rans64-t1 is gated the same way, and the two entropy-coded formats never stand in
+    // for each other (nor for int4-row).
+    let r64 = Resolved { format: Format::Int4Rans64T1, group_size: None };
+    assert_eq!(verify("w", None, &r64).unwrap_err().class(), "E_STAMP_MISSING");
+    assert_eq!(verify("w", Some("int4-rans64-t1"), &r64), Ok(()));
+    assert_eq!(verify("w", Some("int4-rans256-g0"), &r64).unwrap_err().class(), "E_STAMP_MISMATCH");
+    assert_eq!(verify("w", Some("int4-rans64-t1"), &rans).unwrap_err().class(), "E_STAMP_MISMATCH");
+    assert_eq!(verify("w", Some("int4-row"), &r64).unwrap_err().class(), "E_STAMP_MISMATCH");
+    let row = Resolved { format: Format::Int4Row, group_size: None };
+    assert_eq!(verify("w", Some("int4-rans64-t1"), &row).unwrap_err().class(), "E_STAMP_MISMATCH");
 }
 
 #[test]
