@@ -116,6 +116,7 @@ fn int4_container_numbers_match_an_independent_computation() {
         assert_eq!(t["zstd19_bytes"], zstd::bulk::compress(data, 19).unwrap().len() as u64);
     }
     let total = &v["total"];
+    assert_eq!(total["format"], "int4-row");
     let rows: Vec<&[u8]> = a.chunks(i1 / 2).chain(b.chunks(i2 / 2)).collect();
     let (h0, h1, n) = entropies(&rows);
     assert_eq!(total["nibbles"], n);
@@ -249,4 +250,132 @@ fn hostile_gguf_is_refused_without_panic() {
     let mut f = file.clone();
     f[4] = 1;
     assert_eq!(tetrad::gguf::parse(&f).unwrap_err().class(), "E_GGUF_VERSION");
+}
+
+/// A GGUF v3 file without metadata: each tensor is (name, dims `[ne0, ne1]`, GGML type, bytes),
+/// laid out at 32-byte aligned offsets.
+fn gguf_file(tensors: &[(&str, [u64; 2], u32, &[u8])]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend(b"GGUF");
+    f.extend(3u32.to_le_bytes());
+    f.extend((tensors.len() as u64).to_le_bytes());
+    f.extend(0u64.to_le_bytes());
+    let mut offset = 0u64;
+    for (name, dims, ty, data) in tensors {
+        f.extend((name.len() as u64).to_le_bytes());
+        f.extend(name.as_bytes());
+        f.extend(2u32.to_le_bytes());
+        dims.iter().for_each(|d| f.extend(d.to_le_bytes()));
+        f.extend(ty.to_le_bytes());
+        f.extend(offset.to_le_bytes());
+        offset = (offset + data.len() as u64).div_ceil(32) * 32;
+    }
+    for (_, _, _, data) in tensors {
+        while f.len() % 32 != 0 {
+            f.push(0);
+        }
+        f.extend(*data);
+    }
+    f
+}
+
+/// Builds `blocks` blocks of `size` bytes: `head` bytes of 0xEE (scales and mins, which must
+/// not be measured) then the codes, taken in order from `codes`. Returns (blocks, codes used).
+fn blocks(
+    n: usize,
+    size: usize,
+    head: usize,
+    codes: &mut impl Iterator<Item = u8>,
+) -> (Vec<u8>, Vec<u8>) {
+    let mut out = Vec::new();
+    let mut used = Vec::new();
+    for _ in 0..n {
+        out.extend(std::iter::repeat_n(0xEE, head));
+        let c: Vec<u8> = codes.by_ref().take(size - head).collect();
+        used.extend(&c);
+        out.extend(c);
+    }
+    (out, used)
+}
+
+#[test]
+fn gguf_q4_1_q4_k_q8_0_are_measured_and_uniform_codes_are_called_incompressible() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nibble codes that use all 16 values almost evenly (as group-quantized codes do).
+    let mut nib = (0u32..).map(|k| ((k * 7) % 16 | ((k * 11 + k / 3) % 16) << 4) as u8);
+    // Q4_1: [2 rows × 64] = 4 blocks of 20 bytes (d, m, 16 code bytes).
+    let (q41, c41) = blocks(4, 20, 4, &mut nib);
+    // Q4_K: [2 rows × 256] = 2 blocks of 144 bytes (d, dmin, 12 scale bytes, 128 code bytes).
+    let (q4k, c4k) = blocks(2, 144, 16, &mut nib);
+    // Q8_0: [3 rows × 32] = 3 blocks of 34 bytes (d, 32 i8 codes), hashed into 0..32.
+    let mut bytes = (0u32..).map(|k| (k.wrapping_mul(2654435761) >> 27) as u8 & 0x1F);
+    let (q80, c80) = blocks(3, 34, 2, &mut bytes);
+    let file = gguf_file(&[
+        ("a.q4_1", [64, 2], 3, &q41),
+        ("b.q4_k", [256, 2], 12, &q4k),
+        ("c.q8_0", [32, 3], 8, &q80),
+    ]);
+    let path = dir.path().join("m.gguf");
+    std::fs::write(&path, &file).unwrap();
+    let svg = dir.path().join("m.svg");
+    let v = stats(&["--json", "--plot", svg.to_str().unwrap()], &[&path]);
+    let ts = v["tensors"].as_array().unwrap();
+    assert_eq!(ts.len(), 3, "{v}");
+    for (t, (format, shape, codes, row_bytes)) in ts.iter().zip([
+        ("gguf:Q4_1", [2u64, 64], &c41, 32usize),
+        ("gguf:Q4_K", [2, 256], &c4k, 128),
+        ("gguf:Q8_0", [3, 32], &c80, 32),
+    ]) {
+        assert_eq!(t["format"], format);
+        assert_eq!(t["format_source"], "gguf");
+        assert_eq!(t["shape"], serde_json::json!(shape));
+        assert_eq!(t["bytes"], codes.len() as u64, "{format}: only the code bytes");
+        if format == "gguf:Q8_0" {
+            assert_eq!(t["symbols"], "byte");
+            assert!(t["nibbles"].is_null());
+            assert_eq!(t["weights"], 96);
+            let mut h = [0u64; 256];
+            codes.iter().for_each(|&b| h[usize::from(b)] += 1);
+            let n = codes.len() as f64;
+            let h0: f64 = -h
+                .iter()
+                .filter(|&&c| c > 0)
+                .map(|&c| c as f64 / n * (c as f64 / n).log2())
+                .sum::<f64>();
+            close(&t["entropy_bits"], h0);
+            close(&t["ratio_bound"], 8.0 / h0);
+            assert!(t["rans256_bytes"].is_null(), "rans256 codes nibbles only");
+        } else {
+            assert_eq!(t["symbols"], "nibble");
+            assert_eq!(t["nibbles"], 2 * codes.len() as u64);
+            let rows: Vec<&[u8]> = codes.chunks(row_bytes).collect();
+            let (h0, h1, _) = entropies(&rows);
+            close(&t["entropy_bits"], h0);
+            close(&t["entropy_bits_order1"], h1);
+            close(&t["order1_gain_bits"], h0 - h1);
+            assert!(t["rans256_bytes"].as_u64().unwrap() > 0);
+        }
+        let mut c = vec![0u8; tetrad_fse::max_compressed_len(codes.len())];
+        assert_eq!(t["cfs1_bytes"], tetrad_fse::compress_into(codes, &mut c).unwrap() as u64);
+    }
+    let total = &v["total"];
+    assert_eq!(total["tensors"], 2);
+    assert_eq!((&total["name"], &total["format"]), (&"total".into(), &"mixed".into()));
+    assert!(total["file"].is_null() && total["shape"].is_null());
+    assert_eq!(v["total_bytes"]["format"], "gguf:Q8_0");
+    assert!(total["entropy_bits"].as_f64().unwrap() > 3.9, "{total}");
+    let verdict = total["verdict"].as_str().unwrap();
+    assert!(verdict.starts_with("these codes barely compress"), "{verdict}");
+    assert_eq!(v["total_bytes"]["symbols"], "byte");
+    // The plain-text report and the chart say so too.
+    let o = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+        .args(["stats", "--no-zstd"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("these codes barely compress"), "{text}");
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(chart.contains(">these codes barely compress: an order-0 coder saves at most"));
 }

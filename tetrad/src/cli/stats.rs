@@ -99,10 +99,23 @@ fn tensor_json(t: &TensorStats) -> Value {
     })
 }
 
-fn total_json(t: &Total) -> Value {
+/// The total's JSON: the per-tensor fields (`name` = "total", `file` and `shape` null,
+/// `format` the tensors' common format or "mixed") plus the pooled numbers.
+fn total_json(t: &Total, tensors: &[TensorStats]) -> Value {
     let n = t.counts.symbols();
     let (h0, h1) = (t.counts.entropy0(), t.counts.entropy1());
+    let mut formats = tensors.iter().filter(|x| x.symbols == t.symbols).map(|x| &x.format);
+    let first = formats.next();
+    let format = match first {
+        Some(f) if formats.all(|g| g == f) => f.as_str(),
+        Some(_) => "mixed",
+        None => "none",
+    };
     json!({
+        "name": "total",
+        "file": null,
+        "format": format,
+        "shape": null,
         "symbols": sym_name(t.symbols),
         "tensors": t.tensors,
         "nibbles": (t.symbols == Symbols::Nibble).then_some(n),
@@ -148,6 +161,7 @@ pub fn run(args: &StatsArgs) -> ExitCode {
         return super::refused(&r);
     }
     if args.json {
+        let total_json = |t: &Total| total_json(t, &report.tensors);
         let total = report.nibbles.as_ref().or(report.bytes.as_ref()).map(total_json);
         let v = json!({
             "quantize": args.quantize.to_string(),
