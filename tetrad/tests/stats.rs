@@ -302,7 +302,7 @@ fn blocks(
 fn gguf_q4_1_q4_k_q8_0_are_measured_and_uniform_codes_are_called_incompressible() {
     let dir = tempfile::tempdir().unwrap();
     // Nibble codes that use all 16 values almost evenly (as group-quantized codes do).
-    let mut nib = (0u32..).map(|k| ((k * 7) % 16 | ((k * 11 + k / 3) % 16) << 4) as u8);
+    let mut nib = (0u32..).map(|k| (((k * 7) % 16) | (((k * 11 + k / 3) % 16) << 4)) as u8);
     // Q4_1: [2 rows × 64] = 4 blocks of 20 bytes (d, m, 16 code bytes).
     let (q41, c41) = blocks(4, 20, 4, &mut nib);
     // Q4_K: [2 rows × 256] = 2 blocks of 144 bytes (d, dmin, 12 scale bytes, 128 code bytes).
