@@ -13,7 +13,13 @@
 //! - int8: used in place; int2 / int3: the portable decoder of `crate::arch`; f32 weights:
 //!   copied out of the (possibly unaligned) byte row.
 //!
-//! f32 path: `part += w · x` with `FMLA` over 16 columns at a time (4 accumulators of 4 lanes),
+//! f32 path, int4-row / mxfp4 / int4-grouped `gs % 32 == 0` / fp8 ([`f32_fused`]): decoded in
+//! registers, 32 columns at a time, each block shared by up to 4 activation rows, 2 `FMLA`
+//! accumulators per row, `acc = fma(part, scale, acc)` per group, the columns past a group's last
+//! full block summed on the side.
+//!
+//! f32 path, other formats ([`f32_chunked`]): `part += w · x` with `FMLA` over 16 columns at a
+//! time (4 accumulators of 4 lanes),
 //! a zero-padded vector for the last 1–3 columns of a segment, `acc = fma(part, scale, acc)` at
 //! each group end, one horizontal sum (`FADDP`) per output. Within the documented tolerance of
 //! the scalar reference (the order differs; `docs/kernels.md`).
@@ -351,9 +357,151 @@ pub(super) fn dot_i8(w: &[i8], x: &[i8]) -> i32 {
     vaddvq_s32(vaddq_s32(a0, a1))
 }
 
-/// The f32-activation kernel (chunked decode, batch tiles of [`ST`] activation rows).
+/// The f32-activation kernel: [`f32_fused`] for the nibble formats of [`nibble_blocks`] and
+/// fp8, chunked decode (batch tiles of [`ST`] activation rows) for the rest.
 #[target_feature(enable = "neon")]
 fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
+    if nibble_blocks(m) || m.format() == Format::Fp8E4m3B128 {
+        f32_fused(m, x, s, rows, y);
+    } else {
+        f32_chunked(m, x, s, rows, y);
+    }
+}
+
+/// Weights decoded in registers for the f32 path: a 32-column nibble block (16 bytes) as 8 × 4
+/// f32 codes (`nib − 8`, or `±2·e2m1`), or 32 fp8 bytes as 8 × 4 exact values.
+#[inline]
+#[target_feature(enable = "neon")]
+fn block_f32(m: &Matrix<'_>, row: &[u8], col: usize, lut: int8x16_t) -> [float32x4_t; 8] {
+    if m.format() == Format::Fp8E4m3B128 {
+        let b = &as_i8(row)[col..col + 32];
+        // SAFETY: `b` holds 32 bytes; each load reads 8 of them.
+        let (v0, v1, v2, v3) = unsafe {
+            (
+                fp8x8(vld1_s8(b.as_ptr())),
+                fp8x8(vld1_s8(b.as_ptr().add(8))),
+                fp8x8(vld1_s8(b.as_ptr().add(16))),
+                fp8x8(vld1_s8(b.as_ptr().add(24))),
+            )
+        };
+        [v0.0, v0.1, v1.0, v1.1, v2.0, v2.1, v3.0, v3.1]
+    } else {
+        let b = &row[col / 2..col / 2 + 16];
+        // SAFETY: `b` holds 16 bytes.
+        let v = unsafe { vld1q_u8(b.as_ptr()) };
+        let (a, c) = nibble_codes(v, m.format() == Format::Mxfp4, lut);
+        let f = |v: int8x16_t| {
+            let (l, h) = (vmovl_s8(vget_low_s8(v)), vmovl_high_s8(v));
+            [
+                vcvtq_f32_s32(vmovl_s16(vget_low_s16(l))),
+                vcvtq_f32_s32(vmovl_high_s16(l)),
+                vcvtq_f32_s32(vmovl_s16(vget_low_s16(h))),
+                vcvtq_f32_s32(vmovl_high_s16(h)),
+            ]
+        };
+        let (fa, fc) = (f(a), f(c));
+        [fa[0], fa[1], fa[2], fa[3], fc[0], fc[1], fc[2], fc[3]]
+    }
+}
+
+/// The unscaled f32 value of column `c` of `row` as [`block_f32`] gives it.
+#[inline]
+fn value_f32(m: &Matrix<'_>, row: &[u8], c: usize) -> f32 {
+    if m.format() == Format::Fp8E4m3B128 {
+        scalar::e4m3_to_f32(row[c])
+    } else {
+        f32::from(nibble_code(row[c / 2] >> (4 * (c % 2)), m.format() == Format::Mxfp4))
+    }
+}
+
+/// Fused f32-activation kernel for the formats of [`nibble_blocks`] and fp8-e4m3-b128 (groups
+/// start on 32-column blocks): weights are decoded in registers ([`block_f32`]), each 32-column
+/// block shared by up to 4 activation rows, 2 FMA accumulators per row, `acc = fma(part, scale,
+/// acc)` per group; the columns past a group's last full block are summed in f32 on the side.
+/// Within the documented tolerance.
+#[target_feature(enable = "neon")]
+fn f32_fused(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
+    let (ni, nr) = (m.i(), rows.len());
+    let mut s0 = 0;
+    while s0 < s {
+        let st = if s - s0 >= 4 {
+            4
+        } else if s - s0 >= 2 {
+            2
+        } else {
+            1
+        };
+        let xr = |k: usize| &x[(s0 + k) * ni..(s0 + k + 1) * ni];
+        for (r, o) in rows.clone().enumerate() {
+            let v: [f32; 4] = match st {
+                4 => fused_row_f32::<4>(m, o, [xr(0), xr(1), xr(2), xr(3)]),
+                2 => {
+                    let v = fused_row_f32::<2>(m, o, [xr(0), xr(1)]);
+                    [v[0], v[1], 0.0, 0.0]
+                }
+                _ => [fused_row_f32::<1>(m, o, [xr(0)])[0], 0.0, 0.0, 0.0],
+            };
+            for (k, vk) in v.iter().enumerate().take(st) {
+                y[(s0 + k) * nr + r] = *vk;
+            }
+        }
+        s0 += st;
+    }
+}
+
+/// Output row `o` against the `T` activation rows `xs` (each `I` values), see [`f32_fused`].
+#[inline]
+#[target_feature(enable = "neon")]
+fn fused_row_f32<const T: usize>(m: &Matrix<'_>, o: usize, xs: [&[f32]; T]) -> [f32; T] {
+    let (ni, gl) = (m.i(), m.group_len());
+    let row = m.row_bytes(o);
+    // SAFETY: MX_LUT has 16 bytes.
+    let lut = unsafe { vld1q_s8(MX_LUT.as_ptr()) };
+    let zero = vdupq_n_f32(0.0);
+    let mut acc = [zero; T];
+    let mut tail_acc = [0f32; T];
+    for g in 0..m.groups_per_row() {
+        let (c0, c1) = (g * gl, ((g + 1) * gl).min(ni));
+        let nfull = (c1 - c0) / 32;
+        let mut p0 = [zero; T];
+        let mut p1 = [zero; T];
+        for b in 0..nfull {
+            let col = c0 + 32 * b;
+            let w = block_f32(m, row, col, lut);
+            for ((p0k, p1k), xk) in p0.iter_mut().zip(&mut p1).zip(&xs) {
+                let xb = &xk[col..col + 32];
+                // SAFETY: `xb` holds 32 values; each load reads 4 of them.
+                unsafe {
+                    let xp = xb.as_ptr();
+                    *p0k = vfmaq_f32(*p0k, w[0], vld1q_f32(xp));
+                    *p1k = vfmaq_f32(*p1k, w[1], vld1q_f32(xp.add(4)));
+                    *p0k = vfmaq_f32(*p0k, w[2], vld1q_f32(xp.add(8)));
+                    *p1k = vfmaq_f32(*p1k, w[3], vld1q_f32(xp.add(12)));
+                    *p0k = vfmaq_f32(*p0k, w[4], vld1q_f32(xp.add(16)));
+                    *p1k = vfmaq_f32(*p1k, w[5], vld1q_f32(xp.add(20)));
+                    *p0k = vfmaq_f32(*p0k, w[6], vld1q_f32(xp.add(24)));
+                    *p1k = vfmaq_f32(*p1k, w[7], vld1q_f32(xp.add(28)));
+                }
+            }
+        }
+        let sc = scale_f32(m, o, g);
+        let scv = vdupq_n_f32(sc);
+        for k in 0..T {
+            let mut tail = 0.0f32;
+            for (c, &xc) in xs[k].iter().enumerate().take(c1).skip(c0 + 32 * nfull) {
+                tail += value_f32(m, row, c) * xc;
+            }
+            acc[k] = vfmaq_f32(acc[k], vaddq_f32(p0[k], p1[k]), scv);
+            tail_acc[k] += tail * sc;
+        }
+    }
+    core::array::from_fn(|k| vaddvq_f32(acc[k]) + tail_acc[k])
+}
+
+/// The chunked f32-activation kernel (decode into an L1 buffer, batch tiles of [`ST`]
+/// activation rows).
+#[target_feature(enable = "neon")]
+fn f32_chunked(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
     let (ni, gl, nr) = (m.i(), m.group_len(), rows.len());
     let mut ibuf = [0i8; CH];
     let mut fbuf = [0f32; CH];
