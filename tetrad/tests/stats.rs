@@ -379,3 +379,57 @@ fn gguf_q4_1_q4_k_q8_0_are_measured_and_uniform_codes_are_called_incompressible(
     let chart = std::fs::read_to_string(&svg).unwrap();
     assert!(chart.contains(">these codes barely compress: an order-0 coder saves at most"));
 }
+
+/// f32 → IEEE binary16 for values that are exact in it (normal range or zero), written here
+/// independently of the crate's converters.
+fn f16_bits(v: f32) -> u16 {
+    if v == 0.0 {
+        return 0;
+    }
+    let b = v.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xFF) as i32 - 127 + 15;
+    assert!((1..31).contains(&exp), "{v} is not a normal f16");
+    assert_eq!(b & 0x1FFF, 0, "{v} is not exact in f16");
+    sign | ((exp as u16) << 10) | ((b >> 13) & 0x3FF) as u16
+}
+
+#[test]
+fn half_precision_floats_are_measured_as_after_quantize() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, i) = (16usize, 96usize);
+    // Multiples of 1/8 in [-1.75, 1.75]: exact in both f16 and bf16.
+    let w: Vec<f32> = (0..o * i).map(|k| ((k * 37 + k / 7) % 29) as f32 / 8.0 - 1.75).collect();
+    let bf16: Vec<u8> = w.iter().flat_map(|v| ((v.to_bits() >> 16) as u16).to_le_bytes()).collect();
+    let f16: Vec<u8> = w.iter().flat_map(|&v| f16_bits(v).to_le_bytes()).collect();
+    let mut codes = vec![0u8; o * i / 2];
+    let mut scales = vec![0f32; o];
+    tetrad_quant::quantize::quantize_int4_row(&w, o, i, &mut codes, &mut scales).unwrap();
+    let rows: Vec<&[u8]> = codes.chunks(i / 2).collect();
+    let (h0, h1, n) = entropies(&rows);
+
+    let shape = [o as u64, i as u64];
+    let t = [
+        OutTensor { name: "h.bf16", dtype: "BF16", shape: &shape, data: &bf16 },
+        OutTensor { name: "h.f16", dtype: "F16", shape: &shape, data: &f16 },
+    ];
+    let st = dir.path().join("h.safetensors");
+    std::fs::write(&st, shard_bytes(&BTreeMap::new(), &t, HeaderStyle::EscapedUnpadded).unwrap())
+        .unwrap();
+    let gg = dir.path().join("h.gguf");
+    std::fs::write(&gg, gguf_file(&[("h.gguf_f16", [i as u64, o as u64], 1, &f16)])).unwrap();
+    let v = stats(&["--json", "--no-zstd"], &[&st, &gg]);
+    let ts = v["tensors"].as_array().unwrap();
+    assert_eq!(ts.len(), 3, "{v}");
+    for t in ts {
+        assert_eq!(t["format"], "int4-row", "{t}");
+        assert_eq!(t["format_source"], "quantize");
+        assert_eq!(t["shape"], serde_json::json!(shape));
+        assert_eq!(t["nibbles"], n);
+        close(&t["entropy_bits"], h0);
+        close(&t["entropy_bits_order1"], h1);
+        let mut c = vec![0u8; tetrad_fse::max_compressed_len(codes.len())];
+        assert_eq!(t["cfs1_bytes"], tetrad_fse::compress_into(&codes, &mut c).unwrap() as u64);
+    }
+    assert_eq!(ts[2]["file"], "h.gguf");
+}
