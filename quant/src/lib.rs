@@ -8,6 +8,8 @@
 //!   container-level [`stamp::StampSet`], and [`stamp::verify`] (TRUST-VERIFY-REFUSE).
 //! - [`quantize`]: the reference quantizers of `docs/FORMATS.md` (round half to even, never the
 //!   most negative code), producing the exact bytes a colibrì-style container stores.
+//! - [`adapter_rans64`]: the fused decode-and-multiply over an `int4-rans64-t1` blob of
+//!   int4-row bytes (tiles from its chunk decoder straight into the int4-row kernel).
 //!
 //! # Crate features
 //! - `std` (default): runtime CPU feature detection for the SIMD kernel arms. Without it the
@@ -22,6 +24,7 @@
 extern crate std;
 
 pub mod adapter;
+pub mod adapter_rans64;
 mod arch;
 pub mod format;
 pub mod isa;

@@ -1,0 +1,465 @@
+//! Fused decode-and-multiply over an `int4-rans64-t1` blob of int4-row bytes:
+//! [`Rans64Matrix`].
+//!
+//! `int4-rans64-t1` (`tetrad_rans::rans64`) cuts a tensor's packed int4 bytes into independent
+//! chunks (1 MiB by default), each with its own model and seal. A [`Rans64Matrix`] is such a
+//! blob (borrowed), checked once — header and chunk index (`Blob::parse`), `n_bytes ==
+//! O · ceil(I/2)`, `O` scales — and multiplied without ever materialising the dense matrix:
+//! [`ChunkDecoder::decode_next`] decodes the next piece of the current chunk (a multiple of 64
+//! bytes, or the rest of the chunk) into a scratch buffer of about
+//! [`TILE_BYTES`](crate::adapter::TILE_BYTES), every whole row in it goes straight to the
+//! int4-row kernel, and the partial row at the end is moved to the front for the next piece.
+//! Decoded weights stay in L1/L2; rows may straddle chunk boundaries.
+//!
+//! Row bands: because chunks are independent, rows `r0..r1` can be multiplied alone
+//! ([`Rans64Matrix::matmul_band`]): decoding starts at the chunk holding row `r0`'s first
+//! byte (the bytes before it in that chunk are decoded and dropped) and stops once row
+//! `r1 - 1` is complete. That is what lets the `tetrad` crate split a matmul across threads.
+//!
+//! Exactness: each row's outputs come from the int4-row kernel of the chosen arm over the
+//! same bytes and activations as dense [`crate::kernels::matmul`] on the decoded matrix, so
+//! `y` is bit-identical to it (tested per arm).
+//!
+//! Integrity: a chunk's seal is checked by the call that decodes its last byte. A full
+//! multiply (band `0..O`) decodes every chunk to its end, so every seal is checked; a band
+//! that ends inside a chunk does not see that chunk's seal, but the band holding the chunk's
+//! last byte decodes the whole chunk, so a set of bands covering `0..O` checks every seal. On
+//! any error the output is zero-filled before returning: a corrupted blob never leaves
+//! products behind.
+
+use core::ops::Range;
+
+use tetrad_rans::rans64::{self, Arm, Blob, ChunkDecoder};
+
+use crate::Format;
+use crate::adapter::Acts;
+use crate::isa::Isa;
+use crate::kernels::{KernelError, Matrix, Scales, matmul_q8_rows_with, matmul_rows_with};
+
+/// Bytes the weight scratch needs beyond one row: the largest partial piece a decode may
+/// leave behind the last whole row is below one row, and a piece is a multiple of 64 bytes.
+pub const SCRATCH_SLACK: usize = rans64::LANES;
+
+/// Why an `int4-rans64-t1` matrix could not be built or multiplied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Rans64AdapterError {
+    /// The blob was refused (header and index at construction; a chunk's head, body or seal
+    /// while multiplying, after which the output was zero-filled).
+    #[error("int4-rans64-t1: {0}")]
+    Blob(rans64::Error),
+    /// The blob decodes to a different number of bytes than `[O, I]` int4-row needs.
+    #[error("blob holds {got} bytes, [{o}, {i}] int4-row needs O·ceil(I/2) = {expected}")]
+    ByteCount {
+        /// `n_bytes` of the blob.
+        got: u64,
+        /// `O · ceil(I/2)`.
+        expected: u64,
+        /// Rows.
+        o: usize,
+        /// Columns.
+        i: usize,
+    },
+    /// Not one scale per row.
+    #[error("{got} scales for {expected} rows")]
+    ScaleCount {
+        /// Scales given.
+        got: usize,
+        /// `O`.
+        expected: usize,
+    },
+    /// `[O, I]` (or `S × O`) overflows.
+    #[error("shape [{o}, {i}] overflows")]
+    Overflow {
+        /// Rows.
+        o: usize,
+        /// Columns.
+        i: usize,
+    },
+    /// A row band outside `0..O`.
+    #[error("row band {start}..{end} is not inside 0..{o}")]
+    Band {
+        /// First row asked for.
+        start: usize,
+        /// End of the band asked for.
+        end: usize,
+        /// Rows `O`.
+        o: usize,
+    },
+    /// The scratch buffers cannot hold one row plus a decode piece (or one row's outputs).
+    #[error("scratch holds {got} bytes, at least {needed} needed")]
+    Scratch {
+        /// Minimum needed.
+        needed: usize,
+        /// Given.
+        got: usize,
+    },
+    /// The kernel refused (shapes, or an unavailable arm).
+    #[error("kernel: {0}")]
+    Kernel(KernelError),
+}
+
+impl Rans64AdapterError {
+    /// The refusal class (that of the underlying stage where there is one).
+    pub const fn class(&self) -> &'static str {
+        match self {
+            Self::Blob(e) => blob_class(e),
+            Self::ByteCount { .. } => "E_COUNT_MISMATCH",
+            Self::ScaleCount { .. } => "E_SCALE_COUNT",
+            Self::Overflow { .. } => "E_ADAPTER_OVERFLOW",
+            Self::Band { .. } => "E_BAND",
+            Self::Scratch { .. } => "E_SCRATCH",
+            Self::Kernel(e) => e.class(),
+        }
+    }
+}
+
+/// `rans64::Error::class` is not `const`; this mirrors it for the `const` `class` above.
+const fn blob_class(e: &rans64::Error) -> &'static str {
+    match e {
+        rans64::Error::Magic { .. } => "E_MAGIC",
+        rans64::Error::Version { .. } => "E_VERSION",
+        rans64::Error::ChunkShift { .. } => "E_CHUNK_SHIFT",
+        rans64::Error::Reserved { .. } => "E_RESERVED",
+        rans64::Error::TooLarge { .. } => "E_TOO_LARGE",
+        rans64::Error::Truncated { .. } => "E_TRUNCATED",
+        rans64::Error::Trailing { .. } => "E_TRAILING",
+        rans64::Error::ChunkSize { .. } => "E_CHUNK_SIZE",
+        rans64::Error::Table { .. } => "E_TABLE",
+        rans64::Error::WayLengths { .. } => "E_WAY_LENGTHS",
+        rans64::Error::StateRange { .. } => "E_STATE_RANGE",
+        rans64::Error::Overrun { .. } => "E_OVERRUN",
+        rans64::Error::Leftover { .. } => "E_LEFTOVER",
+        rans64::Error::FinalState { .. } => "E_FINAL_STATE",
+        rans64::Error::OutputLength { .. } => "E_OUTPUT_LENGTH",
+        rans64::Error::NoSuchChunk { .. } => "E_NO_SUCH_CHUNK",
+        rans64::Error::Unavailable { .. } => "E_PATH_UNAVAILABLE",
+        _ => "E_RANS64",
+    }
+}
+
+impl From<rans64::Error> for Rans64AdapterError {
+    fn from(e: rans64::Error) -> Self {
+        Self::Blob(e)
+    }
+}
+
+impl From<KernelError> for Rans64AdapterError {
+    fn from(e: KernelError) -> Self {
+        Self::Kernel(e)
+    }
+}
+
+/// An `int4-rans64-t1` blob viewed as an int4-row weight matrix `W[O, I]` with per-row scales.
+#[derive(Debug, Clone, Copy)]
+pub struct Rans64Matrix<'a> {
+    blob: Blob<'a>,
+    scales: &'a [f32],
+    o: usize,
+    i: usize,
+    stride: usize,
+}
+
+impl<'a> Rans64Matrix<'a> {
+    /// Checks `blob` as the `[o, i]` int4-row matrix with per-row `scales`: the blob's header
+    /// and chunk index (every refusal of `Blob::parse`), `n_bytes == o · ceil(i/2)`
+    /// (`E_COUNT_MISMATCH`) and `scales.len() == o` (`E_SCALE_COUNT`).
+    ///
+    /// # Errors
+    /// The first failed check, as above.
+    pub fn new(
+        blob: &'a [u8],
+        scales: &'a [f32],
+        o: usize,
+        i: usize,
+    ) -> Result<Self, Rans64AdapterError> {
+        let blob = Blob::parse(blob)?;
+        let stride = i.div_ceil(2);
+        let expected =
+            (o as u64).checked_mul(stride as u64).ok_or(Rans64AdapterError::Overflow { o, i })?;
+        if blob.n_bytes() != expected {
+            return Err(Rans64AdapterError::ByteCount { got: blob.n_bytes(), expected, o, i });
+        }
+        if scales.len() != o {
+            return Err(Rans64AdapterError::ScaleCount { got: scales.len(), expected: o });
+        }
+        Ok(Self { blob, scales, o, i, stride })
+    }
+
+    /// Rows `O`.
+    pub const fn o(&self) -> usize {
+        self.o
+    }
+
+    /// Columns `I`.
+    pub const fn i(&self) -> usize {
+        self.i
+    }
+
+    /// Bytes of one int4 row, `ceil(I/2)`.
+    pub const fn row_bytes(&self) -> usize {
+        self.stride
+    }
+
+    /// Packed int4 bytes the blob decodes to, `O · ceil(I/2)`.
+    pub const fn dense_len(&self) -> usize {
+        self.o * self.stride
+    }
+
+    /// The parsed blob.
+    pub const fn blob(&self) -> &Blob<'a> {
+        &self.blob
+    }
+
+    /// The per-row scales.
+    pub const fn scales(&self) -> &'a [f32] {
+        self.scales
+    }
+
+    /// Decodes the whole matrix into `out` (`O · ceil(I/2)` bytes) on a forced arm.
+    ///
+    /// # Errors
+    /// The blob's refusal (or `E_PATH_UNAVAILABLE`).
+    pub fn decode_into(&self, arm: Arm, out: &mut [u8]) -> Result<(), Rans64AdapterError> {
+        rans64::decode_with(arm, self.blob.bytes(), out)?;
+        Ok(())
+    }
+
+    /// Weight scratch bytes a tile budget of `bytes` turns into: at least one row plus
+    /// [`SCRATCH_SLACK`].
+    pub const fn scratch_len(&self, bytes: usize) -> usize {
+        let min = self.stride + SCRATCH_SLACK;
+        if bytes < min { min } else { bytes }
+    }
+
+    /// `y = acts · Wᵀ` (`y` is `S × O`), decoding piece by piece into `wbuf` (at least one row
+    /// plus [`SCRATCH_SLACK`] bytes) and multiplying on arm `isa` (decode on `arm`); `ybuf`
+    /// holds the kernel's outputs (at least `S` floats). On error `y` is zero-filled.
+    ///
+    /// # Errors
+    /// Shapes, scratch sizes, the blob's refusals, the kernel's refusals.
+    #[allow(clippy::too_many_arguments)] // the two scratch buffers are what makes it no_std
+    pub fn matmul_scratch(
+        &self,
+        isa: Isa,
+        arm: Arm,
+        acts: Acts<'_>,
+        y: &mut [f32],
+        wbuf: &mut [u8],
+        ybuf: &mut [f32],
+    ) -> Result<(), Rans64AdapterError> {
+        self.matmul_band(isa, arm, acts, 0..self.o, y, wbuf, ybuf)
+    }
+
+    /// Rows `rows` of `y = acts · Wᵀ` into `yband` (`S × rows.len()`, row-major by activation
+    /// row: `yband[s · n + (o − rows.start)]`), decoding only from the chunk holding the band's
+    /// first byte (see the module docs for which seals a band checks). On error `yband` is
+    /// zero-filled.
+    ///
+    /// # Errors
+    /// As [`matmul_scratch`](Self::matmul_scratch), and `E_BAND` for rows outside `0..O`.
+    #[allow(clippy::too_many_arguments)] // the band and the two scratch buffers
+    pub fn matmul_band(
+        &self,
+        isa: Isa,
+        arm: Arm,
+        acts: Acts<'_>,
+        rows: Range<usize>,
+        yband: &mut [f32],
+        wbuf: &mut [u8],
+        ybuf: &mut [f32],
+    ) -> Result<(), Rans64AdapterError> {
+        let r = self.band_inner(isa, arm, acts, rows, yband, wbuf, ybuf);
+        if r.is_err() {
+            yband.fill(0.0);
+        }
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn band_inner(
+        &self,
+        isa: Isa,
+        arm: Arm,
+        acts: Acts<'_>,
+        rows: Range<usize>,
+        yband: &mut [f32],
+        wbuf: &mut [u8],
+        ybuf: &mut [f32],
+    ) -> Result<(), Rans64AdapterError> {
+        let (o, i, stride) = (self.o, self.i, self.stride);
+        if rows.start > rows.end || rows.end > o {
+            return Err(Rans64AdapterError::Band { start: rows.start, end: rows.end, o });
+        }
+        let s = acts.s();
+        let n = rows.len();
+        let want_y = s.checked_mul(n).ok_or(Rans64AdapterError::Overflow { o, i })?;
+        if yband.len() != want_y {
+            return Err(
+                KernelError::Length { what: "y", expected: want_y, got: yband.len() }.into()
+            );
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let need_w = stride + SCRATCH_SLACK;
+        if wbuf.len() < need_w || ybuf.len() < s {
+            return Err(Rans64AdapterError::Scratch {
+                needed: need_w.max(4 * s),
+                got: wbuf.len().min(4 * ybuf.len()),
+            });
+        }
+        // Rows per kernel call that `ybuf` holds.
+        let per_call = ybuf.len().checked_div(s).unwrap_or(usize::MAX).max(1);
+        let cap = wbuf.len();
+        let shift = u32::from(self.blob.chunk_shift());
+        let start = rows.start * stride;
+        let end = rows.end * stride;
+        let mut c = start >> shift;
+        let mut dec = ChunkDecoder::new_with(self.blob.chunk(c)?, arm)?;
+        // Drop the chunk's bytes before the band: whole 64-byte rounds into the scratch, the
+        // rest (`lead`) decoded with the first piece and skipped there.
+        let mut skip = start - (c << shift);
+        let lead = skip % rans64::LANES;
+        skip -= lead;
+        while skip > 0 {
+            let take = skip.min(cap / rans64::LANES * rans64::LANES);
+            dec.decode_next(&mut wbuf[..take])?;
+            skip -= take;
+        }
+        let mut head = 0; // wbuf[head..fill] holds decoded, not yet multiplied bytes
+        let mut fill = 0;
+        let mut pending_lead = lead;
+        let mut decoded_to = start - lead; // absolute offset of wbuf[fill]
+        let mut next_row = rows.start;
+        while next_row < rows.end {
+            if head > 0 {
+                wbuf.copy_within(head..fill, 0);
+                fill -= head;
+                head = 0;
+            }
+            if dec.remaining() == 0 {
+                c += 1;
+                dec = ChunkDecoder::new_with(self.blob.chunk(c)?, arm)?;
+            }
+            let rem = dec.remaining();
+            let space = cap - fill;
+            let need = (end - decoded_to).next_multiple_of(rans64::LANES);
+            let take = if rem <= space.min(need) {
+                rem
+            } else {
+                space.min(need) / rans64::LANES * rans64::LANES
+            };
+            dec.decode_next(&mut wbuf[fill..fill + take])?;
+            fill += take;
+            decoded_to += take;
+            // The first piece is at least 64 bytes (or the chunk's rest, which extends past
+            // the band's first byte), so it covers the lead.
+            head += pending_lead;
+            pending_lead = 0;
+            // Every whole row now in the scratch, in kernel calls of at most `per_call` rows.
+            let mut whole = ((fill - head) / stride).min(rows.end - next_row);
+            while whole > 0 {
+                let k = whole.min(per_call);
+                let tile = &wbuf[head..head + k * stride];
+                self.multiply(isa, acts, tile, next_row..next_row + k, &rows, ybuf, yband)?;
+                head += k * stride;
+                next_row += k;
+                whole -= k;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rows `r` (decoded in `tile`) through the int4-row kernel into `ybuf`, then scattered
+    /// into the band's outputs.
+    #[allow(clippy::too_many_arguments)]
+    fn multiply(
+        &self,
+        isa: Isa,
+        acts: Acts<'_>,
+        tile: &[u8],
+        r: Range<usize>,
+        band: &Range<usize>,
+        ybuf: &mut [f32],
+        yband: &mut [f32],
+    ) -> Result<(), Rans64AdapterError> {
+        let n = r.len();
+        let s = acts.s();
+        let m =
+            Matrix::new(Format::Int4Row, tile, Scales::F32(&self.scales[r.clone()]), n, self.i, 0)?;
+        let yt = &mut ybuf[..s * n];
+        match acts {
+            Acts::F32 { x, s } => matmul_rows_with(isa, &m, x, s, 0..n, yt)?,
+            Acts::Q8(q) => matmul_q8_rows_with(isa, &m, q, 0..n, yt)?,
+        }
+        let w = band.len();
+        let off = r.start - band.start;
+        for si in 0..s {
+            yband[si * w + off..si * w + off + n].copy_from_slice(&yt[si * n..(si + 1) * n]);
+        }
+        Ok(())
+    }
+
+    /// [`matmul_scratch`](Self::matmul_scratch) with f32 activations on the best arms,
+    /// allocating scratch of about [`TILE_BYTES`](crate::adapter::TILE_BYTES).
+    ///
+    /// # Errors
+    /// As [`matmul_scratch`](Self::matmul_scratch).
+    #[cfg(feature = "std")]
+    pub fn matmul(&self, x: &[f32], s: usize, y: &mut [f32]) -> Result<(), Rans64AdapterError> {
+        self.matmul_with(crate::isa::best(), Arm::best(), Acts::F32 { x, s }, y)
+    }
+
+    /// As [`matmul`](Self::matmul) on forced arms and either activation kind.
+    ///
+    /// # Errors
+    /// As [`matmul_scratch`](Self::matmul_scratch).
+    #[cfg(feature = "std")]
+    pub fn matmul_with(
+        &self,
+        isa: Isa,
+        arm: Arm,
+        acts: Acts<'_>,
+        y: &mut [f32],
+    ) -> Result<(), Rans64AdapterError> {
+        let rows = match self.band_with(isa, arm, acts, 0..self.o) {
+            Ok(rows) => rows,
+            Err(e) => {
+                y.fill(0.0);
+                return Err(e);
+            }
+        };
+        if y.len() != rows.len() {
+            y.fill(0.0);
+            return Err(
+                KernelError::Length { what: "y", expected: rows.len(), got: y.len() }.into()
+            );
+        }
+        y.copy_from_slice(&rows);
+        Ok(())
+    }
+
+    /// Rows `rows` of the product as a fresh `S × rows.len()` buffer (allocating scratch).
+    ///
+    /// # Errors
+    /// As [`matmul_band`](Self::matmul_band).
+    #[cfg(feature = "std")]
+    pub fn band_with(
+        &self,
+        isa: Isa,
+        arm: Arm,
+        acts: Acts<'_>,
+        rows: Range<usize>,
+    ) -> Result<std::vec::Vec<f32>, Rans64AdapterError> {
+        let s = acts.s();
+        let n = rows.len();
+        let tile_rows = (crate::adapter::TILE_BYTES / self.stride.max(1)).clamp(1, n.max(1));
+        let mut wbuf = std::vec![0u8; self.scratch_len(tile_rows * self.stride + SCRATCH_SLACK)];
+        let mut ybuf = std::vec![0f32; s.max(1) * tile_rows];
+        let len = s.checked_mul(n).ok_or(Rans64AdapterError::Overflow { o: self.o, i: self.i })?;
+        let mut y = std::vec![0f32; len];
+        self.matmul_band(isa, arm, acts, rows, &mut y, &mut wbuf, &mut ybuf)?;
+        Ok(y)
+    }
+}
