@@ -229,14 +229,20 @@ fn miri_small_record_every_arm() {
 }
 
 /// Threaded decode (streams split by pairs across threads) gives exactly the single-threaded
-/// result, on valid records (full and partial last rounds, even and odd stream counts) and on
-/// corrupt ones (the same lowest faulty stream).
+/// result, on valid records (full and partial last rounds, one and several batches, even and
+/// odd stream counts) and on corrupt ones (the same lowest faulty stream).
 #[test]
 fn threaded_decode_matches_single_threaded() {
     let (_, table, source) = shapes().into_iter().find(|s| s.0 == "real").unwrap();
     for arm in arms() {
-        for (n_streams, n) in [(256usize, 65536 + 77), (256, 4096), (42, 42 * 300 + 9), (41, 5000)]
-        {
+        // 2500 rounds: several of the threaded decoder's batches (1024 rounds) and a partial one.
+        for (n_streams, n) in [
+            (256usize, 65536 + 77),
+            (256, 256 * 2500 + 77),
+            (256, 4096),
+            (42, 42 * 300 + 9),
+            (41, 5000),
+        ] {
             let nib = source(n, n as u64);
             let mut blob = encode(&table, &nib, n_streams);
             for corrupt in [None, Some(0.9), Some(0.3)] {

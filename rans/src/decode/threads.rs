@@ -5,14 +5,26 @@
 //! `p = k mod N/2`: a thread that owns whole pairs owns whole bytes, and two threads never
 //! write the same byte. Ranges of streams are therefore ranges of pairs (`[2p0, 2p1)`).
 //!
-//! In the full output those bytes are strided (`p1 − p0` bytes of every `N/2`-byte round), and
-//! safe Rust cannot hand two threads interleaved parts of one `&mut [u8]`, so each thread
-//! decodes its pairs into a compact buffer (`p1 − p0` bytes per round, then its tail bytes)
-//! with the same arm kernels, and the calling thread scatters the compact buffers into the
-//! output (one memory pass, far cheaper than the decode). Errors are the single-threaded
-//! decoder's: every thread checks its streams' seals in order, and the lowest-numbered faulty
-//! stream is reported. A record with an odd `N` (pairs straddle rounds) or a single thread
-//! decodes on the calling thread.
+//! In the output those bytes are strided (`p1 − p0` bytes of every `N/2`-byte round), and safe
+//! Rust cannot hand two threads interleaved parts of one `&mut [u8]` in one piece. So the
+//! calling thread cuts the output into batches of [`BATCH_ROUNDS`] rounds, splits every round
+//! of a batch at the pair boundaries (`split_at_mut`), sends each worker the list of its row
+//! pieces over a bounded channel, and decodes the first share itself (so `threads` threads
+//! run, not `threads + 1`: a dispatcher thread of its own starved the workers whenever the
+//! busy machine descheduled it). A worker decodes its streams one batch at a time into a
+//! small compact buffer (L1/L2-resident) with the same arm kernels and copies the rows into
+//! its pieces. Nothing record-sized is allocated and every copy happens on the workers, in
+//! parallel: the output is written once, in place.
+//!
+//! An earlier version decoded each worker's streams into a compact buffer of the whole record
+//! (`packed_bytes / threads`, freshly allocated and page-faulted every call) and scattered the
+//! buffers into the output on the calling thread after the join: about 45% more CPU time than
+//! the single-threaded decode (allocation, page faults, and a serial 64 MiB scatter), which
+//! is why two threads showed no speed-up (docs/PERFORMANCE.md, "SIMD arms").
+//!
+//! Errors are the single-threaded decoder's: every worker checks its streams' seals in order,
+//! and the lowest-numbered faulty stream is reported. A record with an odd `N` (pairs straddle
+//! rounds) or a single thread decodes on the calling thread.
 
 extern crate std;
 
@@ -22,12 +34,25 @@ use crate::record::Record;
 use crate::stream::step;
 use crate::table::Table;
 use core::ops::Range;
-use std::vec;
+use std::sync::mpsc;
 use std::vec::Vec;
 
+/// Rounds per batch handed to the workers (`BATCH_ROUNDS · N/2` output bytes, 128 KiB at
+/// `N = 256`; 256 to 4096 measured the same within noise).
+const BATCH_ROUNDS: usize = 1024;
+
+/// One message to a worker: its piece of every round of one batch, or of the last partial
+/// round (the tail).
+enum Job<'o> {
+    /// Row pieces of consecutive full rounds.
+    Rows(Vec<&'o mut [u8]>),
+    /// The worker's bytes of the last partial round (possibly empty).
+    Tail(&'o mut [u8]),
+}
+
 /// Decodes a parsed record into `out` (exactly `packed_bytes` long) on up to `threads` threads
-/// (scoped; the calling thread waits), checking every stream's seal. Output and errors are
-/// exactly [`decode_record_with`]'s.
+/// (scoped; the calling thread decodes the first share and hands out the others), checking every stream's seal.
+/// Output and errors are exactly [`decode_record_with`]'s.
 pub fn decode_record_threads(
     arm: Arm,
     table: &Table,
@@ -50,25 +75,67 @@ pub fn decode_record_threads(
     }
     let ranges: Vec<Range<usize>> =
         (0..threads).map(|t| pairs * t / threads..pairs * (t + 1) / threads).collect();
-    let parts: Vec<(Result<(), DecodeError>, Vec<u8>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = ranges
-            .iter()
-            .map(|r| {
-                let r = r.clone();
-                s.spawn(move || {
-                    let mut compact = vec![0u8; compact_len(record, &r)];
-                    let res = decode_pairs(arm, table, record, r, &mut compact);
-                    (res, compact)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("decode thread does not panic")).collect()
+    let (rounds, _) = shape(record);
+    let (body, tail) = out.split_at_mut(rounds * pairs);
+    let (first, others) = ranges.split_first().expect("at least two ranges");
+    let mut own = Part::new(arm, table, record, first.clone())?;
+    let results: Vec<Result<(), DecodeError>> = std::thread::scope(|s| {
+        let mut senders = Vec::with_capacity(others.len());
+        let mut handles = Vec::with_capacity(others.len());
+        for r in others {
+            // Two batches queued per worker keep it busy while the next one is cut.
+            let (tx, rx) = mpsc::sync_channel::<Job<'_>>(2);
+            let r = r.clone();
+            senders.push(tx);
+            handles.push(s.spawn(move || {
+                let mut part = Part::new(arm, table, record, r)?;
+                for job in &rx {
+                    part.run(job);
+                }
+                part.finish()
+            }));
+        }
+        for batch in body.chunks_mut(BATCH_ROUNDS * pairs) {
+            let rows = batch.len() / pairs;
+            let mut parts: Vec<Vec<&mut [u8]>> =
+                (0..threads).map(|_| Vec::with_capacity(rows)).collect();
+            for row in batch.chunks_exact_mut(pairs) {
+                let mut rest = row;
+                for (part, r) in parts.iter_mut().zip(&ranges) {
+                    let (mine, others) = rest.split_at_mut(r.len());
+                    part.push(mine);
+                    rest = others;
+                }
+            }
+            let mut parts = parts.into_iter();
+            let mine = parts.next().unwrap_or_default();
+            for (tx, part) in senders.iter().zip(parts) {
+                // A worker only stops receiving by panicking, which the join reports.
+                let _ = tx.send(Job::Rows(part));
+            }
+            // The calling thread decodes the first range itself, after handing out the rest.
+            own.run(Job::Rows(mine));
+        }
+        let mut rest = tail;
+        let k = rest.len().min(first.len());
+        let (mine, after) = rest.split_at_mut(k);
+        own.run(Job::Tail(mine));
+        rest = after;
+        for (tx, r) in senders.iter().zip(others) {
+            let k = rest.len().min(r.len());
+            let (mine, after) = rest.split_at_mut(k);
+            let _ = tx.send(Job::Tail(mine));
+            rest = after;
+        }
+        drop(senders);
+        let mut results = Vec::with_capacity(threads);
+        results.push(own.finish());
+        results
+            .extend(handles.into_iter().map(|h| h.join().expect("decode thread does not panic")));
+        results
     });
-    for (r, (res, compact)) in ranges.iter().zip(&parts) {
-        res.as_ref().map_err(|e| *e)?;
-        scatter(record, r, compact, out);
-    }
-    Ok(())
+    // Lowest stream range first, so the lowest faulty stream is reported.
+    results.into_iter().collect()
 }
 
 /// Full rounds of the record and nibbles of its last partial round.
@@ -82,73 +149,73 @@ fn shape(record: &Record<'_>) -> (usize, usize) {
     (rounds, rem)
 }
 
-/// Tail bytes (of the last partial round) owned by pairs `r`.
-fn tail_bytes(rem: usize, r: &Range<usize>) -> usize {
-    rem.div_ceil(2).clamp(r.start, r.end) - r.start
-}
-
-/// Compact bytes of pairs `r`: `r.len()` per full round, then their tail bytes.
-fn compact_len(record: &Record<'_>, r: &Range<usize>) -> usize {
-    let (rounds, rem) = shape(record);
-    rounds * r.len() + tail_bytes(rem, r)
-}
-
-/// Decodes streams `2·r.start .. 2·r.end` into `compact` and checks their seals (lowest
-/// stream first). `N` is even.
-fn decode_pairs(
-    arm: Arm,
-    table: &Table,
-    record: &Record<'_>,
+/// One thread's share: streams `2·r.start .. 2·r.end` (`N` even), decoded batch by batch as
+/// the jobs arrive, then the tail; [`Part::finish`] checks their seals (lowest stream first).
+struct Part<'t, 'r> {
+    d: Decoder<'t, 'r>,
     r: Range<usize>,
-    compact: &mut [u8],
-) -> Result<(), DecodeError> {
-    let (rounds, rem) = shape(record);
-    let (s0, s1) = (2 * r.start, 2 * r.end);
-    let mut d = Decoder::new(arm, table, *record)?;
-    let (body, tail) = compact.split_at_mut(rounds * r.len());
-    if rounds > 0 {
-        rounds_with(
-            arm,
-            table,
-            record.payload_padded(),
-            &mut d.x[s0..s1],
-            &mut d.pos[s0..s1],
-            &d.end[s0..s1],
-            body,
-            rounds,
-        );
-    }
-    let data = record.payload();
-    for i in s0..s1.min(rem) {
-        let mut p = d.pos[i] as usize;
-        let s = step(table, &mut d.x[i], data, &mut p, d.end[i] as usize);
-        #[allow(clippy::cast_possible_truncation)] // p ≤ end ≤ payload length < 2^32.
-        {
-            d.pos[i] = p as u32;
-        }
-        let b = &mut tail[i / 2 - r.start];
-        if i & 1 == 0 {
-            *b = s;
-        } else {
-            *b |= s << 4;
-        }
-    }
-    d.next_byte = record.packed_bytes();
-    d.finish_streams(s0..s1)
+    compact: Vec<u8>,
 }
 
-/// Copies the compact bytes of pairs `r` to their places in the full output.
-fn scatter(record: &Record<'_>, r: &Range<usize>, compact: &[u8], out: &mut [u8]) {
-    let (rounds, _) = shape(record);
-    let half = record.n_streams() / 2;
-    let w = r.len();
-    let (body, tail) = compact.split_at(rounds * w);
-    if w > 0 {
-        for (row, src) in out.chunks_exact_mut(half).zip(body.chunks_exact(w)) {
-            row[r.start..r.end].copy_from_slice(src);
+impl<'t, 'r> Part<'t, 'r> {
+    fn new(
+        arm: Arm,
+        table: &'t Table,
+        record: &Record<'r>,
+        r: Range<usize>,
+    ) -> Result<Self, DecodeError> {
+        let d = Decoder::new(arm, table, *record)?;
+        let compact = std::vec![0u8; BATCH_ROUNDS.min(shape(record).0) * r.len()];
+        Ok(Part { d, r, compact })
+    }
+
+    fn run(&mut self, job: Job<'_>) {
+        let (s0, s1) = (2 * self.r.start, 2 * self.r.end);
+        let w = self.r.len();
+        let d = &mut self.d;
+        match job {
+            Job::Rows(rows) => {
+                if rows.is_empty() || w == 0 {
+                    return;
+                }
+                let c = &mut self.compact[..rows.len() * w];
+                rounds_with(
+                    d.arm,
+                    d.table,
+                    d.record.payload_padded(),
+                    &mut d.x[s0..s1],
+                    &mut d.pos[s0..s1],
+                    &d.end[s0..s1],
+                    c,
+                    rows.len(),
+                );
+                for (dst, src) in rows.into_iter().zip(c.chunks_exact(w)) {
+                    dst.copy_from_slice(src);
+                }
+            }
+            Job::Tail(tail) => {
+                let (_, rem) = shape(&d.record);
+                let data = d.record.payload();
+                for i in s0..s1.min(rem) {
+                    let mut p = d.pos[i] as usize;
+                    let s = step(d.table, &mut d.x[i], data, &mut p, d.end[i] as usize);
+                    #[allow(clippy::cast_possible_truncation)] // p ≤ end ≤ payload < 2^32.
+                    {
+                        d.pos[i] = p as u32;
+                    }
+                    let b = &mut tail[i / 2 - self.r.start];
+                    if i & 1 == 0 {
+                        *b = s;
+                    } else {
+                        *b |= s << 4;
+                    }
+                }
+            }
         }
     }
-    if !tail.is_empty() {
-        out[rounds * half + r.start..][..tail.len()].copy_from_slice(tail);
+
+    fn finish(mut self) -> Result<(), DecodeError> {
+        self.d.next_byte = self.d.record.packed_bytes();
+        self.d.finish_streams(2 * self.r.start..2 * self.r.end)
     }
 }
