@@ -103,14 +103,39 @@ fn benches(c: &mut Criterion<Clock>) {
     bench_case(c, &big, 10, 8);
 }
 
+/// This process's user + system CPU seconds (`/proc/self/stat`, clock ticks of 1/100 s).
+fn process_cpu_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let f: Vec<&str> = s.rsplit(')').next()?.split_whitespace().collect();
+    Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / 100.0)
+}
+
 /// 1 vs 2 threads on one 64 MiB record with the best arm (`decode_record_threads`). Wall time
 /// (thread CPU time cannot measure a parallel speed-up), so on the shared machine the ratio
-/// is a lower bound.
+/// is a lower bound. Before the group, the process's user + system CPU time per decode is
+/// printed for 1 and 2 threads (10 decodes each): the parallel overhead, which contention
+/// does not hide.
 fn threads(c: &mut Criterion) {
     let big = case("64MiB", 64 << 20);
     let rec = Record::parse_format(&big.record).expect("parse");
     let mut out = vec![0u8; big.packed.len()];
     let arm = Arm::best();
+    for t in [1usize, 2, 1, 2] {
+        let runs = 10;
+        let (c0, w0) = (process_cpu_s(), std::time::Instant::now());
+        for _ in 0..runs {
+            tetrad_rans::decode_record_threads(arm, &big.table, &rec, &mut out, t).expect("decode");
+        }
+        let wall = w0.elapsed().as_secs_f64() / f64::from(runs);
+        if let (Some(c0), Some(c1)) = (c0, process_cpu_s()) {
+            println!(
+                "rans_decode_threads/{arm} {t} thread(s): user+sys {:.1} ms per decode, wall \
+                 {:.1} ms per decode",
+                (c1 - c0) * 1e3 / f64::from(runs),
+                wall * 1e3
+            );
+        }
+    }
     let mut g = c.benchmark_group(format!("rans_decode_threads/{arm}"));
     g.throughput(Throughput::Elements(2 * big.packed.len() as u64));
     g.sample_size(10).measurement_time(Duration::from_secs(8));
