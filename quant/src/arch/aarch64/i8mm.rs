@@ -11,6 +11,10 @@
 //! 8 · 128 · 128 = 2¹⁷ per instruction), so the group dot products and the results are
 //! bit-identical to the scalar reference, whose epilogue is reproduced per output.
 //!
+//! For int4-row, mxfp4 and int4-grouped with `gs % 32 == 0` the weights are unpacked in
+//! registers with no decode buffer ([`q8_nibbles`], activation tiles of up to 4 rows); the other
+//! integer formats go through the chunked decode ([`q8_chunked`], [`dot2x2`]).
+//!
 //! The intrinsic `vmmlaq_s32` is unstable on the pinned toolchain, so [`smmla`] emits the
 //! instruction with `asm!`.
 
@@ -18,13 +22,14 @@
 #![allow(clippy::multiple_unsafe_ops_per_block)]
 
 use core::arch::aarch64::{
-    int8x16_t, int32x4_t, vaddq_s32, vdupq_n_s32, vld1q_s8, vreinterpretq_s8_s64,
+    int8x16_t, int32x4_t, vaddq_s32, vdupq_n_s32, vld1q_s8, vld1q_u8, vreinterpretq_s8_s64,
     vreinterpretq_s64_s8, vst1q_s32, vzip1q_s64, vzip2q_s64,
 };
 use core::arch::asm;
 use core::ops::Range;
 
 use super::{CH, ST, neon};
+use crate::format::Format;
 use crate::isa::Isa;
 use crate::kernels::{Matrix, QuantizedActs};
 use crate::scalar;
@@ -134,13 +139,130 @@ pub(crate) fn matmul_q8_rows(
     true
 }
 
-/// Output rows in pairs, activation rows in pairs within tiles of [`ST`], chunked decode of both
-/// weight rows, [`dot2x2`] per group segment, the scalar epilogue per output.
+/// The int8-activation kernel: [`q8_nibbles`] for the formats of `neon::nibble_blocks`, else
+/// [`q8_chunked`].
 ///
 /// # Safety
 /// The CPU supports the int8 matrix multiply extension.
 #[target_feature(enable = "neon,i8mm")]
 unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
+    if neon::nibble_blocks(m) {
+        q8_nibbles(m, xq, rows, y);
+    } else {
+        q8_chunked(m, xq, rows, y);
+    }
+}
+
+/// Fused kernel for the nibble formats whose groups start on 32-column blocks: output rows in
+/// pairs, activation rows in tiles of up to 4 (two pairs); each 16-byte load of the two weight
+/// rows is unpacked in registers (`neon::nibble_codes`) into four 2 × 8 matrices, multiplied by
+/// `SMMLA` against the matching 8 × 2 activation blocks. Per group, the lanes hold the four exact
+/// dot products of a row pair × activation pair; the columns past the group's last full block
+/// are added one by one, then the scalar epilogue per output. Odd rows are paired with
+/// themselves and the duplicate discarded.
+#[target_feature(enable = "neon,i8mm")]
+fn q8_nibbles(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
+    let (nr, s) = (rows.len(), xq.s());
+    let mut s0 = 0;
+    while s0 < s {
+        let st = (s - s0).min(4);
+        let q = |k: usize| xq.row(s0 + k.min(st - 1)).0;
+        let mut r = 0;
+        while r < nr {
+            let two = r + 1 < nr;
+            let o = [rows.start + r, rows.start + r + usize::from(two)];
+            // v[j][k]: output row o[j], activation row s0 + k.
+            let v: [[f32; 4]; 2] = if st > 2 {
+                let v = nibble_pairs_q8::<2>(m, o, [[q(0), q(1)], [q(2), q(3)]]);
+                [[v[0][0], v[0][1], v[0][2], v[0][3]], [v[1][0], v[1][1], v[1][2], v[1][3]]]
+            } else {
+                let v = nibble_pairs_q8::<1>(m, o, [[q(0), q(1)]]);
+                [[v[0][0], v[0][1], 0.0, 0.0], [v[1][0], v[1][1], 0.0, 0.0]]
+            };
+            for k in 0..st {
+                let sx = xq.row(s0 + k).1;
+                y[(s0 + k) * nr + r] = v[0][k] * sx;
+                if two {
+                    y[(s0 + k) * nr + r + 1] = v[1][k] * sx;
+                }
+            }
+            r += 2;
+        }
+        s0 += st;
+    }
+}
+
+/// Weight rows `o[0]`, `o[1]` against `P` activation-row pairs `xs`: `acc[j][2p + i]` is the
+/// reference's `acc` (before `· sx`) of output row `o[j]` and activation row `xs[p][i]`.
+#[inline]
+#[target_feature(enable = "neon,i8mm")]
+fn nibble_pairs_q8<const P: usize>(
+    m: &Matrix<'_>,
+    o: [usize; 2],
+    xs: [[&[i8]; 2]; P],
+) -> [[f32; 4]; 2] {
+    let (ni, gl) = (m.i(), m.group_len());
+    let rows = [m.row_bytes(o[0]), m.row_bytes(o[1])];
+    let mx = m.format() == Format::Mxfp4;
+    // SAFETY: MX_LUT has 16 bytes.
+    let lut = unsafe { vld1q_s8(neon::MX_LUT.as_ptr()) };
+    let mut acc = [[0f32; 4]; 2];
+    for g in 0..m.groups_per_row() {
+        let (c0, c1) = (g * gl, ((g + 1) * gl).min(ni));
+        let nfull = (c1 - c0) / 32;
+        let mut a = [vdupq_n_s32(0); P];
+        for b in 0..nfull {
+            let col = c0 + 32 * b; // even: c0 is a multiple of 32
+            let (w0, w1) = (&rows[0][col / 2..col / 2 + 16], &rows[1][col / 2..col / 2 + 16]);
+            // SAFETY: both slices hold 16 bytes.
+            let (v0, v1) = unsafe { (vld1q_u8(w0.as_ptr()), vld1q_u8(w1.as_ptr())) };
+            let ((a0, b0), (a1, b1)) =
+                (neon::nibble_codes(v0, mx, lut), neon::nibble_codes(v1, mx, lut));
+            let (wl0, wh0) = pair_halves(a0, a1); // columns 0..8, 8..16 of both rows
+            let (wl1, wh1) = pair_halves(b0, b1); // columns 16..24, 24..32
+            for (ap, [x0, x1]) in a.iter_mut().zip(&xs) {
+                let (x0, x1) = (&x0[col..col + 32], &x1[col..col + 32]);
+                // SAFETY: both slices hold 32 codes; the loads read 16 at offsets 0 and 16.
+                let (p0, p1, q0, q1) = unsafe {
+                    (
+                        vld1q_s8(x0.as_ptr()),
+                        vld1q_s8(x1.as_ptr()),
+                        vld1q_s8(x0.as_ptr().add(16)),
+                        vld1q_s8(x1.as_ptr().add(16)),
+                    )
+                };
+                let (xl0, xh0) = pair_halves(p0, p1);
+                let (xl1, xh1) = pair_halves(q0, q1);
+                *ap = smmla(smmla(smmla(smmla(*ap, wl0, xl0), wh0, xh0), wl1, xl1), wh1, xh1);
+            }
+        }
+        for (p, ap) in a.iter().enumerate() {
+            let mut lanes = [0i32; 4];
+            // SAFETY: `lanes` holds 4 i32.
+            unsafe { vst1q_s32(lanes.as_mut_ptr(), *ap) };
+            for j in 0..2 {
+                let sc = scalar::group_scale_q8(m, o[j], g);
+                for i in 0..2 {
+                    let x = xs[p][i];
+                    let mut d = lanes[2 * j + i];
+                    for (c, &xc) in x.iter().enumerate().take(c1).skip(c0 + 32 * nfull) {
+                        let code = neon::nibble_code(rows[j][c / 2] >> (4 * (c % 2)), mx);
+                        d += i32::from(code) * i32::from(xc);
+                    }
+                    #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                    let df = d as f32;
+                    acc[j][2 * p + i] += df * sc;
+                }
+            }
+        }
+    }
+    acc
+}
+
+/// Output rows in pairs, activation rows in pairs within tiles of [`ST`], chunked decode of both
+/// weight rows, [`dot2x2`] per group segment, the scalar epilogue per output.
+#[target_feature(enable = "neon,i8mm")]
+fn q8_chunked(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
     let (ni, gl, nr, s) = (m.i(), m.group_len(), rows.len(), xq.s());
     let (mut b0, mut b1) = ([0i8; CH], [0i8; CH]);
     let mut s0 = 0;

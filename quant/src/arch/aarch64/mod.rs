@@ -8,9 +8,9 @@
 //! once per row and tile, not once per activation row. Scale groups are walked in the order of
 //! the scalar reference, and the int8-activation epilogue (`acc += (d as f32) · scale`, then
 //! `· sx`) is the reference's own f32 code, so those results are bit-exact. Exception: the
-//! int8-activation path of the NEON and SDOT arms for int4-row, mxfp4 and int4-grouped with
-//! `gs % 32 == 0` (the 4-bit LLM formats) unpacks nibbles in registers with no buffer and
-//! shares each weight load between up to 4 activation rows (`neon::q8_nibbles`); likewise the
+//! int8-activation path of every arm for int4-row, mxfp4 and int4-grouped with `gs % 32 == 0`
+//! (the 4-bit LLM formats) unpacks nibbles in registers with no buffer and shares each weight
+//! load between up to 4 activation rows (`neon::q8_nibbles`, `i8mm::q8_nibbles`); likewise the
 //! f32 path of those formats and of fp8 (`neon::f32_fused`, used by all three arms).
 //!
 //! The arms differ only in the exact i32 dot product of the int8-activation path:

@@ -117,11 +117,11 @@ pub(super) fn nibble_blocks(m: &Matrix<'_>) -> bool {
 }
 
 /// `±2·e2m1` for the 16 mxfp4 nibbles (bit 3 = sign).
-static MX_LUT: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+pub(super) static MX_LUT: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
 
 /// The integer code of one nibble (`nib − 8`, or `±2·e2m1` for mxfp4).
 #[inline]
-fn nibble_code(nib: u8, mx: bool) -> i8 {
+pub(super) fn nibble_code(nib: u8, mx: bool) -> i8 {
     #[allow(clippy::cast_possible_wrap)] // nibble < 16
     let c = if mx { MX_LUT[usize::from(nib & 0xF)] } else { (nib & 0xF) as i8 - 8 };
     c
@@ -147,7 +147,7 @@ pub(super) fn as_i8(b: &[u8]) -> &[i8] {
 /// 16 packed bytes → the 32 integer codes of their nibbles, in column order.
 #[inline]
 #[target_feature(enable = "neon")]
-fn nibble_codes(v: uint8x16_t, mx: bool, lut: int8x16_t) -> (int8x16_t, int8x16_t) {
+pub(super) fn nibble_codes(v: uint8x16_t, mx: bool, lut: int8x16_t) -> (int8x16_t, int8x16_t) {
     let lo = vandq_u8(v, vdupq_n_u8(0x0F));
     let hi = vshrq_n_u8::<4>(v);
     let (a, c) = (vzip1q_u8(lo, hi), vzip2q_u8(lo, hi));
