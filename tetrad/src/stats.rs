@@ -363,13 +363,21 @@ pub fn collect_safetensors(
             skipped.push(skip("U8 without .qs scales or a stamp: not a quantized weight".into()));
             continue;
         }
-        let o = e.shape.first().copied().unwrap_or(0);
+        let mut o = e.shape.first().copied().unwrap_or(0);
         let cols = e.len().checked_div(o).unwrap_or(0);
+        let mut shape = e.shape.clone();
         let view = if stamp == Some(FORMAT_NAME) {
+            // A record is a 1-D blob: its rows are the scales' count (one per int4-row row)
+            // and its columns follow from the packed size in its header.
             let packed = tetrad_rans::Record::parse_format(set.data(loc))
                 .map(|r| r.packed_bytes())
                 .map_err(|err| Refusal::new(err.class(), format!("{name}: {err}")))?;
+            o = set
+                .get(&format!("{name}.qs"))
+                .and_then(|(_, qs)| qs.shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d)))
+                .unwrap_or(0);
             let i = 2 * packed.checked_div(o).unwrap_or(0);
+            shape = vec![o, i];
             c.tensor(name, o, i)
         } else {
             // The file does not record I: a stamp says how many codes a byte holds; unstamped
@@ -416,7 +424,7 @@ pub fn collect_safetensors(
             file,
             format,
             format_source: if stamp.is_some() { "stamp" } else { "resolved" },
-            shape: e.shape.clone(),
+            shape,
             symbols,
             data,
             row_bytes,

@@ -433,3 +433,82 @@ fn half_precision_floats_are_measured_as_after_quantize() {
     }
     assert_eq!(ts[2]["file"], "h.gguf");
 }
+
+#[test]
+fn directories_packed_records_and_unstamped_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, i) = (32usize, 256usize);
+    let (a, _) = int4_rows(o, i, Dist::Laplace, 5);
+    let s = vec![0u8; 4 * o];
+    let shape = [o as u64, (i / 2) as u64];
+    let meta: BTreeMap<String, String> =
+        [("colibri.fmt".to_owned(), r#"{"w.a": "int4-row"}"#.to_owned())].into();
+    let t = [
+        OutTensor { name: "w.a", dtype: "U8", shape: &shape, data: &a },
+        OutTensor { name: "w.a.qs", dtype: "F32", shape: &[o as u64], data: &s },
+    ];
+    let q = dir.path().join("q");
+    std::fs::create_dir(&q).unwrap();
+    std::fs::write(
+        q.join("model.safetensors"),
+        shard_bytes(&meta, &t, HeaderStyle::EscapedUnpadded).unwrap(),
+    )
+    .unwrap();
+    // A directory of a shard and a GGUF file: both are read (the container first).
+    let (gguf, _) = gguf_fixture();
+    std::fs::write(q.join("t.gguf"), &gguf).unwrap();
+    let v = stats(&["--json", "--no-zstd"], &[&q]);
+    let names: Vec<&str> =
+        v["tensors"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["w.a", "blk.0.w"]);
+    let plain = &v["tensors"][0];
+
+    // Packed into int4-rans256-g0 records: the decoded nibbles are measured, same numbers.
+    let p = dir.path().join("p");
+    let o = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+        .args(["pack", "-q", "--select", ".*", "--indir"])
+        .arg(&q)
+        .arg("--outdir")
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let v = stats(&["--json", "--no-zstd"], &[&p]);
+    let packed = &v["tensors"][0];
+    assert_eq!(packed["name"], "w.a");
+    assert_eq!(packed["format"], "int4-rans256-g0 (decoded int4-row)");
+    assert_eq!(packed["format_source"], "stamp");
+    assert_eq!(packed["shape"], serde_json::json!([32, 256]), "rows from the scales");
+    for k in ["nibbles", "bytes", "entropy_bits", "entropy_bits_order1", "rans256_bytes"] {
+        assert_eq!(packed[k], plain[k], "{k}");
+    }
+
+    // Unstamped U8 codes with per-row scales: the format is resolved from the byte counts.
+    let t = [
+        OutTensor { name: "u", dtype: "U8", shape: &shape, data: &a },
+        OutTensor { name: "u.qs", dtype: "F32", shape: &[32], data: &s },
+        OutTensor { name: "bare", dtype: "U8", shape: &[4], data: &[1, 2, 3, 4] },
+    ];
+    let u = dir.path().join("u.safetensors");
+    std::fs::write(&u, shard_bytes(&BTreeMap::new(), &t, HeaderStyle::EscapedUnpadded).unwrap())
+        .unwrap();
+    let v = stats(&["--json", "--no-zstd"], &[&u]);
+    assert_eq!(v["tensors"][0]["format_source"], "resolved");
+    assert_eq!(v["skipped"][0]["name"], "bare");
+    // --per-tensor lists every measured and skipped tensor in plain text.
+    let o = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+        .args(["stats", "--no-zstd", "--per-tensor"])
+        .arg(&u)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.starts_with("u [u.safetensors] "), "{text}");
+    assert!(text.contains("skipped bare [u.safetensors]: "), "{text}");
+
+    // A directory with nothing to read is refused.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_tetrad")).arg("stats").arg(&empty).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("REFUSED E_NO_INPUT:"));
+}
