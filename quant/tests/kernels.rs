@@ -292,6 +292,29 @@ isa_test!(arm_neon, Isa::Neon);
 isa_test!(arm_neon_dot, Isa::NeonDot);
 isa_test!(arm_neon_i8mm, Isa::NeonI8mm);
 
+/// Small shapes on every available arm, sized for Miri (`.ci/miri-tests`: run with the AVX-512
+/// target features, so the AVX2 and both AVX-512 arms execute under Miri, which checks every
+/// load, masked tail and pointer offset of the kernels). Natively it is a quick smoke test.
+#[test]
+fn miri_small_shapes_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0x313e);
+    let mut ran = 0;
+    for arm in isa::available() {
+        for (format, gs) in FORMATS {
+            for i in [3, 64, 129] {
+                let t = gen_tensor(format, gs, 2, i, &mut rng, 0.2, true);
+                check_arm(arm, &t, 2, &mut rng);
+                ran += 1;
+            }
+        }
+    }
+    assert!(ran >= FORMATS.len() * 3, "at least the scalar arm ran");
+    for name in ["avx2", "avx512", "avx512-vnni"] {
+        let arm = Isa::from_name(name).unwrap();
+        assert!(!required(arm) || arm.is_available(), "TETRAD_REQUIRE_ISA requires {name}");
+    }
+}
+
 #[test]
 fn best_is_available_and_forcing_unavailable_is_refused() {
     assert!(isa::best().is_available());

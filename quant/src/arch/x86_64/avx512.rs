@@ -219,6 +219,23 @@ macro_rules! avx512_arm {
             _mm512_ternarylogic_epi32::<0xA8>(z, z4, _mm512_set1_epi16(0x0F0F))
         }
 
+        /// `table[idx & 15]` per lane (`vpermd` on the f32 bits: the same shuffle as `vpermps`,
+        /// written with the integer form, which Miri can execute).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn lut16(idx: __m512i, table: __m512) -> __m512 {
+            _mm512_castsi512_ps(_mm512_permutexvar_epi32(idx, _mm512_castps_si512(table)))
+        }
+
+        /// Lane `l` = `a[idx[l] & 15]` for `l < 8`, `b[idx[l] & 15]` for `l ≥ 8` (two `vpermd`).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn pick16(a: __m512, idx: __m512i, b: __m512) -> __m512 {
+            let lo = _mm512_permutexvar_epi32(idx, _mm512_castps_si512(a));
+            let both = _mm512_mask_permutexvar_epi32(lo, 0xFF00, idx, _mm512_castps_si512(b));
+            _mm512_castsi512_ps(both)
+        }
+
         /// 16 packed bytes → 32 nibbles in column order, as two 16-byte vectors.
         #[inline]
         #[target_feature(enable = $feat)]
@@ -405,11 +422,8 @@ macro_rules! avx512_arm {
                         mask16(rem.saturating_sub(16)),
                         x.as_ptr().add(c + 16.min(rem)),
                     );
-                    _mm512_storeu_ps(out.as_mut_ptr().add(c), _mm512_permutex2var_ps(a, ie, b));
-                    _mm512_storeu_ps(
-                        out.as_mut_ptr().add(c + 16),
-                        _mm512_permutex2var_ps(a, io, b),
-                    );
+                    _mm512_storeu_ps(out.as_mut_ptr().add(c), pick16(a, ie, b));
+                    _mm512_storeu_ps(out.as_mut_ptr().add(c + 16), pick16(a, io, b));
                 }
                 c += 32;
             }
@@ -448,10 +462,10 @@ macro_rules! avx512_arm {
                         )
                     };
                     let w = [
-                        _mm512_permutexvar_ps(z0, table),
-                        _mm512_permutexvar_ps(_mm512_srli_epi32::<4>(z0), table),
-                        _mm512_permutexvar_ps(z1, table),
-                        _mm512_permutexvar_ps(_mm512_srli_epi32::<4>(z1), table),
+                        lut16(z0, table),
+                        lut16(_mm512_srli_epi32::<4>(z0), table),
+                        lut16(z1, table),
+                        lut16(_mm512_srli_epi32::<4>(z1), table),
                     ];
                     for k in 0..T {
                         for j in 0..4 {
@@ -474,8 +488,8 @@ macro_rules! avx512_arm {
                             rp.add(col / 2).cast(),
                         )))
                     };
-                    let we = _mm512_permutexvar_ps(z, table);
-                    let wo = _mm512_permutexvar_ps(_mm512_srli_epi32::<4>(z), table);
+                    let we = lut16(z, table);
+                    let wo = lut16(_mm512_srli_epi32::<4>(z), table);
                     for k in 0..T {
                         // SAFETY: col + 32 ≤ ipad values of xd[k].
                         unsafe {
@@ -543,10 +557,10 @@ macro_rules! avx512_arm {
                     let (a, b) = nib32(v0);
                     let (c, d) = nib32(v1);
                     let w = [
-                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(a), table),
-                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(b), table),
-                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(c), table),
-                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(d), table),
+                        lut16(_mm512_cvtepu8_epi32(a), table),
+                        lut16(_mm512_cvtepu8_epi32(b), table),
+                        lut16(_mm512_cvtepu8_epi32(c), table),
+                        lut16(_mm512_cvtepu8_epi32(d), table),
                     ];
                     for k in 0..T {
                         for j in 0..4 {
@@ -560,8 +574,8 @@ macro_rules! avx512_arm {
                 if col + 32 <= c1 {
                     // SAFETY: col + 32 ≤ I, so 16 bytes at col/2 are within the row.
                     let (a, b) = nib32(unsafe { _mm_loadu_si128(rp.add(col / 2).cast()) });
-                    let w0 = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(a), table);
-                    let w1 = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(b), table);
+                    let w0 = lut16(_mm512_cvtepu8_epi32(a), table);
+                    let w1 = lut16(_mm512_cvtepu8_epi32(b), table);
                     for k in 0..T {
                         // SAFETY: col + 32 ≤ I values of xs[k].
                         unsafe {
@@ -584,10 +598,10 @@ macro_rules! avx512_arm {
                     let (a, b) = nib32(_mm512_castsi512_si128(v));
                     let (c, d) = nib32(_mm512_extracti32x4_epi32::<1>(v));
                     let w = [
-                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(a), table),
-                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(b), table),
-                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(c), table),
-                        _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(d), table),
+                        lut16(_mm512_cvtepu8_epi32(a), table),
+                        lut16(_mm512_cvtepu8_epi32(b), table),
+                        lut16(_mm512_cvtepu8_epi32(c), table),
+                        lut16(_mm512_cvtepu8_epi32(d), table),
                     ];
                     for k in 0..T {
                         for j in 0..4 {
@@ -616,24 +630,28 @@ macro_rules! avx512_arm {
             out
         }
 
-        /// 16 e4m3 bytes → 16 exact f32 values (module documentation); `nan` also maps the NaN
-        /// codes, otherwise the caller has checked that there are none.
+        /// 16 e4m3 bytes → 16 exact f32 values through IEEE half precision, with no float
+        /// arithmetic on subnormal operands (which costs a microcode assist per instruction on
+        /// this class of CPU: the former `bits · 2¹²⁰` decode, whose `bits` are subnormal f32
+        /// for exponent-0 codes, ran at half speed on random codes). `(b ≪ 7) & 0xBF80` on the
+        /// sign-extended 16-bit lane is the f16 `e4m3 · 2⁻⁸` exactly — f16 has one more exponent
+        /// bit and subnormals down to 2⁻²⁴, so e4m3 subnormals stay exact — then `vcvtph2ps`
+        /// (exact) and `· 2⁸` (exact, on normal operands: `|e4m3 · 2⁻⁸| ≥ 2⁻¹⁷` or zero).
+        /// `NAN` (the block holds a NaN code): lanes with `|b| = 0x7F` become NaN.
         #[inline]
         #[target_feature(enable = $feat)]
-        fn fp8x16(b: __m128i, nan: bool) -> __m512 {
-            let t = _mm512_cvtepi8_epi32(b);
+        fn fp8x16<const NAN: bool>(b: __m128i) -> __m512 {
+            let t = _mm256_cvtepi8_epi16(b);
             #[allow(clippy::cast_possible_wrap)] // bit pattern
-            let bits = _mm512_and_si512(
-                _mm512_slli_epi32::<20>(t),
-                _mm512_set1_epi32(0x87F0_0000u32 as i32),
-            );
-            let f = _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(scalar::pow2(120)));
-            if nan {
-                let is_nan = _mm512_cmpeq_epi32_mask(
-                    _mm512_and_si512(bits, _mm512_set1_epi32(0x7FF0_0000)),
-                    _mm512_set1_epi32(0x07F0_0000),
+            let h =
+                _mm256_and_si256(_mm256_slli_epi16::<7>(t), _mm256_set1_epi16(0xBF80u16 as i16));
+            let f = _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0));
+            if NAN {
+                let nan = _mm512_cmpeq_epi32_mask(
+                    _mm512_and_si512(_mm512_cvtepi8_epi32(b), _mm512_set1_epi32(0x7F)),
+                    _mm512_set1_epi32(0x7F),
                 );
-                _mm512_mask_mov_ps(f, is_nan, _mm512_set1_ps(f32::NAN))
+                _mm512_mask_mov_ps(f, nan, _mm512_set1_ps(f32::NAN))
             } else {
                 f
             }
@@ -657,8 +675,9 @@ macro_rules! avx512_arm {
             for g in 0..m.groups_per_row() {
                 let (c0, c1) = (128 * g, (128 * g + 128).min(ni));
                 let n = c1 - c0;
+                // Does the block hold a NaN code?
                 // SAFETY: masked loads of the n ≤ 128 bytes of the block, all within the row.
-                let has_nan = unsafe {
+                let special = unsafe {
                     let v0 = _mm512_maskz_loadu_epi8(mask64(n), rp.add(c0).cast());
                     let v1 = _mm512_maskz_loadu_epi8(
                         mask64(n.saturating_sub(64)),
@@ -670,7 +689,7 @@ macro_rules! avx512_arm {
                 };
                 // SAFETY: c0..c1 are columns of the row and of every xs[k].
                 let p = unsafe {
-                    if has_nan {
+                    if special {
                         fp8_block::<T, true>(rp, xs, c0, c1)
                     } else {
                         fp8_block::<T, false>(rp, xs, c0, c1)
@@ -689,8 +708,8 @@ macro_rules! avx512_arm {
         }
 
         /// `Σ e4m3 · x` over columns `c0..c1` (at most 128) of one fp8 row for `T` activation
-        /// rows, as 16 lanes per activation row; four accumulators; NaN codes mapped only when
-        /// `NAN` (the caller found one in the block).
+        /// rows, as 16 lanes per activation row; four accumulators; NaN codes decoded
+        /// only when `NAN` (the caller found one in the block, see [`fp8x16`]).
         ///
         /// # Safety
         /// Features available; `rp` holds the bytes of columns `c0..c1`, each `xs[k]` the
@@ -709,7 +728,7 @@ macro_rules! avx512_arm {
                 let mut w = [_mm512_setzero_ps(); 4];
                 for (j, wj) in w.iter_mut().enumerate() {
                     // SAFETY: col + 64 ≤ c1: 16 bytes at col + 16·j are in the row.
-                    *wj = fp8x16(unsafe { _mm_loadu_si128(rp.add(col + 16 * j).cast()) }, NAN);
+                    *wj = fp8x16::<NAN>(unsafe { _mm_loadu_si128(rp.add(col + 16 * j).cast()) });
                 }
                 for k in 0..T {
                     for j in 0..4 {
@@ -725,7 +744,7 @@ macro_rules! avx512_arm {
                 let rem = (c1 - col).min(16);
                 // SAFETY: masked load of the rem bytes of columns col..col+rem ≤ c1.
                 let b = unsafe { _mm512_maskz_loadu_epi8(mask64(rem), rp.add(col).cast()) };
-                let w = fp8x16(_mm512_castsi512_si128(b), NAN);
+                let w = fp8x16::<NAN>(_mm512_castsi512_si128(b));
                 for k in 0..T {
                     // SAFETY: masked load of rem values of columns below c1.
                     let xv = unsafe { _mm512_maskz_loadu_ps(mask16(rem), xs[k].add(col)) };
