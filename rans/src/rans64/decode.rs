@@ -26,7 +26,7 @@ pub enum Arm {
     /// x86-64 AVX-512 F+BW: a way is one 16-lane vector; lookups are single `vpermd`s,
     /// refills one load + `vpexpandd`.
     Avx512,
-    /// aarch64 NEON (not yet implemented: never available).
+    /// aarch64 NEON: a way is four 4-lane vectors; lookups are `tbl` byte permutes.
     Neon,
 }
 

@@ -11,6 +11,8 @@ use super::decode::Arm;
 use super::model::Model;
 use super::{LANES, WAYS};
 
+#[cfg(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))]
+mod aarch64;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod x86_64;
 
@@ -21,6 +23,8 @@ pub(super) fn detected(arm: Arm) -> bool {
         Arm::Avx2 => x86_64::avx2_detected(),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Arm::Avx512 => x86_64::avx512_detected(),
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))]
+        Arm::Neon => aarch64::neon_detected(),
         _ => false,
     }
 }
@@ -40,6 +44,8 @@ pub(super) fn rounds(
         Arm::Avx2 => x86_64::rounds_avx2(model, st, ways, pos, out),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Arm::Avx512 => x86_64::rounds_avx512(model, st, ways, pos, out),
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))]
+        Arm::Neon => aarch64::rounds_neon(model, st, ways, pos, out),
         _ => {
             let _ = (model, st, ways, pos, out);
             0

@@ -1,0 +1,432 @@
+//! The aarch64 NEON arm of `int4-rans64-t1`: a way (16 lanes) is four `uint32x4_t` vectors.
+//! It mirrors `Model::step` and the scalar refill exactly.
+//!
+//! NEON has no 32-bit permute, but it has byte table lookups over up to four registers
+//! (`tbl` with 64 table bytes). The three 16-entry model tables (`thr`, `lo`, `hi`, 16 u32 =
+//! 64 bytes each) therefore live as byte tables in twelve registers, and a lane's entry is
+//! fetched by four byte indices `4b, 4b+1, 4b+2, 4b+3`, built from the bucket `b` with one
+//! shift, one mask and one multiply-add (`4b · 0x01010101 + 0x03020100`). One step of a vector
+//! of states `x`:
+//! 1. `slot = x & 0xFFF`; byte indices from `b = (x >> 8) & 15`;
+//! 2. `upper = slot ≥ thr[b]` (`vcgeq_u32`), `e = upper ? hi[b] : lo[b]` (two lookups and a
+//!    bit select);
+//! 3. `x = (e & 0xFFF)·(x >> 12) + slot + (e >>s 16)` (`vmlaq_u32`, wrapping as in the scalar
+//!    code, which adds the signed `c` to the slot first);
+//! 4. refill: the four `x < 2^16` masks of a way are folded into one 16-bit lane mask (one
+//!    `vaddvq_u32`); each vector takes its 4-bit part, loads the next 8 bytes (4 words) of the
+//!    way, and one `vqtbl1q_u8` with a pattern from a 16-entry table moves word `k` into the
+//!    lane of the `k`-th set bit, zero-extended (lanes that take no word get 0). The lanes that
+//!    refill become `x << 16 | word`; the way pointer advances by `2·popcount`.
+//!
+//! Per round a way does two steps (low nibble, high nibble); its 16 output bytes are the two
+//! entries' symbol fields merged with one bit select and narrowed (`vmovn`) twice.
+//!
+//! Unlike the x86 arms, which keep all four ways in registers, this arm runs one way at a
+//! time over a *block* of rounds: a way's four vectors plus the twelve table registers fit the
+//! 32 NEON registers with room to spare, and the four vectors are four independent chains.
+//! A round consumes at most 64 bytes of a way (two steps, 16 words each), so if every way holds
+//! at least `64·B` unread bytes, each of the next `B` rounds starts with at least 64 unread
+//! bytes in every way — the arm contract — and the ways can run those `B` rounds one after the
+//! other. The block size is recomputed after each block; the loop stops when some way holds
+//! fewer than 64 bytes, exactly where the x86 arms stop, and hands the rest to the scalar code.
+//!
+//! The arm is compiled only where NEON is a compile-time target feature (every aarch64 Linux,
+//! macOS and Windows target), so the register intrinsics are plain safe calls; the only
+//! `unsafe` is the raw-pointer loads and stores. It is limited to little-endian targets, where
+//! a `u32` lane's bytes sit at `4i..4i+4` of the register in significance order.
+
+use core::arch::aarch64::{
+    uint8x16_t, uint8x16x4_t, uint32x4_t, vaddq_u32, vaddvq_u32, vandq_u32, vbslq_u32, vcgeq_u32,
+    vcltq_u32, vcombine_u8, vdup_n_u8, vdupq_n_u32, vld1_u8, vld1q_u8, vld1q_u32, vmlaq_u32,
+    vmovn_high_u16, vmovn_high_u32, vmovn_u16, vmovn_u32, vorrq_u32, vqtbl1q_u8, vqtbl4q_u8,
+    vreinterpretq_s32_u32, vreinterpretq_u8_u32, vreinterpretq_u32_s32, vreinterpretq_u32_u8,
+    vshlq_n_u32, vshrq_n_s32, vshrq_n_u32, vst1q_u8, vst1q_u32,
+};
+
+use super::super::model::Model;
+use super::super::{LANES, WAY_LANES, WAYS};
+
+/// Bytes a way must hold unread at the start of a round for the round's loads to stay inside
+/// it: a round consumes at most 64 bytes, and its last load (8 bytes, after at most 56 consumed
+/// bytes) ends at most 64 bytes in.
+const ROUND_SLACK: usize = 64;
+
+/// Most rounds in one block (4 KiB of output, which stays in L1 while the four ways fill it).
+const MAX_BLOCK: usize = 64;
+
+/// Vectors per way.
+const VECS: usize = WAY_LANES / 4;
+
+/// For each 4-bit refill mask, the `vqtbl1q_u8` pattern over 8 loaded bytes (4 little-endian
+/// words) that puts word `k` zero-extended into the lane of the `k`-th set bit; the other
+/// lanes get index `0x80` (out of range: 0).
+static EXPAND4: [[u8; 16]; 16] = {
+    let mut t = [[0x80u8; 16]; 16];
+    let mut m = 0;
+    while m < 16 {
+        let mut k = 0u8;
+        let mut lane = 0;
+        while lane < 4 {
+            if m & (1 << lane) != 0 {
+                t[m][4 * lane] = 2 * k;
+                t[m][4 * lane + 1] = 2 * k + 1;
+                k += 1;
+            }
+            lane += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
+/// Bytes consumed by a 4-bit refill mask: `2·popcount(m)` (a table, since a scalar popcount
+/// goes through the vector unit on base aarch64).
+static TAKE4: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut m = 0;
+    while m < 16 {
+        let mut lane = 0;
+        while lane < 4 {
+            if m & (1 << lane) != 0 {
+                t[m] += 2;
+            }
+            lane += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
+/// Whether this CPU runs NEON (runtime detection with `std`, the compile-time target feature
+/// without it).
+pub(super) fn neon_detected() -> bool {
+    #[cfg(feature = "std")]
+    {
+        std::arch::is_aarch64_feature_detected!("neon")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(target_feature = "neon")
+    }
+}
+
+/// The model's three tables as 64-byte register tables.
+#[derive(Clone, Copy)]
+struct Tables {
+    thr: uint8x16x4_t,
+    lo: uint8x16x4_t,
+    hi: uint8x16x4_t,
+}
+
+impl Tables {
+    #[target_feature(enable = "neon")]
+    fn new(model: &Model) -> Tables {
+        Tables { thr: bytes64(&model.thr), lo: bytes64(&model.lo), hi: bytes64(&model.hi) }
+    }
+}
+
+/// 16 u32 entries as four byte registers, entry `b` at bytes `4b..4b+4`, least significant
+/// first.
+#[target_feature(enable = "neon")]
+fn bytes64(table: &[u32; 16]) -> uint8x16x4_t {
+    let mut b = [0u8; 64];
+    for (dst, v) in b.chunks_exact_mut(4).zip(table) {
+        dst.copy_from_slice(&v.to_le_bytes());
+    }
+    // SAFETY: `b` has 64 bytes; each of the four loads reads 16 at offset 0, 16, 32 or 48.
+    let q0 = unsafe { vld1q_u8(b.as_ptr()) };
+    // SAFETY: as above.
+    let q1 = unsafe { vld1q_u8(b.as_ptr().wrapping_add(16)) };
+    // SAFETY: as above.
+    let q2 = unsafe { vld1q_u8(b.as_ptr().wrapping_add(32)) };
+    // SAFETY: as above.
+    let q3 = unsafe { vld1q_u8(b.as_ptr().wrapping_add(48)) };
+    uint8x16x4_t(q0, q1, q2, q3)
+}
+
+/// Whole rounds with NEON; returns how many (0 if the CPU lacks it). Same contract as the
+/// x86 arms: every round it decodes started with at least 64 unread bytes in every way.
+pub(super) fn rounds_neon(
+    model: &Model,
+    st: &mut [u32; LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    if !neon_detected() {
+        return 0;
+    }
+    // SAFETY: the CPU supports NEON (checked just above).
+    unsafe { rounds_kernel(model, st, ways, pos, out) }
+}
+
+#[target_feature(enable = "neon")]
+fn rounds_kernel(
+    model: &Model,
+    st: &mut [u32; LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    let tables = Tables::new(model);
+    let rounds = out.len() / LANES;
+    let mut done = 0;
+    loop {
+        // Rounds that every way can afford at the worst case of 64 bytes per round.
+        let fit = (0..WAYS)
+            .map(|w| ways[w].len().saturating_sub(pos[w]) / ROUND_SLACK)
+            .min()
+            .unwrap_or(0);
+        let block = fit.min(rounds - done).min(MAX_BLOCK);
+        if block == 0 {
+            return done;
+        }
+        let dst = &mut out[LANES * done..LANES * (done + block)];
+        for (w, lanes) in st.chunks_exact_mut(WAY_LANES).enumerate() {
+            let Ok(lanes) = <&mut [u32; WAY_LANES]>::try_from(lanes) else {
+                unreachable!("chunks_exact_mut yields 16-lane chunks")
+            };
+            way_block(&tables, lanes, ways[w], &mut pos[w], dst, w);
+        }
+        done += block;
+    }
+}
+
+/// Decodes `out.len() / 64` rounds of way `w` (its 16 lanes `st`, its stream `way` at
+/// `*off`), writing bytes `64r + 16w .. 64r + 16w + 16` of `out` for each round `r`.
+///
+/// The caller guarantees `way.len() - *off ≥ out.len()` (64 bytes per round).
+#[target_feature(enable = "neon")]
+#[inline]
+fn way_block(
+    t: &Tables,
+    st: &mut [u32; WAY_LANES],
+    way: &[u8],
+    off: &mut usize,
+    out: &mut [u8],
+    w: usize,
+) {
+    debug_assert!(way.len() - *off >= out.len() && out.len().is_multiple_of(LANES));
+    // SAFETY: `st` has 16 u32; vector v reads lanes 4v..4v+4, in bounds for v < 4.
+    let load = |v: usize| unsafe { vld1q_u32(st.as_ptr().wrapping_add(4 * v)) };
+    let mut x = [load(0), load(1), load(2), load(3)];
+    let mut o = *off;
+    for round in out.chunks_exact_mut(LANES) {
+        // Round start: at least 64 unread bytes per round left in this block (see above).
+        let (e0, y) = step(t, x);
+        let y = refill(y, way, &mut o);
+        let (e1, y) = step(t, y);
+        x = refill(y, way, &mut o);
+        let bytes = pack(e0, e1);
+        let dst = &mut round[WAY_LANES * w..WAY_LANES * (w + 1)];
+        // SAFETY: `dst` is exactly 16 bytes (w < 4, `round` is 64 bytes).
+        unsafe { vst1q_u8(dst.as_mut_ptr(), bytes) };
+    }
+    for (v, xv) in x.into_iter().enumerate() {
+        // SAFETY: as for the loads above.
+        unsafe { vst1q_u32(st.as_mut_ptr().wrapping_add(4 * v), xv) };
+    }
+    *off = o;
+}
+
+/// One decode step of a way's four vectors: `(entries, next states before refill)`.
+#[target_feature(enable = "neon")]
+#[inline]
+fn step(t: &Tables, x: [uint32x4_t; VECS]) -> ([uint32x4_t; VECS], [uint32x4_t; VECS]) {
+    let low12 = vdupq_n_u32(0xFFF);
+    let spread = vdupq_n_u32(0x0101_0101);
+    let within = vdupq_n_u32(0x0302_0100);
+    let four_b = vdupq_n_u32(0x3C);
+    let mut e = x;
+    let mut next = x;
+    for v in 0..VECS {
+        let xv = x[v];
+        // Byte indices 4b + j of bucket b = (x >> 8) & 15, in each of the lane's four bytes.
+        let idx = vreinterpretq_u8_u32(vmlaq_u32(
+            within,
+            vandq_u32(vshrq_n_u32::<6>(xv), four_b),
+            spread,
+        ));
+        let slot = vandq_u32(xv, low12);
+        let thr = vreinterpretq_u32_u8(vqtbl4q_u8(t.thr, idx));
+        let upper = vcgeq_u32(slot, thr);
+        let lo = vreinterpretq_u32_u8(vqtbl4q_u8(t.lo, idx));
+        let hi = vreinterpretq_u32_u8(vqtbl4q_u8(t.hi, idx));
+        let ev = vbslq_u32(upper, hi, lo);
+        let f = vandq_u32(ev, low12);
+        let q = vshrq_n_u32::<12>(xv);
+        let c = vreinterpretq_u32_s32(vshrq_n_s32::<16>(vreinterpretq_s32_u32(ev)));
+        e[v] = ev;
+        next[v] = vmlaq_u32(vaddq_u32(slot, c), f, q);
+    }
+    (e, next)
+}
+
+/// Refills the lanes below `2^16` from `way` at `*off` (lane order across the four vectors),
+/// advancing `*off`.
+#[target_feature(enable = "neon")]
+#[inline]
+fn refill(x: [uint32x4_t; VECS], way: &[u8], off: &mut usize) -> [uint32x4_t; VECS] {
+    let limit = vdupq_n_u32(0x1_0000);
+    let need = [
+        vcltq_u32(x[0], limit),
+        vcltq_u32(x[1], limit),
+        vcltq_u32(x[2], limit),
+        vcltq_u32(x[3], limit),
+    ];
+    // One 16-bit mask of the way's lanes: lane 4v + i contributes bit 4v + i.
+    let bit = |v: usize, m: uint32x4_t| {
+        // SAFETY: the table has 16 u32; v < 4 reads 4 of them at offset 4v.
+        let weights = unsafe { vld1q_u32(LANE_BITS.as_ptr().wrapping_add(4 * v)) };
+        vandq_u32(m, weights)
+    };
+    let mask = vaddvq_u32(vaddq_u32(
+        vaddq_u32(bit(0, need[0]), bit(1, need[1])),
+        vaddq_u32(bit(2, need[2]), bit(3, need[3])),
+    ));
+    let mut o = *off;
+    let mut y = x;
+    for v in 0..VECS {
+        let m = ((mask >> (4 * v)) & 15) as usize;
+        debug_assert!(o + 8 <= way.len());
+        // SAFETY: `way_block` starts a round only while `way` holds ≥ 64 unread bytes; within
+        // the round at most 56 bytes are consumed before this load (two steps of 16 words, this
+        // one the last 4 lanes at worst), so [o, o + 8) is in `way`.
+        let words = unsafe { vld1_u8(way.as_ptr().wrapping_add(o)) };
+        // SAFETY: every EXPAND4 row is 16 bytes; m < 16.
+        let pattern = unsafe { vld1q_u8(EXPAND4[m].as_ptr()) };
+        let fresh = vreinterpretq_u32_u8(vqtbl1q_u8(vcombine_u8(words, vdup_n_u8(0)), pattern));
+        let shifted = vbslq_u32(need[v], vshlq_n_u32::<16>(x[v]), x[v]);
+        y[v] = vorrq_u32(shifted, fresh);
+        o += usize::from(TAKE4[m]);
+    }
+    *off = o;
+    y
+}
+
+/// Lane weights for the refill mask: lane `i` of vector `v` is bit `4v + i`.
+static LANE_BITS: [u32; 16] = {
+    let mut t = [0u32; 16];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = 1 << i;
+        i += 1;
+    }
+    t
+};
+
+/// The 16 output bytes of a way: low nibble from step 0's symbols, high nibble from step 1's.
+#[target_feature(enable = "neon")]
+#[inline]
+fn pack(e0: [uint32x4_t; VECS], e1: [uint32x4_t; VECS]) -> uint8x16_t {
+    let nib = vdupq_n_u32(0x0F);
+    // Low byte of each lane: bits 0..4 from e0's symbol (bits 12..16), bits 4..8 from e1's.
+    let b = |v: usize| vbslq_u32(nib, vshrq_n_u32::<12>(e0[v]), vshrq_n_u32::<8>(e1[v]));
+    let h01 = vmovn_high_u32(vmovn_u32(b(0)), b(1));
+    let h23 = vmovn_high_u32(vmovn_u32(b(2)), b(3));
+    vmovn_high_u16(vmovn_u16(h01), h23)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The arm against a test-local transcription of the scalar round (via `Model::step`): the
+    //! same number of rounds as the arm contract allows (so the arm provably runs, rather than
+    //! handing everything to the scalar code), the same bytes, states and way positions,
+    //! across block boundaries and when resumed mid-chunk.
+    use super::super::super::format::{Blob, ChunkBody};
+    use super::super::super::{LANES, RANS_L, WAY_LANES, WAYS, encode_into, max_encoded_len};
+    use super::{ROUND_SLACK, neon_detected, rounds_neon};
+    use crate::rans64::model::Model;
+
+    /// The contract loop in scalar form: whole rounds while every way has ≥ 64 unread bytes.
+    fn reference_rounds(
+        model: &Model,
+        st: &mut [u32; LANES],
+        ways: &[&[u8]; WAYS],
+        pos: &mut [usize; WAYS],
+        out: &mut [u8],
+    ) -> usize {
+        let mut r = 0;
+        for round in out.chunks_exact_mut(LANES) {
+            if (0..WAYS).any(|w| ways[w].len() - pos[w] < ROUND_SLACK) {
+                break;
+            }
+            for half in 0..2 {
+                for (lane, byte) in round.iter_mut().enumerate() {
+                    let w = lane / WAY_LANES;
+                    let (sym, mut x) = model.step(st[lane]);
+                    if x < RANS_L {
+                        let p = pos[w];
+                        x = (x << 16) | u32::from(u16::from_le_bytes([ways[w][p], ways[w][p + 1]]));
+                        pos[w] = p + 2;
+                    }
+                    st[lane] = x;
+                    *byte = if half == 0 { sym } else { *byte | (sym << 4) };
+                }
+            }
+            r += 1;
+        }
+        r
+    }
+
+    /// Packed int4 bytes whose nibbles follow a peaked distribution of width `spread` (1..=16),
+    /// with a rare uniform outlier, from a xorshift generator.
+    fn sample(n: usize, spread: u64, seed: u64) -> std::vec::Vec<u8> {
+        let mut s = seed | 1;
+        let mut nib = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let v = if s & 0xFF < 2 { (s >> 8) & 15 } else { (8 + (s >> 8) % spread) & 15 };
+            u8::try_from(v).unwrap_or(0)
+        };
+        (0..n).map(|_| nib() | (nib() << 4)).collect()
+    }
+
+    /// Runs the arm and the reference over every coded chunk of `src`, in pieces of `piece`
+    /// rounds, and checks they agree; returns the rounds the arm decoded.
+    fn check(src: &[u8], shift: u8, piece: usize) -> usize {
+        let mut blob = std::vec![0u8; max_encoded_len(src.len(), shift)];
+        let len = encode_into(src, shift, &mut blob).expect("encode");
+        let parsed = Blob::parse(&blob[..len]).expect("parse");
+        let mut total = 0;
+        for chunk in parsed.chunks() {
+            let chunk = chunk.expect("chunk");
+            let ChunkBody::Coded { model, states, ways } = &chunk.body else { continue };
+            let n = chunk.raw_len / LANES * LANES;
+            let (mut sa, mut sb) = (*states, *states);
+            let (mut pa, mut pb) = ([0usize; WAYS], [0usize; WAYS]);
+            let mut a = std::vec![0xA5u8; n];
+            let mut b = std::vec![0x5Au8; n];
+            let mut at = 0;
+            while at < n {
+                let end = at.saturating_add(piece.saturating_mul(LANES)).min(n);
+                let ra = rounds_neon(model, &mut sa, ways, &mut pa, &mut a[at..end]);
+                let rb = reference_rounds(model, &mut sb, ways, &mut pb, &mut b[at..end]);
+                assert_eq!(ra, rb, "rounds from byte {at} of chunk {}", chunk.index);
+                assert_eq!(a[at..at + ra * LANES], b[at..at + rb * LANES]);
+                assert_eq!((sa, pa), (sb, pb), "state after byte {at}");
+                total += ra;
+                at += ra * LANES;
+                if at < end {
+                    break;
+                }
+            }
+            assert_eq!(a[..at], src[chunk.index << shift..][..at], "chunk {}", chunk.index);
+        }
+        total
+    }
+
+    #[test]
+    fn neon_matches_the_reference_rounds() {
+        assert!(neon_detected(), "NEON is a compile-time feature of this target");
+        let mut rounds = 0;
+        for (spread, seed) in [(1, 1), (2, 7), (3, 11), (5, 13), (9, 17), (16, 19)] {
+            let src = sample(50_000, spread, seed);
+            for (shift, piece) in [(12, usize::MAX), (14, usize::MAX), (14, 1), (14, 3), (16, 97)] {
+                rounds += check(&src, shift, piece);
+            }
+        }
+        assert!(rounds > 5_000, "the NEON arm decoded only {rounds} rounds");
+    }
+}
