@@ -124,19 +124,37 @@ pub fn cert(input: &Path) -> Result<Vec<TensorReport>, Refusal> {
 /// Declared output decoded at once, at most (one tensor larger than this is decoded alone).
 pub const BATCH_BYTES: u64 = 256 << 20;
 
-/// Opens a container and checks everything that needs no decoding: the `cfse` metadata, blobs
-/// inside the data section and not overlapping, known dtypes, and each blob's `rawlen` equal to
-/// the byte size its dtype and shape declare. Returns the input and each tensor's declared size.
+/// Opens a container and checks everything that needs no decoding (see [`check_blobs`]).
+/// Returns the input and each tensor's declared size.
 fn open_container(container: &Path) -> Result<(Input, Vec<u64>), Refusal> {
     let c = Input::open(container, false)?;
+    let sizes = check_blobs(container, &c.header, |t| c.data(t))?;
+    Ok((c, sizes))
+}
+
+/// True when a shard header carries the CFS1 container's `{"cfse": "1"}` metadata.
+pub fn is_cfse(header: &ShardHeader) -> bool {
+    header.metadata.as_ref().and_then(|m| m.get("cfse")).map(String::as_str) == Some("1")
+}
+
+/// Everything about a CFS1 container that needs no decoding: the `cfse` metadata, blobs
+/// inside the data section (checked by the header parser) and not overlapping, known dtypes,
+/// and each blob's header stage passed with a `rawlen` equal to the byte size its dtype and
+/// shape declare. `data` returns a tensor's blob. Returns each tensor's declared size, in
+/// header order. `tetrad::container` opens CFS1 shards through this check.
+pub fn check_blobs<'a>(
+    container: &Path,
+    header: &ShardHeader,
+    data: impl Fn(&TensorEntry) -> &'a [u8],
+) -> Result<Vec<u64>, Refusal> {
     let refuse = |class, d: String| Refusal::new(class, format!("{}: {d}", container.display()));
-    if c.header.metadata.as_ref().and_then(|m| m.get("cfse")).map(String::as_str) != Some("1") {
+    if !is_cfse(header) {
         return Err(refuse(
             "E_NOT_CFSE",
             "no {\"cfse\": \"1\"} metadata: not a CFS1 container".into(),
         ));
     }
-    let mut spans: Vec<&TensorEntry> = c.header.tensors.iter().collect();
+    let mut spans: Vec<&TensorEntry> = header.tensors.iter().collect();
     spans.sort_by_key(|t| (t.begin, t.end));
     for w in spans.windows(2) {
         if w[1].begin < w[0].end {
@@ -146,8 +164,8 @@ fn open_container(container: &Path) -> Result<(Input, Vec<u64>), Refusal> {
             ));
         }
     }
-    let mut sizes = Vec::with_capacity(c.header.tensors.len());
-    for t in &c.header.tensors {
+    let mut sizes = Vec::with_capacity(header.tensors.len());
+    for t in &header.tensors {
         let tref = |class, d: String| {
             Refusal::new(class, format!("{} {}: {d}", container.display(), t.name))
         };
@@ -157,7 +175,7 @@ fn open_container(container: &Path) -> Result<(Input, Vec<u64>), Refusal> {
             t.shape.iter().try_fold(size, |a, &d| a.checked_mul(d)).ok_or_else(|| {
                 tref("E_SHARD_MALFORMED", format!("shape {:?} overflows", t.shape))
             })?;
-        let h = tetrad_fse::Header::parse(c.data(t)).map_err(|e| tref(e.class(), e.to_string()))?;
+        let h = tetrad_fse::Header::parse(data(t)).map_err(|e| tref(e.class(), e.to_string()))?;
         if u64::from(h.rawlen) != want {
             return Err(tref(
                 "E_SHARD_MALFORMED",
@@ -166,7 +184,7 @@ fn open_container(container: &Path) -> Result<(Input, Vec<u64>), Refusal> {
         }
         sizes.push(want);
     }
-    Ok((c, sizes))
+    Ok(sizes)
 }
 
 /// Decodes every tensor (checked) and hands `(index, bytes)` to `sink` in header order. Tensors

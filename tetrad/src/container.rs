@@ -9,6 +9,15 @@
 //! else; any other tensor goes through byte-arithmetic inference (`tetrad_quant::resolve`),
 //! with its stamp, if any, verified against the bytes. An unstamped U8 tensor is never
 //! presumed entropy-coded.
+//!
+//! CFS1 (`cfse_pack`) shards — `{"cfse": "1"}` metadata, every tensor one CFS1 blob — open
+//! too, through the CFS1 container checks (`cfse::check_blobs`: blobs in bounds and not
+//! overlapping, each blob's header valid with `rawlen` equal to its declared size) instead of
+//! the strict size check a plain shard gets. A tensor of such a shard is resolved by byte
+//! arithmetic on its declared (decoded) size; an int4-row weight becomes
+//! [`TensorView::Cfs1Int4Row`] (its `.qs` scales decoded, checked, when the view is made;
+//! the weights decoded tile by tile by whoever multiplies). Other formats in a CFS1 container
+//! are refused by name (`E_CFS1_FORMAT`): unpack the container first.
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +27,8 @@ use tetrad_quant::{Format, Resolved, resolve};
 use tetrad_rans::{Record, Table, decode_record};
 
 use crate::rans256::{FORMAT_NAME, Refusal, STAMP_KEY, TABLE_KEY, table_from_parts};
-use crate::shardset::{Loc, ShardSet};
+use crate::shard::ShardHeader;
+use crate::shardset::{Loc, Shard, ShardSet, list_shards};
 use crate::table_json;
 
 /// An opened checkpoint.
@@ -120,14 +130,27 @@ pub enum TensorView<'a> {
         /// Columns.
         i: u64,
     },
+    /// An int4-row weight stored as one CFS1 blob (a `cfse_pack` container): decodes
+    /// losslessly to the int4-row bytes.
+    Cfs1Int4Row {
+        /// The blob (header checked).
+        blob: &'a [u8],
+        /// Per-row scales, decoded from the `.qs` blob and widened to f32.
+        scales: Vec<f32>,
+        /// Rows.
+        o: u64,
+        /// Columns.
+        i: u64,
+    },
 }
 
 impl TensorView<'_> {
-    /// The format of the view.
+    /// The format of the view (for a CFS1 blob: the format it decodes to, int4-row).
     pub fn format(&self) -> Format {
         match self {
             Self::Dense { resolved, .. } => resolved.format,
             Self::Rans256 { .. } => Format::Int4Rans256G0,
+            Self::Cfs1Int4Row { .. } => Format::Int4Row,
         }
     }
 
@@ -137,6 +160,7 @@ impl TensorView<'_> {
         match self {
             Self::Dense { weights, .. } => weights.len() as u64,
             Self::Rans256 { record, .. } => record.packed_bytes(),
+            Self::Cfs1Int4Row { o, i, .. } => o * i.div_ceil(2),
         }
     }
 
@@ -155,19 +179,39 @@ impl TensorView<'_> {
                 decode_record(table, record, out)
                     .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
             }
+            Self::Cfs1Int4Row { blob, .. } => {
+                tetrad_fse::decompress_into(blob, out)
+                    .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+            }
         }
         Ok(())
     }
 }
 
 impl Container {
-    /// Opens a shard file or every `*.safetensors` of a directory.
+    /// Opens a shard file or every `*.safetensors` of a directory (plain shards with the
+    /// strict reader checks, CFS1 shards with the CFS1 container checks).
     pub fn open(path: &Path) -> Result<Self, Refusal> {
-        let set = if path.is_dir() {
-            ShardSet::open_dir(path)?
+        let paths = if path.is_dir() {
+            let p = list_shards(path)?;
+            if p.is_empty() {
+                return Err(Refusal::new(
+                    "E_NO_INPUT",
+                    format!("no *.safetensors files in {}", path.display()),
+                ));
+            }
+            p
         } else {
-            ShardSet::open_files(&[PathBuf::from(path)])?
+            vec![PathBuf::from(path)]
         };
+        let shards = paths.iter().map(|p| open_shard(p)).collect::<Result<Vec<_>, _>>()?;
+        let mut index = std::collections::BTreeMap::new();
+        for (si, s) in shards.iter().enumerate() {
+            for (ei, t) in s.header.tensors.iter().enumerate() {
+                index.insert(t.name.clone(), Loc { shard: si, entry: ei });
+            }
+        }
+        let set = ShardSet { shards, index };
         let mut stamps = StampSet::new();
         for s in &set.shards {
             let value =
@@ -209,6 +253,9 @@ impl Container {
         let scales = self.scales(name);
         let ns = scales.map_or(0, |s| s.resolve_bytes());
         let stamp = self.stamps.get(name);
+        if crate::cfse::is_cfse(&self.set.shards[loc.shard].header) {
+            return self.cfs1(name, loc, o, i, stamp);
+        }
         if stamp == Some(FORMAT_NAME) {
             return self.rans256(name, loc, o, i, scales);
         }
@@ -234,6 +281,71 @@ impl Container {
             }
         }
         Ok(TensorView::Dense { resolved, weights, scales, o, i })
+    }
+
+    /// A tensor of a CFS1 shard: resolved on its declared size, int4-row only.
+    fn cfs1<'a>(
+        &'a self,
+        name: &str,
+        loc: Loc,
+        o: u64,
+        i: u64,
+        stamp: Option<&str>,
+    ) -> Result<TensorView<'a>, Refusal> {
+        let refuse = |class, d: String| Refusal::new(class, format!("{name}: {d}"));
+        let blob = self.set.data(loc);
+        // The open checks passed the header stage and rawlen == declared size.
+        let rawlen = |b: &[u8]| {
+            tetrad_fse::Header::parse(b)
+                .map(|h| u64::from(h.rawlen))
+                .map_err(|e| refuse(e.class(), e.to_string()))
+        };
+        let n = rawlen(blob)?;
+        let qs = self.set.get(&format!("{name}.qs"));
+        let (ns, qs_dtype) = match qs {
+            None => (0, None),
+            Some((ql, qe)) => {
+                let bytes = if crate::cfse::is_cfse(&self.set.shards[ql.shard].header) {
+                    rawlen(self.set.data(ql))?
+                } else {
+                    qe.len()
+                };
+                let widened = match qe.dtype.as_str() {
+                    "BF16" | "F16" => 2 * bytes,
+                    _ => bytes,
+                };
+                (widened, Some(qe.dtype.as_str()))
+            }
+        };
+        let resolved = resolve(o, i, n, ns, stamp).map_err(|e| refuse(e.class(), e.to_string()))?;
+        if resolved.format != Format::Int4Row {
+            return Err(refuse(
+                "E_CFS1_FORMAT",
+                format!(
+                    "resolved {resolved} inside a CFS1 container; only int4-row weights are \
+                     multiplied from CFS1 blobs (unpack the container first: tetrad cfs1 unpack)"
+                ),
+            ));
+        }
+        let (Some((ql, _)), Some(dtype)) = (qs, qs_dtype) else {
+            return Err(refuse("E_GEOMETRY_NO_SCALES", "no .qs scales".into()));
+        };
+        let raw = self.set.data(ql);
+        let decoded;
+        let bytes = if crate::cfse::is_cfse(&self.set.shards[ql.shard].header) {
+            // Resolved int4-row: O scales, so this is 2·O or 4·O bytes.
+            let mut out = vec![0u8; usize::try_from(rawlen(raw)?).expect("rawlen is a u32")];
+            tetrad_fse::decompress_into(raw, &mut out)
+                .map_err(|e| refuse(e.class(), format!("{name}.qs: {e}")))?;
+            decoded = out;
+            &decoded[..]
+        } else {
+            raw
+        };
+        let scales = StoredScales { dtype, bytes }
+            .to_f32()
+            .ok_or_else(|| refuse("E_SCALE_DTYPE", format!("{name}.qs is {dtype}")))?;
+        Ok(TensorView::Cfs1Int4Row { blob, scales, o, i })
     }
 
     fn rans256<'a>(
@@ -279,4 +391,22 @@ impl Container {
         }
         Ok(TensorView::Rans256 { record, table, scales, o, i })
     }
+}
+
+/// Opens one shard: a CFS1 shard (`{"cfse": "1"}`) with the CFS1 container checks, any other
+/// with the strict reader checks.
+fn open_shard(path: &Path) -> Result<Shard, Refusal> {
+    let bytes = crate::io::map_file(path)
+        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", path.display())))?;
+    let malformed = |e: crate::shard::ShardError| {
+        Refusal::new("E_SHARD_MALFORMED", format!("{}: {e}", path.display()))
+    };
+    let header = ShardHeader::parse(&bytes, bytes.len() as u64).map_err(malformed)?;
+    let shard = Shard { path: path.to_owned(), bytes, header };
+    if crate::cfse::is_cfse(&shard.header) {
+        crate::cfse::check_blobs(path, &shard.header, |t| shard.data(t))?;
+    } else {
+        shard.header.check_strict().map_err(malformed)?;
+    }
+    Ok(shard)
 }

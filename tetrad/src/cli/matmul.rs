@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use tetrad_quant::adapter::{Acts, Rans256Matrix};
+use tetrad_quant::adapter::{Acts, Cfs1Matrix, Rans256Matrix};
 use tetrad_quant::isa::{self, Isa};
 use tetrad_quant::kernels::{Matrix, Scales, matmul_rows_with};
 use tetrad_rans::Arm;
@@ -21,8 +21,9 @@ type Band = (std::ops::Range<usize>, Result<Vec<f32>, Refusal>);
 Reads S × I little-endian f32 activations from --x (S = file size / 4I), multiplies them with
 the tensor (y[s, o] = Σ_i x[s, i] · W[o, i]) and writes S × O little-endian f32 to --out.
 The tensor's format is decided by its stamp (verified) or by byte arithmetic from --o/--i;
-int4-rans256-g0 records are decoded tile by tile straight into the int4-row kernel (checked:
-a corrupt record writes nothing). Use it to sanity-check a container against a reference.
+int4-rans256-g0 records, and int4-row weights in a CFS1 (cfse_pack) container, are decoded tile
+by tile straight into the int4-row kernel (checked: a corrupt record or blob writes nothing).
+Use it to sanity-check a container against a reference.
 
 Examples:
   tetrad matmul packed/ model.layers.3.mlp.experts.7.up_proj.weight --o 1408 --i 2048 \\
@@ -115,6 +116,13 @@ pub fn compute(args: &MatmulArgs) -> Result<(Vec<f32>, usize, Isa, &'static str)
             crate::adapter::matmul(&m, isa, Arm::best(), Acts::F32 { x: &x, s }, &mut y, threads)
                 .map_err(|e| refuse(e.class(), format!("{name}: {e}")))?;
             "int4-rans256-g0 (fused decode + int4-row kernel)"
+        }
+        TensorView::Cfs1Int4Row { blob, scales, .. } => {
+            let m = Cfs1Matrix::new(blob, &scales, o, i)
+                .map_err(|e| refuse(e.class(), format!("{name}: {e}")))?;
+            crate::adapter::matmul_cfs1(&m, isa, Acts::F32 { x: &x, s }, &mut y, threads)
+                .map_err(|e| refuse(e.class(), format!("{name}: {e}")))?;
+            "int4-row in CFS1 (fused decode + int4-row kernel)"
         }
         TensorView::Dense { resolved, weights, scales, .. } => {
             let widened = scales.and_then(|s| s.to_f32());
