@@ -691,6 +691,72 @@ mod tests {
         }
     }
 
+    fn measured(name: String, symbols: Symbols, data: Vec<u8>) -> super::super::Measured {
+        super::super::Measured {
+            name,
+            file: "f".into(),
+            format: "x".into(),
+            format_source: "stamp",
+            shape: vec![1, data.len() as u64],
+            symbols,
+            row_bytes: data.len(),
+            data,
+        }
+    }
+
+    /// Every mark of `c` lies on the canvas (text by its rendered width).
+    fn inside(c: &Chart) {
+        let (w, h) = (i64::from(c.width), i64::from(c.height));
+        for m in &c.marks {
+            let (x0, y0, x1, y1) = match m {
+                Mark::Rect { x, y, w, h, .. } => (*x, *y, x + i64::from(*w), y + i64::from(*h)),
+                Mark::HLine { x, y, len, thick, .. } => {
+                    (*x, *y, x + i64::from(*len), y + i64::from(*thick))
+                }
+                Mark::VLine { x, y, len, thick, .. } => {
+                    (*x, *y, x + i64::from(*thick), y + i64::from(*len))
+                }
+                Mark::Text { x, y, anchor, text, .. } => {
+                    let tw = i64::from(font::text_width(text, font::SCALE));
+                    let l = match anchor {
+                        Anchor::Start => *x,
+                        Anchor::Middle => x - tw / 2,
+                        Anchor::End => x - tw,
+                    };
+                    (l, *y, l + tw, y + i64::from(font::GLYPH_H * font::SCALE))
+                }
+            };
+            assert!(x0 >= 0 && y0 >= 0 && x1 <= w && y1 <= h, "off the canvas: {m:?}");
+        }
+    }
+
+    #[test]
+    fn many_tensors_and_mixed_symbols_stay_on_the_canvas() {
+        let opts = super::super::StatsOptions {
+            quantize: crate::quantize_container::QuantFormat::Int4Row,
+            zstd: false,
+        };
+        // 2000 tensors: more than the panel's 1040 columns, so slots are under a pixel wide.
+        let mut ms: Vec<_> = (0..2000u32)
+            .map(|k| measured(format!("t{k}"), Symbols::Nibble, vec![(k % 251) as u8; 4]))
+            .collect();
+        ms.push(measured("b".into(), Symbols::Byte, (0..=255).collect()));
+        let report = super::super::measure(ms, Vec::new(), &opts);
+        let c = chart(&report);
+        inside(&c);
+        let raster = render(&c);
+        assert_eq!((raster.width(), raster.height()), (WIDTH, HEIGHT));
+        let bars = c
+            .marks
+            .iter()
+            .filter(|m| matches!(m, Mark::Rect { colour, .. } if *colour == colours::H0_BAR))
+            .count();
+        assert_eq!(bars, 2001 + 1, "a bar per tensor and the legend swatch");
+        // An empty report, too.
+        let empty = super::super::measure(Vec::new(), Vec::new(), &opts);
+        inside(&chart(&empty));
+    }
+
     #[test]
     fn svg_escapes_text() {
         let c = Chart {
