@@ -624,7 +624,7 @@ pub fn verdict(t: &Total) -> String {
     };
     if saving < 10.0 {
         format!(
-            "these codes barely compress: the {what} entropy is {h:.3} of {bits} bits, so no order-0 lossless coder can save more than {saving:.1}% (group-quantized codes use their range almost evenly); order-1 context gains {:.3} bits",
+            "these codes barely compress: the {what} entropy is {h:.3} of {bits} bits, so no order-0 lossless coder can save more than {saving:.1}% (the codes use their range almost evenly, as group-quantized codes do); order-1 context gains {:.3} bits",
             h - t.counts.entropy1()
         )
     } else {

@@ -24,7 +24,8 @@
 //! - tensor bar `i` of `n`: columns `TENSORS.slot(i, n)` less a gap of one fifth of the slot,
 //!   height `round(H0 / top · TENSORS.h)` where `top` is 4 bits, or 8 when a byte stream was
 //!   measured; its order-1 entropy is a 3-pixel mark in [`colours::H1_MARK`] centred at the
-//!   matching height.
+//!   matching height; the raw width of each symbol kind measured (4 and/or 8 bits) is a dashed
+//!   line in [`colours::RAW_WIDTH`].
 
 pub mod canvas;
 pub mod font;
@@ -584,8 +585,9 @@ fn per_tensor(m: &mut Marks, report: &Report) {
         m.rect(l + gap, a.bottom() - i64::from(bh), w, bh, colours::H0_BAR, Some(title));
         m.rect(l + gap, row(a, h1, top) - 1, w, 3, colours::H1_MARK, None);
     }
-    for width in [4.0, 8.0] {
-        if width <= top {
+    for s in [Symbols::Nibble, Symbols::Byte] {
+        if report.tensors.iter().any(|t| t.symbols == s) {
+            let width = f64::from(s.bits());
             m.hline(a.x, row(a, width, top) - 1, a.w, 2, Some((10, 6)), colours::RAW_WIDTH);
         }
     }
@@ -752,9 +754,28 @@ mod tests {
             .filter(|m| matches!(m, Mark::Rect { colour, .. } if *colour == colours::H0_BAR))
             .count();
         assert_eq!(bars, 2001 + 1, "a bar per tensor and the legend swatch");
+        let raw = |c: &Chart| -> Vec<i64> {
+            c.marks
+                .iter()
+                .filter_map(|m| match m {
+                    Mark::HLine { y, len, colour, .. }
+                        if *colour == colours::RAW_WIDTH && *len == TENSORS.w =>
+                    {
+                        Some(*y)
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(raw(&c).len(), 2, "4 and 8 bits");
+        // Byte streams only: the 8-bit line alone, at the top of the 0..8 axis.
+        let bytes = vec![measured("b".into(), Symbols::Byte, (0..=255).collect())];
+        let c = chart(&super::super::measure(bytes, Vec::new(), &opts));
+        assert_eq!(raw(&c), [TENSORS.y - 1]);
         // An empty report, too.
         let empty = super::super::measure(Vec::new(), Vec::new(), &opts);
         inside(&chart(&empty));
+        assert!(raw(&chart(&empty)).is_empty());
     }
 
     #[test]
