@@ -300,7 +300,7 @@ pub fn svg(chart: &Chart) -> String {
     let (w, h) = (chart.width, chart.height);
     // A 20 px monospace font has about the bitmap font's 14 px capitals and 12 px advance.
     let mut o = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"monospace\" font-size=\"20\">\n<rect width=\"100%\" height=\"100%\" fill=\"{}\"/>\n",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"monospace\" font-size=\"20\" xml:space=\"preserve\">\n<rect width=\"100%\" height=\"100%\" fill=\"{}\"/>\n",
         hex(colours::BACKGROUND)
     );
     for m in &chart.marks {
