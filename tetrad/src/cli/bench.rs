@@ -5,8 +5,9 @@
 //! int4 ([`crate::synth::int4_bytes`], `--mib` MiB of packed bytes, so twice as many
 //! nibbles) or the int4 weights of `--input`. The read bandwidth is a STREAM-like sum over a
 //! `u64` array of 8 × `--mib` MiB (so it is DRAM-resident for the default size). Kernels run
-//! `matmul` (f32 activations) on an int4-row matrix that fits in L2 (256 × 1024, 128 KiB) and
-//! on one of 2 × `--mib` MiB. The adapter group multiplies through the fused decode-then-matmul
+//! every format with a value rule, every available ISA, f32 and (integer formats, mxfp4) int8
+//! activations, on a 256 × 1024 matrix (L2-resident but for f32 weights) and on one of
+//! 2 × `--mib` MiB, each beside a read of the same weight bytes. The adapter group multiplies through the fused decode-then-matmul
 //! adapter on a record of the same 2 × `--mib` MiB matrix (batch 1 and 8; 1 thread and the
 //! 2-thread decode/multiply pipeline). The JSON schema is documented in `docs/CLI.md`.
 
@@ -31,7 +32,7 @@ use crate::stats::{StatsOptions, Symbols, collect_safetensors};
 pub enum Which {
     /// int4-rans256-g0, CFS1 and zstd encode/decode.
     Codecs,
-    /// int4-row matmul kernels, L2- and DRAM-resident.
+    /// matmul kernels: every format, ISA and accumulation mode, L2- and DRAM-resident.
     Kernels,
     /// The fused decode-then-matmul adapter over an int4-rans256-g0 record.
     Adapter,
@@ -315,35 +316,188 @@ fn read_bandwidth(args: &BenchArgs, out: &mut Vec<Value>) {
     }
 }
 
+/// The formats the kernels bench measures (label, format, int4-grouped group size).
+const KERNEL_FORMATS: [(&str, Format, usize); 8] = [
+    ("f32", Format::F32, 0),
+    ("int8-row", Format::Int8Row, 0),
+    ("int4-row", Format::Int4Row, 0),
+    ("int4-grouped", Format::Int4Grouped, 32),
+    ("int2-row", Format::Int2Row, 0),
+    ("int3-g64", Format::Int3G64, 0),
+    ("mxfp4", Format::Mxfp4, 0),
+    ("fp8-e4m3-b128", Format::Fp8E4m3B128, 0),
+];
+
+/// A generated weight tensor of `format` (`o × i`): int4 nibble formats get the realistic
+/// per-row int4 codes of [`crate::synth::int4_rows`]; the others deterministic pseudo-random
+/// codes (fp8 without NaN codes, f32 weights in [−1, 1)) and plausible scales.
+fn kernel_tensor(format: Format, o: usize, i: usize, gs: usize) -> (Vec<u8>, Vec<f32>, Vec<u8>) {
+    let mut st = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = move || {
+        st ^= st << 13;
+        st ^= st >> 7;
+        st ^= st << 17;
+        st
+    };
+    let stride = match format {
+        Format::F32 => 4 * i,
+        Format::Int8Row | Format::Fp8E4m3B128 => i,
+        Format::Int4Row | Format::Int4Grouped | Format::Mxfp4 => i.div_ceil(2),
+        Format::Int2Row => i.div_ceil(4),
+        _ => i.div_ceil(64) * 24, // int3-g64
+    };
+    let mut w: Vec<u8> = match format {
+        Format::Int4Row | Format::Int4Grouped | Format::Mxfp4 => {
+            crate::synth::int4_rows(o, i, crate::synth::Dist::Laplace, 7).0
+        }
+        _ => (0..o * stride).map(|_| rnd().to_le_bytes()[3]).collect(),
+    };
+    match format {
+        Format::F32 => {
+            for c in w.chunks_exact_mut(4) {
+                let v = (rnd() % 2000) as f32 / 1000.0 - 1.0;
+                c.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        Format::Fp8E4m3B128 => w.iter_mut().filter(|b| **b & 0x7F == 0x7F).for_each(|b| *b = 0x7E),
+        _ => {}
+    }
+    let gl = match format {
+        Format::Int4Grouped => gs,
+        Format::Int3G64 => 64,
+        Format::Mxfp4 => 32,
+        Format::Fp8E4m3B128 => 128,
+        _ => i,
+    };
+    let groups = i.div_ceil(gl);
+    let ns = match format {
+        Format::F32 | Format::Mxfp4 => 0,
+        Format::Int8Row | Format::Int4Row | Format::Int2Row => o,
+        Format::Fp8E4m3B128 => o.div_ceil(128) * groups,
+        _ => o * groups,
+    };
+    let sf = (0..ns).map(|k| 0.01 + (k % 7) as f32 * 0.001).collect();
+    let se = if format == Format::Mxfp4 {
+        (0..o * groups).map(|k| 120 + u8::try_from(k % 16).unwrap_or(0)).collect()
+    } else {
+        Vec::new()
+    };
+    (w, sf, se)
+}
+
+/// STREAM-like single-thread read of `bytes` (four u64 accumulators).
+fn read_sum(bytes: &[u8]) -> u64 {
+    let mut a = [0u64; 4];
+    for c in bytes.chunks_exact(32) {
+        for (k, acc) in a.iter_mut().enumerate() {
+            let word: [u8; 8] = c[8 * k..8 * k + 8].try_into().unwrap_or_default();
+            *acc = acc.wrapping_add(u64::from_le_bytes(word));
+        }
+    }
+    a.iter().fold(0, |s, v| s.wrapping_add(*v))
+}
+
+/// Every format × every available (or the forced) ISA × accumulation mode (`f32`; `q8` where
+/// the format has integer codes) × residency (`l2`: 256 × 1024; `dram`: 2 × `--mib` MiB of
+/// weights), batch 1 (and 8 when L2-resident), one thread; on the DRAM matrix also 2 threads
+/// (rows split with the row-range API) on the best or forced ISA. Each record carries the
+/// single-thread read rate of the same weight bytes, measured just before it.
 fn kernels(args: &BenchArgs, isa: Option<Isa>, out: &mut Vec<Value>) -> Result<(), Refusal> {
+    use tetrad_quant::kernels::{matmul_q8_rows_with, matmul_rows_with, quantize_activations};
     let isas: Vec<Isa> = match isa {
         Some(i) => vec![i],
         None => tetrad_quant::isa::available().collect(),
     };
+    let threaded = isa.unwrap_or_else(tetrad_quant::isa::best);
     let i = 1024usize;
-    let big_o = ((usize::try_from(args.mib).unwrap_or(1) << 20) * 2 / (i / 2)).max(256);
-    for (resident, o) in [("l2", 256usize), ("dram", big_o)] {
-        let (codes, _) = crate::synth::int4_rows(o, i, crate::synth::Dist::Laplace, 7);
-        let scales: Vec<f32> = (0..o).map(|r| 0.01 + r as f32 * 1e-6).collect();
-        let m = Matrix::new(Format::Int4Row, &codes, Scales::F32(&scales), o, i, 0)
-            .map_err(|e| Refusal::new("E_KERNEL", e.to_string()))?;
-        for batch in [1usize, 8] {
-            let x: Vec<f32> = (0..batch * i).map(|k| ((k % 17) as f32 - 8.0) * 0.1).collect();
-            let mut y = vec![0f32; batch * o];
-            for &a in &isas {
-                let mut err = None;
-                let t = median_secs(args.runs, || {
-                    if let Err(e) = tetrad_quant::kernels::matmul_with(a, &m, &x, batch, &mut y) {
-                        err = Some(e);
+    let kerr = |e: tetrad_quant::KernelError| Refusal::new(e.class(), e.to_string());
+    for (label, format, gs) in KERNEL_FORMATS {
+        let bpw = match format {
+            Format::F32 => 4.0,
+            Format::Int8Row | Format::Fp8E4m3B128 => 1.0,
+            Format::Int4Row | Format::Int4Grouped | Format::Mxfp4 => 0.5,
+            Format::Int2Row => 0.25,
+            _ => 24.0 / 64.0,
+        };
+        let row_bytes = match format {
+            Format::F32 => 4 * i,
+            Format::Int8Row | Format::Fp8E4m3B128 => i,
+            Format::Int4Row | Format::Int4Grouped | Format::Mxfp4 => i / 2,
+            Format::Int2Row => i / 4,
+            _ => i / 64 * 24,
+        };
+        let big_o = ((usize::try_from(args.mib).unwrap_or(1) << 20) * 2 / row_bytes).max(256);
+        for (resident, o) in [("l2", 256usize), ("dram", big_o)] {
+            let (w, sf, se) = kernel_tensor(format, o, i, gs);
+            let scales = match format {
+                Format::F32 => Scales::None,
+                Format::Mxfp4 => Scales::Ue8m0(&se),
+                _ => Scales::F32(&sf),
+            };
+            let m = Matrix::new(format, &w, scales, o, i, gs).map_err(kerr)?;
+            let read_s = median_secs(args.runs, || {
+                std::hint::black_box(read_sum(std::hint::black_box(&w)));
+            });
+            let read_gbs = w.len() as f64 / read_s / 1e9;
+            let batches: &[usize] = if resident == "l2" { &[1, 8] } else { &[1] };
+            for &batch in batches {
+                let x: Vec<f32> = (0..batch * i).map(|k| ((k % 17) as f32 - 8.0) * 0.1).collect();
+                let mut q = vec![0i8; batch * i];
+                let mut qs = vec![0f32; batch];
+                let xq = quantize_activations(&x, batch, i, &mut q, &mut qs).map_err(kerr)?;
+                let mut y = vec![0f32; batch * o];
+                let modes: &[&str] = if m.has_q8() { &["f32", "q8"] } else { &["f32"] };
+                for &mode in modes {
+                    let mut runs: Vec<(Isa, usize)> = isas.iter().map(|&a| (a, 1)).collect();
+                    if resident == "dram" && batch == 1 {
+                        runs.push((threaded, 2));
                     }
-                });
-                if let Some(e) = err {
-                    return Err(Refusal::new("E_KERNEL", format!("{}: {e}", a.name())));
+                    for (a, threads) in runs {
+                        let mut err = None;
+                        let half = o / 2;
+                        let t = median_secs(args.runs, || {
+                            let r = if threads == 1 {
+                                if mode == "f32" {
+                                    matmul_rows_with(a, &m, &x, batch, 0..o, &mut y)
+                                } else {
+                                    matmul_q8_rows_with(a, &m, &xq, 0..o, &mut y)
+                                }
+                            } else {
+                                let (y0, y1) = y.split_at_mut(half);
+                                let (m, x, xq) = (&m, &x, &xq);
+                                std::thread::scope(|sc| {
+                                    let h = sc.spawn(move || {
+                                        if mode == "f32" {
+                                            matmul_rows_with(a, m, x, 1, 0..half, y0)
+                                        } else {
+                                            matmul_q8_rows_with(a, m, xq, 0..half, y0)
+                                        }
+                                    });
+                                    let r1 = if mode == "f32" {
+                                        matmul_rows_with(a, m, x, 1, half..o, y1)
+                                    } else {
+                                        matmul_q8_rows_with(a, m, xq, half..o, y1)
+                                    };
+                                    h.join().unwrap_or(r1).and(r1)
+                                })
+                            };
+                            if let Err(e) = r {
+                                err = Some(e);
+                            }
+                        });
+                        if let Some(e) = err {
+                            return Err(Refusal::new(e.class(), format!("{}: {e}", a.name())));
+                        }
+                        let gw = (o * i * batch) as f64 / t / 1e9;
+                        out.push(json!({"what": "kernel", "format": label, "mode": mode,
+                            "arm": a.name(), "threads": threads, "batch": batch,
+                            "bytes": w.len(), "rows": o, "cols": i, "resident": resident,
+                            "gweights_per_s": gw, "median_s": t, "runs": args.runs,
+                            "read_gbytes_per_s": read_gbs,
+                            "read_gweights_per_s": read_gbs / bpw,
+                            "of_read": gw * bpw / read_gbs}));
+                    }
                 }
-                out.push(json!({"what": "kernel", "format": "int4-row", "arm": a.name(),
-                    "threads": 1, "batch": batch, "bytes": codes.len(), "rows": o, "cols": i,
-                    "resident": resident, "gweights_per_s": (o * i * batch) as f64 / t / 1e9,
-                    "median_s": t, "runs": args.runs}));
             }
         }
     }
@@ -472,7 +626,11 @@ pub fn run(args: &BenchArgs) -> ExitCode {
         let name = r["codec"].as_str().or(r["format"].as_str()).unwrap_or("memory");
         let level = r.get("level").map(|l| format!(" -{l}")).unwrap_or_default();
         let extra = match (r.get("batch"), r.get("resident")) {
-            (Some(b), Some(res)) => format!(" batch {b} {}", res.as_str().unwrap_or("")),
+            (Some(b), Some(res)) => format!(
+                " batch {b} {}{}",
+                res.as_str().unwrap_or(""),
+                r.get("mode").and_then(Value::as_str).map(|m| format!(" {m}")).unwrap_or_default()
+            ),
             (Some(b), None) => format!(" batch {b}"),
             _ => String::new(),
         };
@@ -486,6 +644,14 @@ pub fn run(args: &BenchArgs) -> ExitCode {
         let size = r
             .get("compressed_bytes")
             .map(|c| format!(" ({c} of {} bytes)", r["bytes"]))
+            .or_else(|| {
+                r.get("of_read").and_then(Value::as_f64).map(|f| {
+                    format!(
+                        " ({f:.2} x the read of the same bytes, {:.2} G weights/s)",
+                        r["read_gweights_per_s"].as_f64().unwrap_or(0.0)
+                    )
+                })
+            })
             .unwrap_or_default();
         println!(
             "{what:>14} {name}{level} [{} x{}{extra}]: {rate}{size}",
