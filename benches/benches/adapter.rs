@@ -1,47 +1,88 @@
 //! Criterion benchmarks of the decode-then-matmul adapter (`tetrad_quant::adapter`) beside
-//! what bounds it: standalone record decode and dense int4-row matmul of the same matrix.
+//! what bounds it: standalone decode and dense int4-row matmul of the same matrix, for both
+//! compressed forms (`int4-rans256-g0` record, CFS1 blob), and the two-thread pipeline of
+//! `tetrad::adapter`.
 //!
 //! Matrix: 4096 × 4096 per-row int4 (8 MiB packed, larger than this machine's L2 and its
-//! share of L3), Gaussian + Laplace rows from `tetrad::synth`, coded as one record. Elements =
-//! weights (`O · I`), so `Gelem/s` reads as G weights/s = G nibbles/s.
-//! Run: `cargo bench -p tetrad-benches --bench adapter` (thread CPU time by default; see
-//! `tetrad_benches::clock`).
+//! share of L3), Laplace rows from `tetrad::synth`, coded as one record and as one CFS1 blob.
+//! Elements = weights (`O · I`), so `Gelem/s` reads as G weights/s = G nibbles/s.
+//!
+//! Groups: `adapter_4096x4096` is single-threaded and measured on this thread's CPU time
+//! (`tetrad_benches::clock`, `TETRAD_BENCH_CLOCK=wall` for wall time);
+//! `adapter_threads_4096x4096` runs 1 and 2 threads and is always measured in **wall** time
+//! (thread CPU time would miss the second thread), so it is only meaningful on a machine with
+//! two idle cores.
+//! Run: `cargo bench -p tetrad-benches --bench adapter`.
 #![allow(missing_docs)]
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
+use std::time::Duration;
 use tetrad_benches::clock::Clock;
 use tetrad_benches::synth;
 use tetrad_quant::Format;
-use tetrad_quant::adapter::{Acts, Rans256Matrix};
+use tetrad_quant::adapter::{Acts, Cfs1Matrix, Rans256Matrix};
 use tetrad_quant::kernels::{Matrix, Scales, matmul_with};
 use tetrad_rans::{Arm, Table, encode_record_packed, max_record_len};
 
 const O: usize = 4096;
 const I: usize = 4096;
 
-fn bench(c: &mut Criterion<Clock>) {
+struct Data {
+    codes: Vec<u8>,
+    scales: Vec<f32>,
+    table: Table,
+    record: Vec<u8>,
+    cfs1: Vec<u8>,
+}
+
+fn data() -> Data {
     let (codes, scales) = synth::int4_rows(O, I, synth::Dist::Laplace, 7);
     let table = Table::from_histogram(14, &synth::nibble_histogram(&codes)).expect("table");
-    let mut blob = vec![0u8; max_record_len(2 * codes.len(), 256)];
-    let n = encode_record_packed(&table, &codes, &mut blob).expect("encode");
-    blob.truncate(n);
-    let fused = Rans256Matrix::new(&blob, &table, &scales, O, I).expect("record");
+    let mut record = vec![0u8; max_record_len(2 * codes.len(), 256)];
+    let n = encode_record_packed(&table, &codes, &mut record).expect("encode");
+    record.truncate(n);
+    let mut cfs1 = vec![0u8; tetrad_fse::max_compressed_len(codes.len())];
+    let n = tetrad_fse::compress_into(&codes, &mut cfs1).expect("encode");
+    cfs1.truncate(n);
+    Data { codes, scales, table, record, cfs1 }
+}
+
+fn acts(s: usize) -> Vec<f32> {
+    (0..s * I).map(|k| ((k as f32) * 0.01).sin()).collect()
+}
+
+fn single(c: &mut Criterion<Clock>) {
+    let d = data();
+    let fused = Rans256Matrix::new(&d.record, &d.table, &d.scales, O, I).expect("record");
+    let cfs1 = Cfs1Matrix::new(&d.cfs1, &d.scales, O, I).expect("cfs1 blob");
     let dense =
-        Matrix::new(Format::Int4Row, &codes, Scales::F32(&scales), O, I, 0).expect("matrix");
+        Matrix::new(Format::Int4Row, &d.codes, Scales::F32(&d.scales), O, I, 0).expect("matrix");
     let isa = tetrad_quant::isa::best();
     let arm = Arm::best();
-    eprintln!("adapter bench: kernel arm {}, decode arm {arm}, record {n} bytes", isa.name());
+    eprintln!(
+        "adapter bench: kernel arm {}, decode arm {arm}, record {} bytes, cfs1 {} bytes ({:?})",
+        isa.name(),
+        d.record.len(),
+        d.cfs1.len(),
+        cfs1.header().mode
+    );
 
     let mut g = c.benchmark_group("adapter_4096x4096");
     g.sample_size(10);
+    g.warm_up_time(Duration::from_secs(1));
+    g.measurement_time(Duration::from_secs(4));
     g.throughput(Throughput::Elements((O * I) as u64));
-    let mut out = vec![0u8; codes.len()];
+    let mut out = vec![0u8; d.codes.len()];
     g.bench_function(BenchmarkId::new("record_decode", arm.name()), |b| {
         b.iter(|| fused.decode_into(arm, black_box(&mut out)).expect("decode"))
     });
+    g.bench_function(BenchmarkId::new("cfs1_decode", "scalar"), |b| {
+        b.iter(|| cfs1.decode_into(black_box(&mut out)).expect("decode"))
+    });
+    assert_eq!(out, d.codes);
     for s in [1usize, 16] {
-        let x: Vec<f32> = (0..s * I).map(|k| ((k as f32) * 0.01).sin()).collect();
+        let x = acts(s);
         let mut y = vec![0f32; s * O];
         g.bench_function(BenchmarkId::new(format!("fused_s{s}"), isa.name()), |b| {
             b.iter(|| {
@@ -50,7 +91,62 @@ fn bench(c: &mut Criterion<Clock>) {
                     .expect("fused")
             })
         });
+        g.bench_function(BenchmarkId::new(format!("cfs1_fused_s{s}"), isa.name()), |b| {
+            b.iter(|| {
+                cfs1.matmul_with(isa, Acts::F32 { x: &x, s }, black_box(&mut y)).expect("fused")
+            })
+        });
         g.bench_function(BenchmarkId::new(format!("dense_int4_s{s}"), isa.name()), |b| {
+            b.iter(|| matmul_with(isa, &dense, &x, s, black_box(&mut y)).expect("dense"))
+        });
+    }
+    g.finish();
+}
+
+fn threads(c: &mut Criterion<Clock>) {
+    let d = data();
+    let fused = Rans256Matrix::new(&d.record, &d.table, &d.scales, O, I).expect("record");
+    let cfs1 = Cfs1Matrix::new(&d.cfs1, &d.scales, O, I).expect("cfs1 blob");
+    let dense =
+        Matrix::new(Format::Int4Row, &d.codes, Scales::F32(&d.scales), O, I, 0).expect("matrix");
+    let isa = tetrad_quant::isa::best();
+    let arm = Arm::best();
+    let mut g = c.benchmark_group("adapter_threads_4096x4096");
+    g.sample_size(10);
+    g.warm_up_time(Duration::from_secs(1));
+    g.measurement_time(Duration::from_secs(4));
+    g.throughput(Throughput::Elements((O * I) as u64));
+    for s in [1usize, 16] {
+        let x = acts(s);
+        let mut y = vec![0f32; s * O];
+        for t in [1usize, 2] {
+            g.bench_function(BenchmarkId::new(format!("fused_s{s}_t{t}"), isa.name()), |b| {
+                b.iter(|| {
+                    tetrad::adapter::matmul(
+                        &fused,
+                        isa,
+                        arm,
+                        Acts::F32 { x: &x, s },
+                        black_box(&mut y),
+                        t,
+                    )
+                    .expect("fused")
+                })
+            });
+            g.bench_function(BenchmarkId::new(format!("cfs1_fused_s{s}_t{t}"), isa.name()), |b| {
+                b.iter(|| {
+                    tetrad::adapter::matmul_cfs1(
+                        &cfs1,
+                        isa,
+                        Acts::F32 { x: &x, s },
+                        black_box(&mut y),
+                        t,
+                    )
+                    .expect("fused")
+                })
+            });
+        }
+        g.bench_function(BenchmarkId::new(format!("dense_int4_s{s}_t1"), isa.name()), |b| {
             b.iter(|| matmul_with(isa, &dense, &x, s, black_box(&mut y)).expect("dense"))
         });
     }
@@ -61,5 +157,11 @@ fn config() -> Criterion<Clock> {
     Criterion::default().with_measurement(Clock::from_env("adapter")).configure_from_args()
 }
 
-criterion_group! { name = benches; config = config(); targets = bench }
-criterion_main!(benches);
+fn config_wall() -> Criterion<Clock> {
+    eprintln!("adapter threads group: wall time");
+    Criterion::default().with_measurement(Clock::wall()).configure_from_args()
+}
+
+criterion_group! { name = benches; config = config(); targets = single }
+criterion_group! { name = benches_threads; config = config_wall(); targets = threads }
+criterion_main!(benches, benches_threads);

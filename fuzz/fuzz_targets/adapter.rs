@@ -3,13 +3,17 @@
 //! name or builds; then on every available kernel arm and decode arm the fused product equals
 //! the dense int4-row product of the decoded bytes bit for bit (f32 and int8 activations), or
 //! the record is refused by checked decode — and then `y` is all zeros, never partial products.
+//! The same int4-row bytes, CFS1-coded and mutated the same way, go through `Cfs1Matrix` with
+//! the same contract (fused == decode-then-dense bit for bit, or a named refusal with `y`
+//! all zeros).
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use tetrad_fuzz::{table_from_hist, to_codable};
 use tetrad_quant::Format;
-use tetrad_quant::adapter::{Acts, AdapterError, Rans256Matrix};
+use tetrad_quant::adapter::{Acts, AdapterError, Cfs1Matrix, Rans256Matrix};
+use tetrad_quant::kernels::QuantizedActs;
 use tetrad_quant::kernels::{Matrix, Scales, matmul_q8_with, matmul_with, quantize_activations};
 use tetrad_rans::{Arm, encode_record_packed, max_record_len};
 
@@ -40,22 +44,8 @@ fuzz_target!(|inp: Input| {
     let packed: Vec<u8> = (0..o * stride)
         .map(|k| nibbles[(2 * k) % nibbles.len()] | nibbles[(2 * k + 1) % nibbles.len()] << 4)
         .collect();
-    let mut blob = vec![0u8; max_record_len(2 * packed.len(), 256)];
-    let n = encode_record_packed(&table, &packed, &mut blob).expect("codable nibbles encode");
-    blob.truncate(n);
-    for &(at, x) in inp.mutations.iter().take(4) {
-        let at = usize::from(at) % blob.len();
-        blob[at] ^= x;
-    }
     let scales: Vec<f32> = (0..o).map(|r| 0.01 + r as f32 * 1e-3).collect();
     let i_claim = (i as i64 + i64::from(inp.lie % 3)).max(1) as usize;
-    let m = match Rans256Matrix::new(&blob, &table, &scales, o, i_claim) {
-        Ok(m) => m,
-        Err(e) => {
-            assert!(e.class().starts_with("E_"), "{e}");
-            return;
-        }
-    };
     let mut st = inp.x_seed;
     let x: Vec<f32> = (0..s * i_claim)
         .map(|_| {
@@ -66,6 +56,22 @@ fuzz_target!(|inp: Input| {
     let mut q = vec![0i8; s * i_claim];
     let mut qs = vec![0f32; s];
     let xq = quantize_activations(&x, s, i_claim, &mut q, &mut qs).expect("finite activations");
+    cfs1(&packed, &inp.mutations, &scales, o, i_claim, s, &x, &xq);
+
+    let mut blob = vec![0u8; max_record_len(2 * packed.len(), 256)];
+    let n = encode_record_packed(&table, &packed, &mut blob).expect("codable nibbles encode");
+    blob.truncate(n);
+    for &(at, x) in inp.mutations.iter().take(4) {
+        let at = usize::from(at) % blob.len();
+        blob[at] ^= x;
+    }
+    let m = match Rans256Matrix::new(&blob, &table, &scales, o, i_claim) {
+        Ok(m) => m,
+        Err(e) => {
+            assert!(e.class().starts_with("E_"), "{e}");
+            return;
+        }
+    };
     let mut dense_bytes = vec![0u8; m.dense_len()];
     let decoded = m.decode_into(Arm::Scalar, &mut dense_bytes);
     for isa in tetrad_quant::isa::available() {
@@ -110,3 +116,68 @@ fuzz_target!(|inp: Input| {
         }
     }
 });
+
+/// The CFS1 adapter on the same bytes: CFS1-coded, mutated like the record, then
+/// `Cfs1Matrix` refuses by name, or multiplies bit-identically to dense on the decoded bytes,
+/// or refuses at decode with `y` all zeros.
+#[allow(clippy::too_many_arguments)]
+fn cfs1(
+    packed: &[u8],
+    mutations: &[(u16, u8)],
+    scales: &[f32],
+    o: usize,
+    i: usize,
+    s: usize,
+    x: &[f32],
+    xq: &QuantizedActs<'_>,
+) {
+    let mut blob = vec![0u8; tetrad_fse::max_compressed_len(packed.len())];
+    let n = tetrad_fse::compress_into(packed, &mut blob).expect("bound-sized buffer");
+    blob.truncate(n);
+    for &(at, v) in mutations.iter().take(4) {
+        let at = usize::from(at) % blob.len();
+        blob[at] ^= v;
+    }
+    let m = match Cfs1Matrix::new(&blob, scales, o, i) {
+        Ok(m) => m,
+        Err(e) => {
+            assert!(e.class().starts_with("E_"), "{e}");
+            return;
+        }
+    };
+    let mut dense_bytes = vec![0x77u8; m.dense_len()];
+    let decoded = m.decode_into(&mut dense_bytes);
+    for isa in tetrad_quant::isa::available() {
+        let mut y = vec![f32::NAN; s * o];
+        let mut yq = vec![f32::NAN; s * o];
+        let r = m.matmul_with(isa, Acts::F32 { x, s }, &mut y);
+        let rq = m.matmul_with(isa, Acts::Q8(xq), &mut yq);
+        match &decoded {
+            Err(e) => {
+                assert!(matches!(e, AdapterError::Cfs1(d) if d.is_payload()), "{e}");
+                assert!(dense_bytes.iter().all(|&b| b == 0), "decode_into zeroes on error");
+                assert_eq!(r, Err(*e), "cfs1 {isa:?}");
+                assert_eq!(rq, Err(*e));
+                assert!(y.iter().chain(&yq).all(|&v| v.to_bits() == 0), "no partial output");
+            }
+            Ok(()) => {
+                r.expect("decodable blob multiplies");
+                rq.expect("decodable blob multiplies");
+                let dm = Matrix::new(Format::Int4Row, &dense_bytes, Scales::F32(scales), o, i, 0)
+                    .expect("same shape");
+                let mut want = vec![0f32; s * o];
+                matmul_with(isa, &dm, x, s, &mut want).expect("dense");
+                assert!(
+                    y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "cfs1 {isa:?}"
+                );
+                let mut want_q = vec![0f32; s * o];
+                matmul_q8_with(isa, &dm, xq, &mut want_q).expect("dense q8");
+                assert!(
+                    yq.iter().zip(&want_q).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "cfs1 q8 {isa:?}"
+                );
+            }
+        }
+    }
+}
