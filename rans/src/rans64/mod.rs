@@ -40,7 +40,7 @@
 //! ```
 //! use tetrad_rans::rans64;
 //!
-//! let packed: Vec<u8> = (0..100_000u32).map(|i| 0x88 ^ ((i * 2654435761) >> 29) as u8).collect();
+//! let packed: Vec<u8> = (0..100_000u32).map(|i| 0x88 ^ (i.wrapping_mul(2654435761) >> 29) as u8).collect();
 //! let mut blob = vec![0u8; rans64::max_encoded_len(packed.len(), rans64::DEFAULT_CHUNK_SHIFT)];
 //! let len = rans64::encode_into(&packed, rans64::DEFAULT_CHUNK_SHIFT, &mut blob)?;
 //! blob.truncate(len);
