@@ -74,13 +74,16 @@ fn single(c: &mut Criterion<Clock>) {
     g.measurement_time(Duration::from_secs(4));
     g.throughput(Throughput::Elements((O * I) as u64));
     let mut out = vec![0u8; d.codes.len()];
+    cfs1.decode_into(&mut out).expect("decode");
+    assert_eq!(out, d.codes);
+    fused.decode_into(arm, &mut out).expect("decode");
+    assert_eq!(out, d.codes);
     g.bench_function(BenchmarkId::new("record_decode", arm.name()), |b| {
         b.iter(|| fused.decode_into(arm, black_box(&mut out)).expect("decode"))
     });
     g.bench_function(BenchmarkId::new("cfs1_decode", "scalar"), |b| {
         b.iter(|| cfs1.decode_into(black_box(&mut out)).expect("decode"))
     });
-    assert_eq!(out, d.codes);
     for s in [1usize, 16] {
         let x = acts(s);
         let mut y = vec![0f32; s * O];
