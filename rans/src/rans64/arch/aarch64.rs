@@ -2,45 +2,51 @@
 //! It mirrors `Model::step` and the scalar refill exactly.
 //!
 //! NEON has no 32-bit permute, but it has byte table lookups over up to four registers
-//! (`tbl` with 64 table bytes). The three 16-entry model tables (`thr`, `lo`, `hi`, 16 u32 =
-//! 64 bytes each) therefore live as byte tables in twelve registers, and a lane's entry is
-//! fetched by four byte indices `4b, 4b+1, 4b+2, 4b+3`, built from the bucket `b` with one
-//! shift, one mask and one multiply-add (`4b · 0x01010101 + 0x03020100`). One step of a vector
-//! of states `x`:
-//! 1. `slot = x & 0xFFF`; byte indices from `b = (x >> 8) & 15`;
-//! 2. `upper = slot ≥ thr[b]` (`vcgeq_u32`), `e = upper ? hi[b] : lo[b]` (two lookups and a
-//!    bit select);
-//! 3. `x = (e & 0xFFF)·(x >> 12) + slot + (e >>s 16)` (`vmlaq_u32`, wrapping as in the scalar
-//!    code, which adds the signed `c` to the slot first);
-//! 4. refill: the four `x < 2^16` masks of a way are folded into one 16-bit lane mask (one
-//!    `vaddvq_u32`); each vector takes its 4-bit part, loads the next 8 bytes (4 words) of the
-//!    way, and one `vqtbl1q_u8` with a pattern from a 16-entry table moves word `k` into the
-//!    lane of the `k`-th set bit, zero-extended (lanes that take no word get 0). The lanes that
-//!    refill become `x << 16 | word`; the way pointer advances by `2·popcount`.
+//! (`tbl` with 64 table bytes), so a 16-entry u32 table lives in four registers and a lane's
+//! entry is fetched with the four byte indices `4b, 4b+1, 4b+2, 4b+3` of its bucket `b`
+//! (one shift, one mask, one multiply-add: `4b · 0x01010101 + 0x03020100`). The model needs
+//! only two such tables: a bucket's lower entry is always its own symbol with `c = −256·b`
+//! (so `slot + c = x & 0xFF`) and its threshold is `256·b + div` with `div ≤ 256`, so the arm
+//! keeps `own[b] = f_b | b << 12 | div_b << 16` beside the upper entries `hi[b]` (eight
+//! registers instead of twelve; `Tables::new` checks that shape). One step of a vector `x`:
+//! 1. `own`, `hi` looked up by the bucket `(x >> 8) & 15`;
+//! 2. `upper = (x & 0xFF) ≥ div_b` (`vcgeq_u32`), `e = upper ? hi : own` (a bit select);
+//! 3. `x = (e & 0xFFF)·(x >> 12) + (upper ? (x & 0xFFF) + (hi >>s 16) : x & 0xFF)`
+//!    (`vmlaq_u32`; the same wrapping sum as the scalar `slot + c`);
+//! 4. refill: the four `x < 2^16` masks of a way are stacked into one 16-bit lane mask
+//!    (`& [1, 2, 4, 8]`, two shift-insert steps, one `vaddvq_u32`); each vector takes its 4-bit
+//!    part, loads the next 8 bytes (4 words) of the way, and one `vqtbl1q_u8` with a pattern
+//!    from a 16-entry table moves word `k` zero-extended into the lane of the `k`-th set bit
+//!    (other lanes get 0). The refilling lanes become `x << 16 | word`; the way pointer
+//!    advances by `2·popcount` (from a 16-entry table).
 //!
-//! Per round a way does two steps (low nibble, high nibble); its 16 output bytes are the two
-//! entries' symbol fields merged with one bit select and narrowed (`vmovn`) twice.
+//! Per round a way does two steps. After the low-nibble step, byte 1 of each entry
+//! (`symbol << 4 | f >> 8`) is gathered into one byte vector with two `uzp` steps, and after
+//! the high-nibble step one shift-right-insert (`vsriq_n_u8::<4>`) merges the two into the
+//! way's 16 output bytes.
 //!
-//! Unlike the x86 arms, which keep all four ways in registers, this arm runs one way at a
-//! time over a *block* of rounds: a way's four vectors plus the twelve table registers fit the
-//! 32 NEON registers with room to spare, and the four vectors are four independent chains.
-//! A round consumes at most 64 bytes of a way (two steps, 16 words each), so if every way holds
+//! The x86 arms keep all four ways in registers; NEON's 32 registers cannot hold four ways'
+//! states, the eight table registers and the temporaries, so this arm decodes two ways at a
+//! time (two pairs, interleaved so that eight vector chains overlap) over a *block* of rounds.
+//! A round consumes at most 64 bytes of a way (two steps of 16 words), so if every way holds
 //! at least `64·B` unread bytes, each of the next `B` rounds starts with at least 64 unread
-//! bytes in every way — the arm contract — and the ways can run those `B` rounds one after the
-//! other. The block size is recomputed after each block; the loop stops when some way holds
-//! fewer than 64 bytes, exactly where the x86 arms stop, and hands the rest to the scalar code.
+//! bytes in every way — the arm contract — and the pairs can run those `B` rounds one after
+//! the other. The block size is recomputed after each block, so the arm stops exactly where
+//! the x86 arms stop (the first round at whose start some way holds fewer than 64 bytes) and
+//! hands the rest, with every error, to the scalar code.
 //!
-//! The arm is compiled only where NEON is a compile-time target feature (every aarch64 Linux,
-//! macOS and Windows target), so the register intrinsics are plain safe calls; the only
-//! `unsafe` is the raw-pointer loads and stores. It is limited to little-endian targets, where
-//! a `u32` lane's bytes sit at `4i..4i+4` of the register in significance order.
+//! The module is compiled only for little-endian aarch64 with NEON enabled at compile time
+//! (every aarch64 Linux, macOS and Windows target); the kernels still carry
+//! `#[target_feature(enable = "neon")]` and the safe entry point checks `neon_detected()`, as
+//! the x86 arms do. `unsafe` is the call into the kernel and the raw-pointer loads and stores.
 
 use core::arch::aarch64::{
     uint8x16_t, uint8x16x4_t, uint32x4_t, vaddq_u32, vaddvq_u32, vandq_u32, vbslq_u32, vcgeq_u32,
-    vcltq_u32, vcombine_u8, vdup_n_u8, vdupq_n_u32, vld1_u8, vld1q_u8, vld1q_u32, vmlaq_u32,
-    vmovn_high_u16, vmovn_high_u32, vmovn_u16, vmovn_u32, vorrq_u32, vqtbl1q_u8, vqtbl4q_u8,
-    vreinterpretq_s32_u32, vreinterpretq_u8_u32, vreinterpretq_u32_s32, vreinterpretq_u32_u8,
-    vshlq_n_u32, vshrq_n_s32, vshrq_n_u32, vst1q_u8, vst1q_u32,
+    vcltq_u32, vcombine_u8, vdup_n_u8, vdupq_n_u8, vdupq_n_u32, vld1_u8, vld1q_u8, vld1q_u32,
+    vmlaq_u32, vorrq_u32, vqtbl1q_u8, vqtbl4q_u8, vreinterpretq_s32_u32, vreinterpretq_u8_u16,
+    vreinterpretq_u8_u32, vreinterpretq_u16_u32, vreinterpretq_u32_s32, vreinterpretq_u32_u8,
+    vshlq_n_u32, vshrq_n_s32, vshrq_n_u32, vsliq_n_u32, vsriq_n_u8, vst1q_u8, vst1q_u32,
+    vuzp1q_u16, vuzp2q_u8,
 };
 
 use super::super::model::Model;
@@ -51,11 +57,14 @@ use super::super::{LANES, WAY_LANES, WAYS};
 /// bytes) ends at most 64 bytes in.
 const ROUND_SLACK: usize = 64;
 
-/// Most rounds in one block (4 KiB of output, which stays in L1 while the four ways fill it).
+/// Most rounds in one block (4 KiB of output, which stays in L1 while the two pairs fill it).
 const MAX_BLOCK: usize = 64;
 
 /// Vectors per way.
 const VECS: usize = WAY_LANES / 4;
+
+/// Ways decoded together (interleaved) in a block.
+const GROUP: usize = 2;
 
 /// For each 4-bit refill mask, the `vqtbl1q_u8` pattern over 8 loaded bytes (4 little-endian
 /// words) that puts word `k` zero-extended into the lane of the `k`-th set bit; the other
@@ -110,18 +119,35 @@ pub(super) fn neon_detected() -> bool {
     }
 }
 
-/// The model's three tables as 64-byte register tables.
+/// The model as two 64-byte register tables.
+///
+/// A bucket's lower entry is always the bucket's own symbol with `c = −256·b` (so that
+/// `slot + c = x & 0xFF`), and its threshold is `256·b + div` with `div ≤ 256`; the arm
+/// therefore keeps one table `own[b] = f_b | b << 12 | div_b << 16` and the upper entries `hi`,
+/// and decides `upper` as `(x & 0xFF) ≥ div_b`. [`Tables::new`] checks that the model has this
+/// shape (it always has: `Model::new` builds it so) and refuses otherwise, and the caller then
+/// leaves every round to the scalar code.
 #[derive(Clone, Copy)]
 struct Tables {
-    thr: uint8x16x4_t,
-    lo: uint8x16x4_t,
+    own: uint8x16x4_t,
     hi: uint8x16x4_t,
 }
 
 impl Tables {
     #[target_feature(enable = "neon")]
-    fn new(model: &Model) -> Tables {
-        Tables { thr: bytes64(&model.thr), lo: bytes64(&model.lo), hi: bytes64(&model.hi) }
+    fn new(model: &Model) -> Option<Tables> {
+        let mut own = [0u32; 16];
+        for (b, o) in own.iter_mut().enumerate() {
+            let bucket = u32::try_from(b).ok()?;
+            let base = 256 * bucket;
+            let div = model.thr[b].checked_sub(base).filter(|&d| d <= 256)?;
+            let own_c = 0u32.wrapping_sub(base) & 0xFFFF; // −256·b as the 16-bit field
+            if model.lo[b] >> 16 != own_c || (model.lo[b] >> 12) & 15 != bucket {
+                return None;
+            }
+            *o = (model.lo[b] & 0xFFFF) | (div << 16);
+        }
+        Some(Tables { own: bytes64(&own), hi: bytes64(&model.hi) })
     }
 }
 
@@ -168,7 +194,7 @@ fn rounds_kernel(
     pos: &mut [usize; WAYS],
     out: &mut [u8],
 ) -> usize {
-    let tables = Tables::new(model);
+    let Some(tables) = Tables::new(model) else { return 0 };
     let rounds = out.len() / LANES;
     let mut done = 0;
     loop {
@@ -182,51 +208,74 @@ fn rounds_kernel(
             return done;
         }
         let dst = &mut out[LANES * done..LANES * (done + block)];
-        for (w, lanes) in st.chunks_exact_mut(WAY_LANES).enumerate() {
-            let Ok(lanes) = <&mut [u32; WAY_LANES]>::try_from(lanes) else {
-                unreachable!("chunks_exact_mut yields 16-lane chunks")
-            };
-            way_block(&tables, lanes, ways[w], &mut pos[w], dst, w);
+        for w0 in (0..WAYS).step_by(GROUP) {
+            let lanes = &mut st[WAY_LANES * w0..WAY_LANES * (w0 + GROUP)];
+            let mut group = [&[][..]; GROUP];
+            group.copy_from_slice(&ways[w0..w0 + GROUP]);
+            ways_block::<GROUP>(&tables, lanes, group, &mut pos[w0..w0 + GROUP], dst, w0);
         }
         done += block;
     }
 }
 
-/// Decodes `out.len() / 64` rounds of way `w` (its 16 lanes `st`, its stream `way` at
-/// `*off`), writing bytes `64r + 16w .. 64r + 16w + 16` of `out` for each round `r`.
+/// Decodes `out.len() / 64` rounds of the `G` ways `w0 .. w0 + G` (their lanes `st`, their
+/// streams `ways` at `off`), writing bytes `64r + 16w .. 64r + 16w + 16` of `out` for each
+/// round `r` and way `w`. The ways' steps are interleaved so their chains overlap.
 ///
-/// The caller guarantees `way.len() - *off ≥ out.len()` (64 bytes per round).
+/// The caller guarantees `ways[g].len() - off[g] ≥ out.len()` (64 bytes per round).
 #[target_feature(enable = "neon")]
 #[inline]
-fn way_block(
+fn ways_block<const G: usize>(
     t: &Tables,
-    st: &mut [u32; WAY_LANES],
-    way: &[u8],
-    off: &mut usize,
+    st: &mut [u32],
+    ways: [&[u8]; G],
+    off: &mut [usize],
     out: &mut [u8],
-    w: usize,
+    w0: usize,
 ) {
-    debug_assert!(way.len() - *off >= out.len() && out.len().is_multiple_of(LANES));
-    // SAFETY: `st` has 16 u32; vector v reads lanes 4v..4v+4, in bounds for v < 4.
-    let load = |v: usize| unsafe { vld1q_u32(st.as_ptr().wrapping_add(4 * v)) };
-    let mut x = [load(0), load(1), load(2), load(3)];
-    let mut o = *off;
+    debug_assert!(st.len() == G * WAY_LANES && off.len() == G && out.len().is_multiple_of(LANES));
+    debug_assert!((0..G).all(|g| ways[g].len() - off[g] >= out.len()));
+    let mut x = [[vdupq_n_u32(0); VECS]; G];
+    for (xg, lanes) in x.iter_mut().zip(st.chunks_exact(WAY_LANES)) {
+        for (v, xv) in xg.iter_mut().enumerate() {
+            // SAFETY: `lanes` has 16 u32; vector v reads lanes 4v..4v+4, in bounds for v < 4.
+            *xv = unsafe { vld1q_u32(lanes.as_ptr().wrapping_add(4 * v)) };
+        }
+    }
+    let mut o = [0usize; G];
+    o.copy_from_slice(off);
     for round in out.chunks_exact_mut(LANES) {
         // Round start: at least 64 unread bytes per round left in this block (see above).
-        let (e0, y) = step(t, x);
-        let y = refill(y, way, &mut o);
-        let (e1, y) = step(t, y);
-        x = refill(y, way, &mut o);
-        let bytes = pack(e0, e1);
-        let dst = &mut round[WAY_LANES * w..WAY_LANES * (w + 1)];
-        // SAFETY: `dst` is exactly 16 bytes (w < 4, `round` is 64 bytes).
-        unsafe { vst1q_u8(dst.as_mut_ptr(), bytes) };
+        // Step 0: the low nibbles, kept as one byte vector per way (symbol in the high half).
+        let mut low = [vdupq_n_u8(0); G];
+        for g in 0..G {
+            let e;
+            (e, x[g]) = step(t, x[g]);
+            low[g] = symbol_bytes(e);
+        }
+        for g in 0..G {
+            x[g] = refill(x[g], ways[g], &mut o[g]);
+        }
+        let dst = &mut round[WAY_LANES * w0..WAY_LANES * (w0 + G)];
+        for (g, d) in dst.chunks_exact_mut(WAY_LANES).enumerate() {
+            let e;
+            (e, x[g]) = step(t, x[g]);
+            // High nibble from step 1, low nibble from step 0.
+            let bytes = vsriq_n_u8::<4>(symbol_bytes(e), low[g]);
+            // SAFETY: `d` is exactly 16 bytes (`chunks_exact_mut`).
+            unsafe { vst1q_u8(d.as_mut_ptr(), bytes) };
+        }
+        for g in 0..G {
+            x[g] = refill(x[g], ways[g], &mut o[g]);
+        }
     }
-    for (v, xv) in x.into_iter().enumerate() {
-        // SAFETY: as for the loads above.
-        unsafe { vst1q_u32(st.as_mut_ptr().wrapping_add(4 * v), xv) };
+    for (xg, lanes) in x.iter().zip(st.chunks_exact_mut(WAY_LANES)) {
+        for (v, xv) in xg.iter().enumerate() {
+            // SAFETY: as for the loads above.
+            unsafe { vst1q_u32(lanes.as_mut_ptr().wrapping_add(4 * v), *xv) };
+        }
     }
-    *off = o;
+    off.copy_from_slice(&o);
 }
 
 /// One decode step of a way's four vectors: `(entries, next states before refill)`.
@@ -234,6 +283,7 @@ fn way_block(
 #[inline]
 fn step(t: &Tables, x: [uint32x4_t; VECS]) -> ([uint32x4_t; VECS], [uint32x4_t; VECS]) {
     let low12 = vdupq_n_u32(0xFFF);
+    let low8 = vdupq_n_u32(0xFF);
     let spread = vdupq_n_u32(0x0101_0101);
     let within = vdupq_n_u32(0x0302_0100);
     let four_b = vdupq_n_u32(0x3C);
@@ -247,17 +297,19 @@ fn step(t: &Tables, x: [uint32x4_t; VECS]) -> ([uint32x4_t; VECS], [uint32x4_t; 
             vandq_u32(vshrq_n_u32::<6>(xv), four_b),
             spread,
         ));
-        let slot = vandq_u32(xv, low12);
-        let thr = vreinterpretq_u32_u8(vqtbl4q_u8(t.thr, idx));
-        let upper = vcgeq_u32(slot, thr);
-        let lo = vreinterpretq_u32_u8(vqtbl4q_u8(t.lo, idx));
+        let own = vreinterpretq_u32_u8(vqtbl4q_u8(t.own, idx));
         let hi = vreinterpretq_u32_u8(vqtbl4q_u8(t.hi, idx));
-        let ev = vbslq_u32(upper, hi, lo);
+        // slot ≥ thr[b] ⇔ (x & 0xFF) ≥ div[b].
+        let in_bucket = vandq_u32(xv, low8);
+        let upper = vcgeq_u32(in_bucket, vshrq_n_u32::<16>(own));
+        let ev = vbslq_u32(upper, hi, own);
+        // slot + c: the upper entry's c, or −256·b for the bucket's own symbol.
+        let c_hi = vreinterpretq_u32_s32(vshrq_n_s32::<16>(vreinterpretq_s32_u32(hi)));
+        let index = vbslq_u32(upper, vaddq_u32(vandq_u32(xv, low12), c_hi), in_bucket);
         let f = vandq_u32(ev, low12);
         let q = vshrq_n_u32::<12>(xv);
-        let c = vreinterpretq_u32_s32(vshrq_n_s32::<16>(vreinterpretq_s32_u32(ev)));
         e[v] = ev;
-        next[v] = vmlaq_u32(vaddq_u32(slot, c), f, q);
+        next[v] = vmlaq_u32(index, f, q);
     }
     (e, next)
 }
@@ -274,22 +326,20 @@ fn refill(x: [uint32x4_t; VECS], way: &[u8], off: &mut usize) -> [uint32x4_t; VE
         vcltq_u32(x[2], limit),
         vcltq_u32(x[3], limit),
     ];
-    // One 16-bit mask of the way's lanes: lane 4v + i contributes bit 4v + i.
-    let bit = |v: usize, m: uint32x4_t| {
-        // SAFETY: the table has 16 u32; v < 4 reads 4 of them at offset 4v.
-        let weights = unsafe { vld1q_u32(LANE_BITS.as_ptr().wrapping_add(4 * v)) };
-        vandq_u32(m, weights)
-    };
-    let mask = vaddvq_u32(vaddq_u32(
-        vaddq_u32(bit(0, need[0]), bit(1, need[1])),
-        vaddq_u32(bit(2, need[2]), bit(3, need[3])),
-    ));
+    // One 16-bit mask of the way's lanes: lane 4v + i contributes bit 4v + i. Each vector's
+    // lanes give bits 0..4 (`& [1, 2, 4, 8]`); shift-left-and-insert stacks them.
+    // SAFETY: the array has 4 u32.
+    let weights = unsafe { vld1q_u32([1u32, 2, 4, 8].as_ptr()) };
+    let b = |v: usize| vandq_u32(need[v], weights);
+    let low = vsliq_n_u32::<4>(b(0), b(1));
+    let high = vsliq_n_u32::<4>(b(2), b(3));
+    let mask = vaddvq_u32(vsliq_n_u32::<8>(low, high));
     let mut o = *off;
     let mut y = x;
     for v in 0..VECS {
         let m = ((mask >> (4 * v)) & 15) as usize;
         debug_assert!(o + 8 <= way.len());
-        // SAFETY: `way_block` starts a round only while `way` holds ≥ 64 unread bytes; within
+        // SAFETY: `ways_block` starts a round only while `way` holds ≥ 64 unread bytes; within
         // the round at most 56 bytes are consumed before this load (two steps of 16 words, this
         // one the last 4 lanes at worst), so [o, o + 8) is in `way`.
         let words = unsafe { vld1_u8(way.as_ptr().wrapping_add(o)) };
@@ -304,27 +354,15 @@ fn refill(x: [uint32x4_t; VECS], way: &[u8], off: &mut usize) -> [uint32x4_t; VE
     y
 }
 
-/// Lane weights for the refill mask: lane `i` of vector `v` is bit `4v + i`.
-static LANE_BITS: [u32; 16] = {
-    let mut t = [0u32; 16];
-    let mut i = 0;
-    while i < 16 {
-        t[i] = 1 << i;
-        i += 1;
-    }
-    t
-};
-
-/// The 16 output bytes of a way: low nibble from step 0's symbols, high nibble from step 1's.
+/// Byte 1 of each lane's entry, for the way's 16 lanes in order: `symbol << 4 | f >> 8`.
 #[target_feature(enable = "neon")]
 #[inline]
-fn pack(e0: [uint32x4_t; VECS], e1: [uint32x4_t; VECS]) -> uint8x16_t {
-    let nib = vdupq_n_u32(0x0F);
-    // Low byte of each lane: bits 0..4 from e0's symbol (bits 12..16), bits 4..8 from e1's.
-    let b = |v: usize| vbslq_u32(nib, vshrq_n_u32::<12>(e0[v]), vshrq_n_u32::<8>(e1[v]));
-    let h01 = vmovn_high_u32(vmovn_u32(b(0)), b(1));
-    let h23 = vmovn_high_u32(vmovn_u32(b(2)), b(3));
-    vmovn_high_u16(vmovn_u16(h01), h23)
+fn symbol_bytes(e: [uint32x4_t; VECS]) -> uint8x16_t {
+    let u16s = |a: uint32x4_t| vreinterpretq_u16_u32(a);
+    // The low halves (`f | symbol << 12`) of lanes 0..8 and 8..16, then their high bytes.
+    let h01 = vuzp1q_u16(u16s(e[0]), u16s(e[1]));
+    let h23 = vuzp1q_u16(u16s(e[2]), u16s(e[3]));
+    vuzp2q_u8(vreinterpretq_u8_u16(h01), vreinterpretq_u8_u16(h23))
 }
 
 #[cfg(test)]
