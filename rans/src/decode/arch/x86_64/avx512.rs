@@ -26,7 +26,7 @@
 //! whose `vpermd` holds only 8 entries); one 16-lane `vpgatherdd zmm` instead of two 8-lane
 //! gathers measures the same; 64 streams in flight beat 32 and 128 (`WIDE`); a 4-byte
 //! window loaded every two rounds, a prefetched 8-byte window (loads off the state's
-//! dependency chain) and scalar loads instead of the refill gather were all slower.
+//! dependency chain) and scalar loads instead of the refill gather were none of them faster.
 //!
 //! Why 8-lane AVX2 gathers rather than one 16-lane `vpgatherdd zmm`: on the Zen 4 project
 //! machine they measure the same or faster, and Miri has shims for the AVX2 gathers but not
