@@ -200,6 +200,9 @@ pub struct TensorStats {
     pub rans256_bytes: Option<u64>,
     /// CFS1 blob bytes.
     pub cfs1_bytes: Option<u64>,
+    /// `int4-rans64-t1` blob bytes, tetrad's own format (nibble streams; per-chunk tables and
+    /// all framing included).
+    pub rans64_bytes: Option<u64>,
     /// zstd level 19 frame bytes (`None` when skipped).
     pub zstd19_bytes: Option<u64>,
 }
@@ -223,6 +226,8 @@ pub struct Total {
     pub rans256_table_bytes: Option<u64>,
     /// Sum of the CFS1 blobs.
     pub cfs1_bytes: Option<u64>,
+    /// Sum of the `int4-rans64-t1` blobs (nibbles only).
+    pub rans64_bytes: Option<u64>,
     /// Sum of the zstd-19 frames.
     pub zstd19_bytes: Option<u64>,
 }
@@ -546,6 +551,17 @@ pub fn measure(measured: Vec<Measured>, skipped: Vec<Skipped>, opts: &StatsOptio
                 let mut blob = vec![0u8; tetrad_fse::max_compressed_len(m.data.len())];
                 tetrad_fse::compress_into(&m.data, &mut blob).ok().map(|n| n as u64)
             };
+            let rans64_bytes = match m.symbols {
+                Symbols::Nibble => {
+                    let shift = tetrad_rans::rans64::DEFAULT_CHUNK_SHIFT;
+                    let mut blob =
+                        vec![0u8; tetrad_rans::rans64::max_encoded_len(m.data.len(), shift)];
+                    tetrad_rans::rans64::encode_into(&m.data, shift, &mut blob)
+                        .ok()
+                        .map(|n| n as u64)
+                }
+                Symbols::Byte => None,
+            };
             let zstd19_bytes = opts
                 .zstd
                 .then(|| zstd::bulk::compress(&m.data, 19).ok().map(|v| v.len() as u64))
@@ -561,6 +577,7 @@ pub fn measure(measured: Vec<Measured>, skipped: Vec<Skipped>, opts: &StatsOptio
                 counts,
                 rans256_bytes,
                 cfs1_bytes,
+                rans64_bytes,
                 zstd19_bytes,
             }
         })
@@ -597,6 +614,7 @@ pub fn measure(measured: Vec<Measured>, skipped: Vec<Skipped>, opts: &StatsOptio
             rans256_bytes,
             rans256_table_bytes,
             cfs1_bytes: sum_opt(ts.iter().map(|t| t.cfs1_bytes)),
+            rans64_bytes: sum_opt(ts.iter().map(|t| t.rans64_bytes)),
             zstd19_bytes: sum_opt(ts.iter().map(|t| t.zstd19_bytes)),
         })
     };

@@ -97,6 +97,7 @@ fn int4_container_numbers_match_an_independent_computation() {
     }
     let table = tetrad_rans::Table::from_histogram(tetrad_rans::FORMAT_SCALE_BITS, &hist).unwrap();
     let mut rans_total = 0;
+    let mut rans64_total = 0u64;
     for (t, (data, rowb)) in ts.iter().zip([(&a, i1 / 2), (&b, i2 / 2)]) {
         let rows: Vec<&[u8]> = data.chunks(rowb).collect();
         let (h0, h1, n) = entropies(&rows);
@@ -113,8 +114,14 @@ fn int4_container_numbers_match_an_independent_computation() {
         assert_eq!(t["rans256_bytes"], r);
         let mut c = vec![0u8; tetrad_fse::max_compressed_len(data.len())];
         assert_eq!(t["cfs1_bytes"], tetrad_fse::compress_into(data, &mut c).unwrap() as u64);
+        let shift = tetrad_rans::rans64::DEFAULT_CHUNK_SHIFT;
+        let mut r64 = vec![0u8; tetrad_rans::rans64::max_encoded_len(data.len(), shift)];
+        let r64 = tetrad_rans::rans64::encode_into(data, shift, &mut r64).unwrap() as u64;
+        rans64_total += r64;
+        assert_eq!(t["rans64_bytes"], r64);
         assert_eq!(t["zstd19_bytes"], zstd::bulk::compress(data, 19).unwrap().len() as u64);
     }
+    assert_eq!(v["total"]["rans64_bytes"], rans64_total);
     let total = &v["total"];
     assert_eq!(total["format"], "int4-row");
     let rows: Vec<&[u8]> = a.chunks(i1 / 2).chain(b.chunks(i2 / 2)).collect();

@@ -94,6 +94,8 @@ fn tensor_json(t: &TensorStats) -> Value {
         "rans256_ratio": ratio(t.bytes, t.rans256_bytes),
         "cfs1_bytes": t.cfs1_bytes,
         "cfs1_ratio": ratio(t.bytes, t.cfs1_bytes),
+        "rans64_bytes": t.rans64_bytes,
+        "rans64_ratio": ratio(t.bytes, t.rans64_bytes),
         "zstd19_bytes": t.zstd19_bytes,
         "zstd19_ratio": ratio(t.bytes, t.zstd19_bytes),
     })
@@ -132,6 +134,8 @@ fn total_json(t: &Total, tensors: &[TensorStats]) -> Value {
         "rans256_ratio": ratio(t.bytes, t.rans256_bytes),
         "cfs1_bytes": t.cfs1_bytes,
         "cfs1_ratio": ratio(t.bytes, t.cfs1_bytes),
+        "rans64_bytes": t.rans64_bytes,
+        "rans64_ratio": ratio(t.bytes, t.rans64_bytes),
         "zstd19_bytes": t.zstd19_bytes,
         "zstd19_ratio": ratio(t.bytes, t.zstd19_bytes),
         "verdict": verdict(t),
@@ -177,7 +181,7 @@ pub fn run(args: &StatsArgs) -> ExitCode {
         for t in &report.tensors {
             let h0 = t.counts.entropy0();
             println!(
-                "{} [{}] {} {:?}: {} {}s, H0 {:.4} H1 {:.4} bits, bound {}, rans256 {} cfs1 {} zstd19 {}",
+                "{} [{}] {} {:?}: {} {}s, H0 {:.4} H1 {:.4} bits, bound {}, rans256 {} cfs1 {} rans64 {} zstd19 {}",
                 t.name,
                 t.file,
                 t.format,
@@ -189,6 +193,7 @@ pub fn run(args: &StatsArgs) -> ExitCode {
                 optr(ratio_bound(t.symbols, h0)),
                 optr(ratio(t.bytes, t.rans256_bytes)),
                 optr(ratio(t.bytes, t.cfs1_bytes)),
+                optr(ratio(t.bytes, t.rans64_bytes)),
                 optr(ratio(t.bytes, t.zstd19_bytes)),
             );
         }
@@ -221,6 +226,13 @@ pub fn run(args: &StatsArgs) -> ExitCode {
             );
         }
         println!("  CFS1 {} bytes ({})", opt(t.cfs1_bytes), optr(ratio(t.bytes, t.cfs1_bytes)));
+        if t.symbols == Symbols::Nibble {
+            println!(
+                "  int4-rans64-t1 {} bytes ({}, tetrad's own format)",
+                opt(t.rans64_bytes),
+                optr(ratio(t.bytes, t.rans64_bytes))
+            );
+        }
         println!(
             "  zstd -19 {} bytes ({})",
             opt(t.zstd19_bytes),
