@@ -18,7 +18,7 @@
 //!
 //! An earlier version decoded each worker's streams into a compact buffer of the whole record
 //! (`packed_bytes / threads`, freshly allocated and page-faulted every call) and scattered the
-//! buffers into the output on the calling thread after the join: about 45% more CPU time than
+//! buffers into the output on the calling thread after the join: about 40% more CPU time than
 //! the single-threaded decode (allocation, page faults, and a serial 64 MiB scatter), which
 //! is why two threads showed no speed-up (docs/PERFORMANCE.md, "SIMD arms").
 //!
