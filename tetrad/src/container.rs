@@ -18,6 +18,11 @@
 //! [`TensorView::Cfs1Int4Row`] (its `.qs` scales decoded, checked, when the view is made;
 //! the weights decoded tile by tile by whoever multiplies). Other formats in a CFS1 container
 //! are refused by name (`E_CFS1_FORMAT`): unpack the container first.
+//!
+//! A tensor stamped `int4-rans64-t1` (tetrad's own format, `tetrad pack --codec
+//! int4-rans64-t1`) is dispatched on its stamp the same way: it must be U8 with `O` F32-like
+//! scales, its blob's header and chunk index must parse, and it must decode to exactly
+//! `O · ceil(I/2)` bytes; it becomes [`TensorView::Rans64`], never a dense view.
 
 use std::path::{Path, PathBuf};
 
@@ -130,6 +135,17 @@ pub enum TensorView<'a> {
         /// Columns.
         i: u64,
     },
+    /// An `int4-rans64-t1` blob: decodes losslessly to int4-row bytes.
+    Rans64 {
+        /// The blob (header and chunk index checked; `n_bytes == O · ceil(I/2)`).
+        blob: tetrad_rans::rans64::Blob<'a>,
+        /// Per-row scales (as int4-row).
+        scales: StoredScales<'a>,
+        /// Rows.
+        o: u64,
+        /// Columns.
+        i: u64,
+    },
     /// An int4-row weight stored as one CFS1 blob (a `cfse_pack` container): decodes
     /// losslessly to the int4-row bytes.
     Cfs1Int4Row {
@@ -150,6 +166,7 @@ impl TensorView<'_> {
         match self {
             Self::Dense { resolved, .. } => resolved.format,
             Self::Rans256 { .. } => Format::Int4Rans256G0,
+            Self::Rans64 { .. } => Format::Int4Rans64T1,
             Self::Cfs1Int4Row { .. } => Format::Int4Row,
         }
     }
@@ -160,6 +177,7 @@ impl TensorView<'_> {
         match self {
             Self::Dense { weights, .. } => weights.len() as u64,
             Self::Rans256 { record, .. } => record.packed_bytes(),
+            Self::Rans64 { blob, .. } => blob.n_bytes(),
             Self::Cfs1Int4Row { o, i, .. } => o * i.div_ceil(2),
         }
     }
@@ -178,6 +196,14 @@ impl TensorView<'_> {
             Self::Rans256 { record, table, .. } => {
                 decode_record(table, record, out)
                     .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+            }
+            Self::Rans64 { blob, .. } => {
+                tetrad_rans::rans64::decode_threads(
+                    blob.bytes(),
+                    out,
+                    crate::rans64::default_threads(),
+                )
+                .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
             }
             Self::Cfs1Int4Row { blob, .. } => {
                 tetrad_fse::decompress_into(blob, out)
@@ -258,6 +284,9 @@ impl Container {
         }
         if stamp == Some(FORMAT_NAME) {
             return self.rans256(name, loc, o, i, scales);
+        }
+        if stamp == Some(crate::rans64::FORMAT_NAME) {
+            return self.rans64(name, loc, o, i, scales);
         }
         let resolved = resolve(o, i, weights.len() as u64, ns, stamp)
             .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
@@ -346,6 +375,43 @@ impl Container {
             .to_f32()
             .ok_or_else(|| refuse("E_SCALE_DTYPE", format!("{name}.qs is {dtype}")))?;
         Ok(TensorView::Cfs1Int4Row { blob, scales, o, i })
+    }
+
+    fn rans64<'a>(
+        &'a self,
+        name: &str,
+        loc: Loc,
+        o: u64,
+        i: u64,
+        scales: Option<StoredScales<'a>>,
+    ) -> Result<TensorView<'a>, Refusal> {
+        let fmt = crate::rans64::FORMAT_NAME;
+        let refuse = |class, d: String| Refusal::new(class, format!("{name}: {d}"));
+        let entry = self.set.entry(loc);
+        if entry.dtype != "U8" {
+            return Err(refuse(
+                "E_STAMP_DTYPE",
+                format!("stamped {fmt} but dtype {}", entry.dtype),
+            ));
+        }
+        let scales =
+            scales.ok_or_else(|| refuse("E_GEOMETRY_NO_SCALES", "no .qs scales".into()))?;
+        resolve(o, i, entry.len(), scales.resolve_bytes(), Some(fmt))
+            .map_err(|e| refuse(e.class(), e.to_string()))?;
+        let blob = tetrad_rans::rans64::Blob::parse(self.set.data(loc))
+            .map_err(|e| refuse(e.class(), e.to_string()))?;
+        let want = o.checked_mul(i.div_ceil(2));
+        if Some(blob.n_bytes()) != want {
+            return Err(refuse(
+                "E_COUNT_MISMATCH",
+                format!(
+                    "blob holds {} bytes, [{o}, {i}] int4-row needs O·ceil(I/2) = {}",
+                    blob.n_bytes(),
+                    want.map_or_else(|| "overflow".to_owned(), |w| w.to_string())
+                ),
+            ));
+        }
+        Ok(TensorView::Rans64 { blob, scales, o, i })
     }
 
     fn rans256<'a>(

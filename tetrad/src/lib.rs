@@ -20,6 +20,7 @@ pub mod json;
 pub mod progress;
 pub mod quantize_container;
 pub mod rans256;
+pub mod rans64;
 pub mod shard;
 pub mod shardset;
 pub mod stats;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use tetrad_quant::adapter::{Acts, Cfs1Matrix, Rans256Matrix};
+use tetrad_quant::adapter_rans64::Rans64Matrix;
 use tetrad_quant::isa::{self, Isa};
 use tetrad_quant::kernels::{Matrix, Scales, matmul_rows_with};
 use tetrad_rans::Arm;
@@ -21,8 +22,9 @@ type Band = (std::ops::Range<usize>, Result<Vec<f32>, Refusal>);
 Reads S × I little-endian f32 activations from --x (S = file size / 4I), multiplies them with
 the tensor (y[s, o] = Σ_i x[s, i] · W[o, i]) and writes S × O little-endian f32 to --out.
 The tensor's format is decided by its stamp (verified) or by byte arithmetic from --o/--i;
-int4-rans256-g0 records, and int4-row weights in a CFS1 (cfse_pack) container, are decoded tile
-by tile straight into the int4-row kernel (checked: a corrupt record or blob writes nothing).
+int4-rans256-g0 records, int4-rans64-t1 blobs (row bands across --threads), and int4-row
+weights in a CFS1 (cfse_pack) container, are decoded tile by tile straight into the int4-row
+kernel (checked: a corrupt record or blob writes nothing).
 Use it to sanity-check a container against a reference.
 
 Examples:
@@ -49,7 +51,7 @@ pub struct MatmulArgs {
     /// Force a kernel arm (scalar, avx2, avx512, …); refused if this CPU lacks it.
     #[arg(long)]
     pub isa: Option<String>,
-    /// Threads (dense: row bands; compressed: decode/multiply pipeline).
+    /// Threads (dense and int4-rans64-t1: row bands; other compressed: decode/multiply pipeline).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: u16,
     /// Print the report as JSON.
@@ -116,6 +118,17 @@ pub fn compute(args: &MatmulArgs) -> Result<(Vec<f32>, usize, Isa, &'static str)
             crate::adapter::matmul(&m, isa, Arm::best(), Acts::F32 { x: &x, s }, &mut y, threads)
                 .map_err(|e| refuse(e.class(), format!("{name}: {e}")))?;
             "int4-rans256-g0 (fused decode + int4-row kernel)"
+        }
+        TensorView::Rans64 { blob, scales, .. } => {
+            let sc = scales
+                .to_f32()
+                .ok_or_else(|| refuse("E_SCALE_DTYPE", format!("{name}.qs is {}", scales.dtype)))?;
+            let m = Rans64Matrix::new(blob.bytes(), &sc, o, i)
+                .map_err(|e| refuse(e.class(), format!("{name}: {e}")))?;
+            let arm = tetrad_rans::rans64::Arm::best();
+            crate::rans64::matmul(&m, isa, arm, Acts::F32 { x: &x, s }, &mut y, threads)
+                .map_err(|e| refuse(e.class(), format!("{name}: {e}")))?;
+            "int4-rans64-t1 (fused decode + int4-row kernel)"
         }
         TensorView::Cfs1Int4Row { blob, scales, .. } => {
             let m = Cfs1Matrix::new(blob, &scales, o, i)

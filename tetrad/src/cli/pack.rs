@@ -1,11 +1,12 @@
-//! `tetrad pack`: the `int4-rans256-g0` writer (see [`crate::rans256::pack`]).
+//! `tetrad pack`: the `int4-rans256-g0` writer (see [`crate::rans256::pack`]), or with
+//! `--codec int4-rans64-t1` the writer of tetrad's own format (see [`crate::rans64`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::rans256::pack::{EXPERT_PATTERN, PackOptions, pack};
+use crate::rans256::pack::{Codec, EXPERT_PATTERN, PackOptions, pack_with};
 
 /// Options of `tetrad pack`.
 #[derive(Debug, Args)]
@@ -16,10 +17,17 @@ them, encodes each weight as an int4-rans256-g0 record (checked by decoding it b
 anything is written), and writes out-rans-NNNNN.safetensors shards (record, then its .qs scales)
 and repack-manifest.json, last, as the completion marker.
 
+--codec int4-rans64-t1 writes tetrad's own format instead: each weight becomes a self-contained
+chunked blob (its own models, no pooled table), stamped int4-rans64-t1, checked by decoding it
+back; the manifest says \"format\": \"int4-rans64-t1\" and also records the sha256 of every
+original weight, which verify and unpack check after decoding. The default stays
+int4-rans256-g0, the reference tools' format.
+
 Examples:
   tetrad pack --indir ckpt/ --outdir packed/
   tetrad pack --indir ckpt/ --outdir packed/ --layers 20,55 --threads 2
-  tetrad pack --indir dense/ --outdir packed/ --select '\\.weight$'   # every U8 .weight with F32 .qs")]
+  tetrad pack --indir dense/ --outdir packed/ --select '\\.weight$'   # every U8 .weight with F32 .qs
+  tetrad pack --indir ckpt/ --outdir packed64/ --codec int4-rans64-t1")]
 pub struct PackArgs {
     /// Directory of input *.safetensors shards (int4-row weights `X` as U8 with `X.qs` F32 scales).
     #[arg(long)]
@@ -36,6 +44,10 @@ pub struct PackArgs {
     /// Replace existing output (out-rans-*.safetensors, repack-manifest.json) in --outdir.
     #[arg(long)]
     pub force: bool,
+    /// Codec to write: int4-rans256-g0 (the reference tools' format) or int4-rans64-t1
+    /// (tetrad's own, faster to decode).
+    #[arg(long, default_value = "int4-rans256-g0", value_parser = parse_codec)]
+    pub codec: Codec,
     /// Worker threads (default: all cores). Output is identical for any value.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
@@ -45,6 +57,13 @@ pub struct PackArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+fn parse_codec(s: &str) -> Result<Codec, String> {
+    Codec::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = Codec::ALL.iter().map(|c| c.name()).collect();
+        format!("unknown codec {s:?}, expected one of {}", names.join(", "))
+    })
 }
 
 /// Runs `tetrad pack`.
@@ -58,7 +77,7 @@ pub fn run(args: &PackArgs) -> ExitCode {
         threads: args.threads.map(usize::from),
         quiet: args.quiet,
     };
-    let report = match pack(&opts) {
+    let report = match pack_with(&opts, args.codec) {
         Ok(r) => r,
         Err(r) => {
             if args.json {
@@ -85,7 +104,8 @@ pub fn run(args: &PackArgs) -> ExitCode {
                 "original_bytes": report.original_bytes,
                 "record_bytes": report.record_bytes,
                 "ratio": report.ratio(),
-                "table_crc32": report.table_crc32,
+                "codec": report.codec.name(),
+                "table_crc32": (report.codec == Codec::Rans256G0).then_some(&report.table_crc32),
                 "removed": report.removed,
             })
         );
@@ -97,7 +117,12 @@ pub fn run(args: &PackArgs) -> ExitCode {
     for (file, source, w, bytes) in &report.shards {
         println!("wrote {file} <- {source}: {w} record(s), {bytes} bytes");
     }
-    println!("wrote repack-manifest.json (table crc32 {})", report.table_crc32);
+    match report.codec {
+        Codec::Rans256G0 => {
+            println!("wrote repack-manifest.json (table crc32 {})", report.table_crc32);
+        }
+        Codec::Rans64T1 => println!("wrote repack-manifest.json ({})", report.codec.name()),
+    }
     println!("{}", report.ratio_line());
     ExitCode::SUCCESS
 }

@@ -3,6 +3,13 @@
 //! Written last, as JSON with a 1-space indent and sorted keys and no trailing newline (the
 //! layout of Python's `json.dumps(..., indent=1, sort_keys=True)`), so a manifest is
 //! byte-identical across implementations and runs.
+//!
+//! The `"format"` field names the codec of the records: `int4-rans256-g0` (the reference
+//! tool's manifest, byte for byte) or `int4-rans64-t1` (tetrad's own format, written by
+//! `tetrad pack --codec int4-rans64-t1`). An `int4-rans64-t1` manifest has no table (every blob
+//! carries its own models), so no `"table_crc32"`, and each shard gains `"originals"`: tensor →
+//! sha256 of the original int4-row bytes, which `verify` checks after decoding. A manifest
+//! without `"format"` is read as `int4-rans256-g0`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -18,6 +25,9 @@ pub struct ShardEntry {
     pub bytes: u64,
     /// Output file name.
     pub file: String,
+    /// Tensor → sha256 hex of its original (decoded) int4-row bytes; written only when not
+    /// empty (`int4-rans64-t1` manifests).
+    pub originals: BTreeMap<String, String>,
     /// Tensor name → sha256 hex of its record bytes.
     pub records: BTreeMap<String, String>,
     /// sha256 hex of the whole shard file.
@@ -31,10 +41,12 @@ pub struct ShardEntry {
 /// The manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
+    /// The codec (`"format"`): `int4-rans256-g0` or `int4-rans64-t1`.
+    pub format: &'static str,
     /// Output shards in order.
     pub shards: Vec<ShardEntry>,
-    /// CRC-32 hex of the table's slot bytes.
-    pub table_crc32: String,
+    /// CRC-32 hex of the table's slot bytes (`int4-rans256-g0` only: `None` omits the field).
+    pub table_crc32: Option<String>,
 }
 
 impl Manifest {
@@ -42,7 +54,9 @@ impl Manifest {
     pub fn to_json(&self) -> String {
         let n_weight: u64 = self.shards.iter().map(|s| s.weight_tensors).sum();
         let mut o = String::new();
-        o.push_str("{\n \"format\": \"int4-rans256-g0\",\n");
+        o.push_str("{\n \"format\": ");
+        push_str_literal(&mut o, self.format);
+        o.push_str(",\n");
         writeln!(o, " \"n_shards\": {},", self.shards.len()).expect("string write");
         writeln!(o, " \"n_weight_tensors\": {n_weight},").expect("string write");
         if self.shards.is_empty() {
@@ -54,20 +68,12 @@ impl Manifest {
                 writeln!(o, "   \"bytes\": {},", s.bytes).expect("string write");
                 o.push_str("   \"file\": ");
                 push_str_literal(&mut o, &s.file);
-                o.push_str(",\n   \"records\": ");
-                if s.records.is_empty() {
-                    o.push_str("{}");
-                } else {
-                    o.push_str("{\n");
-                    for (j, (name, digest)) in s.records.iter().enumerate() {
-                        o.push_str("    ");
-                        push_str_literal(&mut o, name);
-                        o.push_str(": ");
-                        push_str_literal(&mut o, digest);
-                        o.push_str(if j + 1 < s.records.len() { ",\n" } else { "\n" });
-                    }
-                    o.push_str("   }");
+                if !s.originals.is_empty() {
+                    o.push_str(",\n   \"originals\": ");
+                    push_digest_map(&mut o, &s.originals);
                 }
+                o.push_str(",\n   \"records\": ");
+                push_digest_map(&mut o, &s.records);
                 o.push_str(",\n   \"sha256\": ");
                 push_str_literal(&mut o, &s.sha256);
                 o.push_str(",\n   \"source\": ");
@@ -78,11 +84,37 @@ impl Manifest {
             }
             o.push_str(" ],\n");
         }
-        o.push_str(" \"table_crc32\": ");
-        push_str_literal(&mut o, &self.table_crc32);
-        o.push_str("\n}");
+        match &self.table_crc32 {
+            Some(crc) => {
+                o.push_str(" \"table_crc32\": ");
+                push_str_literal(&mut o, crc);
+                o.push_str("\n}");
+            }
+            None => {
+                // Drop the comma after "shards".
+                o.truncate(o.len() - 2);
+                o.push_str("\n}");
+            }
+        }
         o
     }
+}
+
+/// A tensor → digest object at the shard entries' indent.
+fn push_digest_map(o: &mut String, m: &BTreeMap<String, String>) {
+    if m.is_empty() {
+        o.push_str("{}");
+        return;
+    }
+    o.push_str("{\n");
+    for (j, (name, digest)) in m.iter().enumerate() {
+        o.push_str("    ");
+        push_str_literal(o, name);
+        o.push_str(": ");
+        push_str_literal(o, digest);
+        o.push_str(if j + 1 < m.len() { ",\n" } else { "\n" });
+    }
+    o.push_str("   }");
 }
 
 /// What `verify` needs from a manifest: per shard file name, its whole-file digest and its
@@ -91,13 +123,23 @@ impl Manifest {
 pub struct Digests {
     /// File name → (sha256 of the file, tensor → sha256 of the record).
     pub shards: BTreeMap<String, (Option<String>, BTreeMap<String, String>)>,
+    /// The manifest's `"format"` (`None` when absent: an `int4-rans256-g0` manifest).
+    pub format: Option<String>,
+    /// File name → tensor → sha256 of the original int4-row bytes (`"originals"`, written
+    /// for `int4-rans64-t1`; empty when absent).
+    pub originals: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// Reads the digests of a manifest text; `Err` says why it is malformed.
 pub fn parse_digests(text: &str) -> Result<Digests, String> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     let shards = v.get("shards").and_then(Value::as_array).ok_or("no \"shards\" list")?;
-    let mut out = Digests::default();
+    let format = match v.get("format") {
+        None => None,
+        Some(Value::String(f)) => Some(f.clone()),
+        Some(_) => return Err("\"format\" is not a string".to_owned()),
+    };
+    let mut out = Digests { format, ..Digests::default() };
     for (k, s) in shards.iter().enumerate() {
         let file = s
             .get("file")
@@ -121,6 +163,20 @@ pub fn parse_digests(text: &str) -> Result<Digests, String> {
             }
             Some(_) => return Err(format!("shards[{k}].records is not an object")),
         }
+        let mut originals = BTreeMap::new();
+        match s.get("originals") {
+            None => {}
+            Some(Value::Object(m)) => {
+                for (name, d) in m {
+                    let d = d.as_str().ok_or_else(|| {
+                        format!("shards[{k}].originals[{name:?}] is not a string")
+                    })?;
+                    originals.insert(name.clone(), d.to_owned());
+                }
+            }
+            Some(_) => return Err(format!("shards[{k}].originals is not an object")),
+        }
+        out.originals.insert(file.to_owned(), originals);
         out.shards.insert(file.to_owned(), (sha, records));
     }
     Ok(out)
@@ -133,16 +189,18 @@ mod tests {
     #[test]
     fn layout_matches_python_indent_1_sorted() {
         let m = Manifest {
+            format: "int4-rans256-g0",
             shards: vec![ShardEntry {
                 bytes: 10,
                 file: "out-rans-00000.safetensors".into(),
+                originals: BTreeMap::new(),
                 records: [("a".to_owned(), "ab".to_owned()), ("b".to_owned(), "cd".to_owned())]
                     .into(),
                 sha256: "ff".into(),
                 source: "m.safetensors".into(),
                 weight_tensors: 2,
             }],
-            table_crc32: "0011aabb".into(),
+            table_crc32: Some("0011aabb".into()),
         };
         // json.dumps({...}, indent=1, sort_keys=True)
         let want = "{\n \"format\": \"int4-rans256-g0\",\n \"n_shards\": 1,\n \"n_weight_tensors\": 2,\n \"shards\": [\n  {\n   \"bytes\": 10,\n   \"file\": \"out-rans-00000.safetensors\",\n   \"records\": {\n    \"a\": \"ab\",\n    \"b\": \"cd\"\n   },\n   \"sha256\": \"ff\",\n   \"source\": \"m.safetensors\",\n   \"weight_tensors\": 2\n  }\n ],\n \"table_crc32\": \"0011aabb\"\n}";
@@ -150,5 +208,33 @@ mod tests {
         let d = parse_digests(&m.to_json()).unwrap();
         assert_eq!(d.shards["out-rans-00000.safetensors"].1["b"], "cd");
         assert!(parse_digests("{}").is_err());
+        assert_eq!(d.format.as_deref(), Some("int4-rans256-g0"));
+        assert!(d.originals["out-rans-00000.safetensors"].is_empty());
+    }
+
+    #[test]
+    fn rans64_manifest_has_originals_and_no_table() {
+        let m = Manifest {
+            format: "int4-rans64-t1",
+            shards: vec![ShardEntry {
+                bytes: 10,
+                file: "out-rans-00000.safetensors".into(),
+                originals: [("a".to_owned(), "01".to_owned())].into(),
+                records: [("a".to_owned(), "ab".to_owned())].into(),
+                sha256: "ff".into(),
+                source: "m.safetensors".into(),
+                weight_tensors: 1,
+            }],
+            table_crc32: None,
+        };
+        let want = "{\n \"format\": \"int4-rans64-t1\",\n \"n_shards\": 1,\n \"n_weight_tensors\": 1,\n \"shards\": [\n  {\n   \"bytes\": 10,\n   \"file\": \"out-rans-00000.safetensors\",\n   \"originals\": {\n    \"a\": \"01\"\n   },\n   \"records\": {\n    \"a\": \"ab\"\n   },\n   \"sha256\": \"ff\",\n   \"source\": \"m.safetensors\",\n   \"weight_tensors\": 1\n  }\n ]\n}";
+        assert_eq!(m.to_json(), want);
+        let v: Value = serde_json::from_str(&m.to_json()).unwrap();
+        assert_eq!(v["format"], "int4-rans64-t1");
+        let d = parse_digests(&m.to_json()).unwrap();
+        assert_eq!(d.format.as_deref(), Some("int4-rans64-t1"));
+        assert_eq!(d.originals["out-rans-00000.safetensors"]["a"], "01");
+        let old = parse_digests(r#"{"shards": [{"file": "x"}]}"#).unwrap();
+        assert_eq!(old.format, None);
     }
 }

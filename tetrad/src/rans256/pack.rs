@@ -6,6 +6,12 @@
 //! written, shards named and ordered as the spec says, stamps, and the manifest written last
 //! as the completion marker. Records are encoded in parallel (rayon); each record depends only
 //! on its bytes and the pooled table, so the output is byte-identical for any thread count.
+//!
+//! [`pack_with`] and [`Codec::Rans64T1`] write tetrad's own `int4-rans64-t1` instead
+//! (`tetrad pack --codec int4-rans64-t1`): the same selection, geometry guard, shard layout,
+//! stamps and manifest, but each weight becomes a self-contained blob (its chunks carry their
+//! own models, so no pooled table is written), checked by decoding it back, and the manifest
+//! also records the sha256 of every original weight (see [`crate::rans64`]).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -32,6 +38,34 @@ use crate::table_json;
 /// The reference tool's selection: routed-expert MLP weights.
 pub const EXPERT_PATTERN: &str =
     r"^model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight$";
+
+/// The codec `pack` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Codec {
+    /// `int4-rans256-g0`, the reference tool's format (the default).
+    #[default]
+    Rans256G0,
+    /// `int4-rans64-t1`, tetrad's own chunked SIMD-first format.
+    Rans64T1,
+}
+
+impl Codec {
+    /// Every codec.
+    pub const ALL: [Codec; 2] = [Codec::Rans256G0, Codec::Rans64T1];
+
+    /// The format name (what stamps and the manifest say).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Codec::Rans256G0 => FORMAT_NAME,
+            Codec::Rans64T1 => crate::rans64::FORMAT_NAME,
+        }
+    }
+
+    /// The codec with this format name.
+    pub fn from_name(name: &str) -> Option<Codec> {
+        Codec::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
 
 /// What to pack.
 #[derive(Debug, Clone)]
@@ -63,8 +97,10 @@ pub struct PackReport {
     pub original_bytes: u64,
     /// Total bytes of the records (framing included).
     pub record_bytes: u64,
-    /// CRC-32 hex of the table.
+    /// CRC-32 hex of the table (empty for `int4-rans64-t1`, which has none).
     pub table_crc32: String,
+    /// The codec written.
+    pub codec: Codec,
     /// Existing output removed because of `--force`.
     pub removed: Vec<String>,
 }
@@ -183,17 +219,23 @@ fn geometry_guard(set: &ShardSet, name: &str, weight: Loc) -> Result<Loc, Refusa
     }
 }
 
-/// Runs `pack`. On any refusal nothing new is left in `outdir` (outputs are written to
-/// temporary files and renamed; the manifest, written last, marks completion).
+/// Runs `pack` with the default codec, `int4-rans256-g0`. On any refusal nothing new is left
+/// in `outdir` (outputs are written to temporary files and renamed; the manifest, written
+/// last, marks completion).
 pub fn pack(opts: &PackOptions) -> Result<PackReport, Refusal> {
+    pack_with(opts, Codec::Rans256G0)
+}
+
+/// Runs `pack` writing `codec`; otherwise as [`pack`].
+pub fn pack_with(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads.unwrap_or(0))
         .build()
         .map_err(|e| Refusal::new("E_INTERNAL", format!("thread pool: {e}")))?;
-    pool.install(|| pack_in_pool(opts))
+    pool.install(|| pack_in_pool(opts, codec))
 }
 
-fn pack_in_pool(opts: &PackOptions) -> Result<PackReport, Refusal> {
+fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal> {
     let pattern = opts.select.as_deref().unwrap_or(EXPERT_PATTERN);
     let re = Regex::new(pattern).map_err(|e| Refusal::new("E_USAGE", format!("--select: {e}")))?;
 
@@ -250,19 +292,11 @@ fn pack_in_pool(opts: &PackOptions) -> Result<PackReport, Refusal> {
     let all: Vec<&Selected> = by_shard.values().flatten().collect();
     let original_bytes: u64 = all.iter().map(|s| set.entry(s.weight).len()).sum();
 
-    // One table pooled over every selected tensor.
-    let hist = all.par_iter().map(|s| crate::synth::nibble_histogram(set.data(s.weight))).reduce(
-        || [0u64; 16],
-        |mut a, b| {
-            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-            a
-        },
-    );
-    let table = Table::from_histogram(FORMAT_SCALE_BITS, &hist)
-        .map_err(|e| Refusal::new(e.class(), format!("pooled histogram {hist:?}: {e}")))?;
-    let parts = table_parts(&table);
-    let table_json = table_json::to_json(&parts);
-    let table_crc32 = format!("{:08x}", crc32fast::hash(&table_json::slot_bytes(&parts.slots)));
+    // One table pooled over every selected tensor (int4-rans256-g0 only).
+    let pooled = match codec {
+        Codec::Rans256G0 => Some(pooled_table(&set, &all)?),
+        Codec::Rans64T1 => None,
+    };
 
     // Clear old output only once the input is known to be packable.
     let mut removed = Vec::new();
@@ -286,58 +320,41 @@ fn pack_in_pool(opts: &PackOptions) -> Result<PackReport, Refusal> {
         let records: Vec<Vec<u8>> = selected
             .par_iter()
             .map(|s| {
-                let r = encode_verified(&table, &s.name, set.data(s.weight));
+                let data = set.data(s.weight);
+                let r = match &pooled {
+                    Some((table, _, _)) => encode_verified(table, &s.name, data),
+                    None => crate::rans64::encode_verified(
+                        &s.name,
+                        data,
+                        tetrad_rans::rans64::DEFAULT_CHUNK_SHIFT,
+                    ),
+                };
                 bar.inc(set.entry(s.weight).len());
                 r
             })
             .collect::<Result<_, _>>()?;
         let stamps =
-            sorted_string_map(selected.iter().map(|s| (s.name.as_str(), FORMAT_NAME)), ", ", ": ");
-        let metadata: BTreeMap<String, String> =
-            [(STAMP_KEY.to_owned(), stamps), (TABLE_KEY.to_owned(), table_json.clone())].into();
-        let shapes: Vec<[u64; 1]> = records.iter().map(|r| [r.len() as u64]).collect();
-        let mut tensors = Vec::with_capacity(2 * selected.len());
-        for ((s, rec), shape) in selected.iter().zip(&records).zip(&shapes) {
-            tensors.push(OutTensor { name: &s.name, dtype: "U8", shape, data: rec });
-            let qe = set.entry(s.scales);
-            tensors.push(OutTensor {
-                name: &qe.name,
-                dtype: &qe.dtype,
-                shape: &qe.shape,
-                data: set.data(s.scales),
-            });
+            sorted_string_map(selected.iter().map(|s| (s.name.as_str(), codec.name())), ", ", ": ");
+        let mut metadata: BTreeMap<String, String> = [(STAMP_KEY.to_owned(), stamps)].into();
+        if let Some((_, table_json, _)) = &pooled {
+            metadata.insert(TABLE_KEY.to_owned(), table_json.clone());
         }
-        let header = header_bytes(&metadata, &tensors, HeaderStyle::EscapedUnpadded)
-            .map_err(|e| Refusal::new("E_INTERNAL", e.0))?;
-        let file = out_shard_name(k);
-        let path = opts.outdir.join(&file);
-        let mut hasher = Sha256::new();
-        let mut size = 0u64;
-        write_atomic(&path, |w| -> Result<(), std::io::Error> {
-            for chunk in std::iter::once(&header[..]).chain(tensors.iter().map(|t| t.data)) {
-                w.write_all(chunk)?;
-                hasher.update(chunk);
-                size += chunk.len() as u64;
-            }
-            Ok(())
-        })
-        .map_err(|e| Refusal::new("E_IO", format!("writing {}: {e}", path.display())))?;
-        record_bytes += records.iter().map(|r| r.len() as u64).sum::<u64>();
-        entries.push(ShardEntry {
-            bytes: size,
-            file,
-            records: selected
-                .iter()
-                .zip(&records)
-                .map(|(s, r)| (s.name.clone(), hex(&Sha256::digest(r))))
+        let originals = match codec {
+            Codec::Rans256G0 => BTreeMap::new(),
+            Codec::Rans64T1 => selected
+                .par_iter()
+                .map(|s| (s.name.clone(), hex(&Sha256::digest(set.data(s.weight)))))
                 .collect(),
-            sha256: hex(&hasher.finalize()),
-            source: set.shards[shard_idx].basename(),
-            weight_tensors: selected.len() as u64,
-        });
+        };
+        let entry =
+            write_shard(opts, k, &set, shard_idx, selected, &records, &metadata, originals)?;
+        record_bytes += records.iter().map(|r| r.len() as u64).sum::<u64>();
+        entries.push(entry);
     }
     bar.finish_and_clear();
-    let manifest = Manifest { shards: entries, table_crc32: table_crc32.clone() };
+    let table_crc32 = pooled.as_ref().map(|(_, _, crc)| crc.clone());
+    let manifest =
+        Manifest { format: codec.name(), shards: entries, table_crc32: table_crc32.clone() };
     crate::io::write_bytes_atomic(&opts.outdir.join(MANIFEST_NAME), manifest.to_json().as_bytes())
         .map_err(|e| Refusal::new("E_IO", format!("writing {MANIFEST_NAME}: {e}")))?;
     Ok(PackReport {
@@ -349,8 +366,81 @@ fn pack_in_pool(opts: &PackOptions) -> Result<PackReport, Refusal> {
         records: all.len() as u64,
         original_bytes,
         record_bytes,
-        table_crc32,
+        table_crc32: table_crc32.unwrap_or_default(),
+        codec,
         removed,
+    })
+}
+
+/// The pooled table over every selected weight: the table, its JSON, its CRC-32 hex.
+fn pooled_table(set: &ShardSet, all: &[&Selected]) -> Result<(Table, String, String), Refusal> {
+    let hist = all.par_iter().map(|s| crate::synth::nibble_histogram(set.data(s.weight))).reduce(
+        || [0u64; 16],
+        |mut a, b| {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+            a
+        },
+    );
+    let table = Table::from_histogram(FORMAT_SCALE_BITS, &hist)
+        .map_err(|e| Refusal::new(e.class(), format!("pooled histogram {hist:?}: {e}")))?;
+    let parts = table_parts(&table);
+    let table_json = table_json::to_json(&parts);
+    let table_crc32 = format!("{:08x}", crc32fast::hash(&table_json::slot_bytes(&parts.slots)));
+    Ok((table, table_json, table_crc32))
+}
+
+/// Writes output shard `k` (records, then their `.qs` scales) atomically and returns its
+/// manifest entry.
+#[allow(clippy::too_many_arguments)] // one shard's worth of inputs
+fn write_shard(
+    opts: &PackOptions,
+    k: usize,
+    set: &ShardSet,
+    shard_idx: usize,
+    selected: &[Selected],
+    records: &[Vec<u8>],
+    metadata: &BTreeMap<String, String>,
+    originals: BTreeMap<String, String>,
+) -> Result<ShardEntry, Refusal> {
+    let shapes: Vec<[u64; 1]> = records.iter().map(|r| [r.len() as u64]).collect();
+    let mut tensors = Vec::with_capacity(2 * selected.len());
+    for ((s, rec), shape) in selected.iter().zip(records).zip(&shapes) {
+        tensors.push(OutTensor { name: &s.name, dtype: "U8", shape, data: rec });
+        let qe = set.entry(s.scales);
+        tensors.push(OutTensor {
+            name: &qe.name,
+            dtype: &qe.dtype,
+            shape: &qe.shape,
+            data: set.data(s.scales),
+        });
+    }
+    let header = header_bytes(metadata, &tensors, HeaderStyle::EscapedUnpadded)
+        .map_err(|e| Refusal::new("E_INTERNAL", e.0))?;
+    let file = out_shard_name(k);
+    let path = opts.outdir.join(&file);
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    write_atomic(&path, |w| -> Result<(), std::io::Error> {
+        for chunk in std::iter::once(&header[..]).chain(tensors.iter().map(|t| t.data)) {
+            w.write_all(chunk)?;
+            hasher.update(chunk);
+            size += chunk.len() as u64;
+        }
+        Ok(())
+    })
+    .map_err(|e| Refusal::new("E_IO", format!("writing {}: {e}", path.display())))?;
+    Ok(ShardEntry {
+        bytes: size,
+        file,
+        originals,
+        records: selected
+            .iter()
+            .zip(records)
+            .map(|(s, r)| (s.name.clone(), hex(&Sha256::digest(r))))
+            .collect(),
+        sha256: hex(&hasher.finalize()),
+        source: set.shards[shard_idx].basename(),
+        weight_tensors: selected.len() as u64,
     })
 }
 

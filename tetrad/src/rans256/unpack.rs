@@ -7,16 +7,24 @@
 //! stamps and the table are removed from the metadata. Output shards take the name of the
 //! input shard they came from when a manifest records it, else keep their own name; each is
 //! written atomically, and a failure leaves no partial file.
+//!
+//! Tensors stamped `int4-rans64-t1` are decoded the same way (their blob carries its own
+//! models, so no table is needed; best arm, all cores, every chunk's seal checked), and when
+//! the manifest records the sha256 of the original (`originals`), the decoded bytes must match
+//! it (`E_ORIGINAL_DIGEST_MISMATCH`) before anything is written.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use tetrad_rans::{Record, decode_record};
 
+use sha2::{Digest as _, Sha256};
+
 use super::manifest::parse_digests;
 use super::{
     FORMAT_NAME, MANIFEST_NAME, Refusal, STAMP_KEY, TABLE_KEY, is_out_shard_name, table_from_parts,
 };
+use crate::rans64::FORMAT_NAME as RANS64_NAME;
 use crate::shard::{HeaderStyle, OutTensor, shard_bytes};
 use crate::shardset::{Shard, list_shards};
 use crate::table_json;
@@ -36,15 +44,16 @@ pub fn unpack(indir: &Path, outdir: &Path, force: bool) -> Result<UnpackReport, 
             format!("no out-rans-*.safetensors shards in {}", indir.display()),
         ));
     }
+    let mut originals = BTreeMap::new();
     let sources: BTreeMap<String, String> = match std::fs::read_to_string(indir.join(MANIFEST_NAME))
     {
         Ok(text) => {
             let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
                 Refusal::new("E_MANIFEST_MALFORMED", format!("{MANIFEST_NAME}: {e}"))
             })?;
-            parse_digests(&text).map_err(|e| {
-                Refusal::new("E_MANIFEST_MALFORMED", format!("{MANIFEST_NAME}: {e}"))
-            })?;
+            originals = parse_digests(&text)
+                .map_err(|e| Refusal::new("E_MANIFEST_MALFORMED", format!("{MANIFEST_NAME}: {e}")))?
+                .originals;
             v["shards"]
                 .as_array()
                 .into_iter()
@@ -79,7 +88,7 @@ pub fn unpack(indir: &Path, outdir: &Path, force: bool) -> Result<UnpackReport, 
         .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
     let mut report = Vec::new();
     for (path, base, out_name, out) in plan {
-        let (bytes, records) = unpack_shard(&path)?;
+        let (bytes, records) = unpack_shard_checked(&path, originals.get(&base))?;
         crate::io::write_bytes_atomic(&out, &bytes)
             .map_err(|e| Refusal::new("E_IO", format!("writing {}: {e}", out.display())))?;
         report.push((base, out_name, records, bytes.len() as u64));
@@ -87,8 +96,18 @@ pub fn unpack(indir: &Path, outdir: &Path, force: bool) -> Result<UnpackReport, 
     Ok(report)
 }
 
-/// The int4-row shard bytes of one `int4-rans256-g0` shard, and the number of records decoded.
+/// The int4-row shard bytes of one `int4-rans256-g0` (or `int4-rans64-t1`) shard, and the
+/// number of records decoded.
 pub fn unpack_shard(path: &Path) -> Result<(Vec<u8>, u64), Refusal> {
+    unpack_shard_checked(path, None)
+}
+
+/// [`unpack_shard`], checking each `int4-rans64-t1` tensor's decoded bytes against
+/// `originals` (tensor → sha256 hex of the original, from the manifest) when given.
+pub fn unpack_shard_checked(
+    path: &Path,
+    originals: Option<&BTreeMap<String, String>>,
+) -> Result<(Vec<u8>, u64), Refusal> {
     let shard = Shard::open(path)?;
     let base = shard.basename();
     let meta = shard.header.metadata.clone().unwrap_or_default();
@@ -97,31 +116,57 @@ pub fn unpack_shard(path: &Path) -> Result<(Vec<u8>, u64), Refusal> {
         meta.get(STAMP_KEY).ok_or_else(|| refuse("E_STAMP_MISSING", format!("no {STAMP_KEY}")))?;
     let stamps: BTreeMap<String, String> = serde_json::from_str(fmt)
         .map_err(|e| refuse("E_STAMP_MALFORMED", format!("{STAMP_KEY}: {e}")))?;
-    let table_text =
-        meta.get(TABLE_KEY).ok_or_else(|| refuse("E_TABLE_MISSING", format!("no {TABLE_KEY}")))?;
-    let parts = table_json::parse(table_text).map_err(|e| refuse(e.class(), e.to_string()))?;
-    let table = table_from_parts(&parts).map_err(|e| refuse(e.class(), e.to_string()))?;
+    let coded = |f: &str| f == FORMAT_NAME || f == RANS64_NAME;
+    // The shared table: only int4-rans256-g0 records need it.
+    let table = if stamps.values().any(|f| f == FORMAT_NAME) {
+        let table_text = meta
+            .get(TABLE_KEY)
+            .ok_or_else(|| refuse("E_TABLE_MISSING", format!("no {TABLE_KEY}")))?;
+        let parts = table_json::parse(table_text).map_err(|e| refuse(e.class(), e.to_string()))?;
+        Some(table_from_parts(&parts).map_err(|e| refuse(e.class(), e.to_string()))?)
+    } else {
+        None
+    };
     for (name, f) in &stamps {
-        if f == FORMAT_NAME && shard.header.tensor(name).is_none() {
+        if coded(f) && shard.header.tensor(name).is_none() {
             return Err(refuse("E_STAMP_DANGLING", format!("{name} is stamped but absent")));
         }
     }
     let mut decoded: Vec<(usize, Vec<u8>, Vec<u64>)> = Vec::new();
     for (k, t) in shard.header.tensors.iter().enumerate() {
-        if stamps.get(&t.name).map(String::as_str) != Some(FORMAT_NAME) {
+        let Some(stamp) = stamps.get(&t.name).map(String::as_str).filter(|f| coded(f)) else {
             continue;
-        }
+        };
         let tref =
             |class, detail: String| Refusal::new(class, format!("{base} {}: {detail}", t.name));
         if t.dtype != "U8" {
             return Err(tref("E_STAMP_DTYPE", format!("dtype {}, expected U8", t.dtype)));
         }
-        let record =
-            Record::parse_format(shard.data(t)).map_err(|e| tref(e.class(), e.to_string()))?;
-        let pb = usize::try_from(record.packed_bytes())
-            .map_err(|_| tref("E_OVERSIZE", "record too large for this machine".into()))?;
-        let mut out = vec![0u8; pb];
-        decode_record(&table, &record, &mut out).map_err(|e| tref(e.class(), e.to_string()))?;
+        let out = if stamp == RANS64_NAME {
+            let out = crate::rans64::decode_all(shard.data(t), crate::rans64::default_threads())
+                .map_err(|e| tref(e.class(), e.to_string()))?;
+            if let Some(want) = originals.and_then(|o| o.get(&t.name)) {
+                let got = crate::rans64::hex(&Sha256::digest(&out));
+                if &got != want {
+                    return Err(tref(
+                        "E_ORIGINAL_DIGEST_MISMATCH",
+                        format!("decoded sha256 {got}, manifest says the original was {want}"),
+                    ));
+                }
+            }
+            out
+        } else {
+            let table =
+                table.as_ref().ok_or_else(|| tref("E_TABLE_MISSING", format!("no {TABLE_KEY}")))?;
+            let record =
+                Record::parse_format(shard.data(t)).map_err(|e| tref(e.class(), e.to_string()))?;
+            let pb = usize::try_from(record.packed_bytes())
+                .map_err(|_| tref("E_OVERSIZE", "record too large for this machine".into()))?;
+            let mut out = vec![0u8; pb];
+            decode_record(table, &record, &mut out).map_err(|e| tref(e.class(), e.to_string()))?;
+            out
+        };
+        let pb = out.len();
         let rows = shard
             .header
             .tensor(&format!("{}.qs", t.name))

@@ -11,6 +11,15 @@
 //! the blob byte for byte (`E_REENCODE_MISMATCH`). A panic anywhere is caught and reported as
 //! `E_INTERNAL`.
 //!
+//! Tensors stamped `int4-rans64-t1` (written by `tetrad pack --codec int4-rans64-t1`) are
+//! checked in the same pass: present, U8, their blob digest against the manifest's
+//! `records`, then the blob decoded (best arm, chunks in parallel, every chunk's seal; see
+//! [`crate::rans64::decode_hash`]), its byte count a whole number of rows of its `.qs`
+//! (`E_COUNT_MISMATCH`), and the sha256 of the decoded bytes against the manifest's
+//! `originals` (`E_DIGEST_MISSING` / `E_ORIGINAL_DIGEST_MISMATCH`). No table is needed (each
+//! chunk carries its model), so a shard of only such tensors has no table key. There is no
+//! re-encode proof for this format: its seal and the two digests are the check.
+//!
 //! Memory stays bounded by the record, not by what a hostile header claims: a record's
 //! decoded size can legally be up to 2^17 times its length (the `E_OVERSIZE` bound), so
 //! records that would decode to more than [`FULL_REENCODE_LIMIT`] bytes are decoded in
@@ -34,6 +43,7 @@ use super::manifest::{Digests, parse_digests};
 use super::pack::hex;
 use super::{FORMAT_NAME, MANIFEST_NAME, STAMP_KEY, TABLE_KEY, table_from_parts};
 use crate::io::map_file;
+use crate::rans64::FORMAT_NAME as RANS64_NAME;
 use crate::shard::ShardHeader;
 use crate::table_json;
 
@@ -182,31 +192,43 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
             );
         }
     };
-    let stamped: Vec<&String> =
-        stamps.iter().filter(|(_, f)| f.as_str() == FORMAT_NAME).map(|(n, _)| n).collect();
+    let stamped: Vec<(&String, bool)> = stamps
+        .iter()
+        .filter_map(|(n, f)| match f.as_str() {
+            FORMAT_NAME => Some((n, false)),
+            RANS64_NAME => Some((n, true)),
+            _ => None,
+        })
+        .collect();
     if stamped.is_empty() {
         return ctx.refuse(
             None,
             "E_STAMP_MISSING",
-            format!("no tensor is stamped {FORMAT_NAME:?}"),
+            format!("no tensor is stamped {FORMAT_NAME:?} or {RANS64_NAME:?}"),
         );
     }
-    let Some(table_text) = meta.get(TABLE_KEY) else {
-        return ctx.refuse(None, "E_TABLE_MISSING", format!("no {TABLE_KEY} in __metadata__"));
-    };
-    let parts = match table_json::parse(table_text) {
-        Ok(p) => p,
-        Err(e) => return ctx.refuse(None, e.class(), e.to_string()),
-    };
-    ctx.verdict.table_crc32 =
-        Some(format!("{:08x}", crc32fast::hash(&table_json::slot_bytes(&parts.slots))));
-    let table = match table_from_parts(&parts) {
-        Ok(t) => t,
-        Err(e) => return ctx.refuse(None, e.class(), e.to_string()),
+    // The shared table: needed (and checked) only for int4-rans256-g0 records.
+    let table = if stamped.iter().any(|&(_, r64)| !r64) {
+        let Some(table_text) = meta.get(TABLE_KEY) else {
+            return ctx.refuse(None, "E_TABLE_MISSING", format!("no {TABLE_KEY} in __metadata__"));
+        };
+        let parts = match table_json::parse(table_text) {
+            Ok(p) => p,
+            Err(e) => return ctx.refuse(None, e.class(), e.to_string()),
+        };
+        ctx.verdict.table_crc32 =
+            Some(format!("{:08x}", crc32fast::hash(&table_json::slot_bytes(&parts.slots))));
+        match table_from_parts(&parts) {
+            Ok(t) => Some(t),
+            Err(e) => return ctx.refuse(None, e.class(), e.to_string()),
+        }
+    } else {
+        None
     };
 
     // The manifest next to the shard, if any.
     let mut record_digests: Option<BTreeMap<String, String>> = None;
+    let mut original_digests: Option<BTreeMap<String, String>> = None;
     let manifest_path =
         path.parent().map_or_else(|| PathBuf::from(MANIFEST_NAME), |d| d.join(MANIFEST_NAME));
     match std::fs::read(&manifest_path) {
@@ -258,12 +280,14 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
                 );
             }
             record_digests = Some(records);
+            original_digests =
+                Some(digests.originals.get(&ctx.verdict.shard).cloned().unwrap_or_default());
         }
     }
 
     ctx.verdict.stamped = stamped.len() as u64;
     let limit = max_tensors.unwrap_or(u64::MAX);
-    for (k, name) in stamped.into_iter().enumerate() {
+    for (k, (name, is_rans64)) in stamped.into_iter().enumerate() {
         if k as u64 >= limit {
             ctx.verdict.notes.push(format!(
                 "note: --max-tensors {limit}: {} stamped tensor(s) not checked",
@@ -304,7 +328,20 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
                 }
             }
         }
-        match check_record(&table, blob) {
+        let verdict = if is_rans64 {
+            let rows = header
+                .tensor(&format!("{name}.qs"))
+                .filter(|q| q.dtype == "F32" && q.len() % 4 == 0 && !q.is_empty())
+                .map(|q| q.len() / 4);
+            let want = original_digests.as_ref().map(|d| d.get(name.as_str()));
+            check_rans64(blob, rows, want)
+        } else {
+            match &table {
+                Some(table) => check_record(table, blob),
+                None => Err(("E_TABLE_MISSING", format!("no {TABLE_KEY} in __metadata__"))),
+            }
+        };
+        match verdict {
             Ok(()) => ctx.verdict.trusted += 1,
             Err((class, detail)) => ctx.refuse(Some(name), class, detail),
         }
@@ -322,6 +359,44 @@ fn parse_stamp_map(text: &str) -> Result<BTreeMap<String, String>, String> {
                 .ok_or_else(|| format!("entry {k:?} is not a string"))
         })
         .collect()
+}
+
+/// Checks one `int4-rans64-t1` blob: decode (every seal), a whole number of `rows` rows when
+/// the row count is known, and — with a manifest (`want` is `Some`) — the sha256 of the
+/// decoded bytes against the manifest's digest of the original.
+pub fn check_rans64(
+    blob: &[u8],
+    rows: Option<u64>,
+    want: Option<Option<&String>>,
+) -> Result<(), (&'static str, String)> {
+    let (n, digest) = crate::rans64::decode_hash(blob, crate::rans64::default_threads())
+        .map_err(|e| (e.class(), e.to_string()))?;
+    if let Some(o) = rows
+        && !n.is_multiple_of(o)
+    {
+        return Err((
+            "E_COUNT_MISMATCH",
+            format!("blob decodes to {n} bytes, not a whole number of rows for {o} scales"),
+        ));
+    }
+    match want {
+        None => Ok(()),
+        Some(None) => Err((
+            "E_DIGEST_MISSING",
+            format!("{MANIFEST_NAME} has no digest of this tensor's original bytes"),
+        )),
+        Some(Some(want)) => {
+            let got = hex(&digest);
+            if &got == want {
+                Ok(())
+            } else {
+                Err((
+                    "E_ORIGINAL_DIGEST_MISMATCH",
+                    format!("decoded sha256 {got}, manifest says the original was {want}"),
+                ))
+            }
+        }
+    }
 }
 
 /// Parse, checked decode, and the re-encode proof of one record.
