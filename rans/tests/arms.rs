@@ -229,8 +229,8 @@ fn miri_small_record_every_arm() {
 }
 
 /// Threaded decode (streams split by pairs across threads) gives exactly the single-threaded
-/// result, on valid records (full and partial last rounds, one and several batches, even and
-/// odd stream counts) and on corrupt ones (the same lowest faulty stream).
+/// result, on valid records (full and partial last rounds, no full round, one and several
+/// batches, even and odd stream counts) and on corrupt ones (the same lowest faulty stream).
 #[test]
 fn threaded_decode_matches_single_threaded() {
     let (_, table, source) = shapes().into_iter().find(|s| s.0 == "real").unwrap();
@@ -240,6 +240,7 @@ fn threaded_decode_matches_single_threaded() {
             (256usize, 65536 + 77),
             (256, 256 * 2500 + 77),
             (256, 4096),
+            (256, 101),
             (42, 42 * 300 + 9),
             (41, 5000),
         ] {
