@@ -55,6 +55,8 @@ fn json_schema_of_all() {
         ("decode", "int4-rans256-g0"),
         ("encode", "int4-rans256-g0"),
         ("decode", "cfs1"),
+        ("encode", "int4-rans64-t1"),
+        ("decode", "int4-rans64-t1"),
         ("decode", "zstd"),
         ("read_bandwidth", ""),
         ("kernel", ""),

@@ -30,7 +30,7 @@ use crate::stats::{StatsOptions, Symbols, collect_safetensors};
 /// Which group of measurements to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Which {
-    /// int4-rans256-g0, CFS1 and zstd encode/decode.
+    /// int4-rans256-g0, CFS1, int4-rans64-t1 and zstd encode/decode.
     Codecs,
     /// matmul kernels: every format, ISA and accumulation mode, L2- and DRAM-resident.
     Kernels,
@@ -256,6 +256,45 @@ fn codecs(args: &BenchArgs, arm: Option<Arm>, out: &mut Vec<Value>) -> Result<()
         return Err(Refusal::new("E_ROUNDTRIP", "CFS1 decode differs from the input".to_owned()));
     }
     out.push(base("decode", "cfs1", "scalar", t, clen));
+    // int4-rans64-t1 (tetrad's own format): encode, then every available arm (or the one
+    // `--isa` names, when this format has an arm of that name).
+    use tetrad_rans::rans64;
+    let shift = rans64::DEFAULT_CHUNK_SHIFT;
+    let mut rblob = vec![0u8; rans64::max_encoded_len(n, shift)];
+    let mut rlen = 0;
+    let mut rerr = None;
+    let t = median_secs(runs, || match rans64::encode_into(&data, shift, &mut rblob) {
+        Ok(l) => rlen = l,
+        Err(e) => rerr = Some(e),
+    });
+    if let Some(e) = rerr {
+        return Err(Refusal::new(e.class(), e.to_string()));
+    }
+    out.push(base("encode", rans64::FORMAT_NAME, "scalar", t, rlen));
+    let arms64: Vec<rans64::Arm> = match &args.isa {
+        Some(name) => {
+            rans64::Arm::from_name(name).filter(|a| a.is_available()).into_iter().collect()
+        }
+        None => rans64::Arm::ALL.iter().copied().filter(|a| a.is_available()).collect(),
+    };
+    for a in arms64 {
+        let mut derr = None;
+        let t = median_secs(runs, || {
+            if let Err(e) = rans64::decode_with(a, &rblob[..rlen], &mut back) {
+                derr = Some(e);
+            }
+        });
+        if let Some(e) = derr {
+            return Err(Refusal::new(e.class(), e.to_string()));
+        }
+        if back != data {
+            return Err(Refusal::new(
+                "E_ROUNDTRIP",
+                format!("{} {a} decode differs", rans64::FORMAT_NAME),
+            ));
+        }
+        out.push(base("decode", rans64::FORMAT_NAME, a.name(), t, rlen));
+    }
     // zstd on the same bytes: level 3 both ways, level 19 decode (its encode is too slow to
     // repeat; it is done once, untimed).
     for (level, time_encode) in [(3, true), (19, false)] {
