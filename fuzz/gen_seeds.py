@@ -174,5 +174,14 @@ put("container", shard({STAMP: json.dumps({"q": "int4-row"})},
                         ("q.qs", "F32", [4], b"\x00\x00\x80\x3f" * 4)]), "int4row")
 put("container", shard(None, []), "empty")
 
+# int4-rans64-t1 (docs/vectors/rans64.json): rans64_decode seeds are `[mode, piece] + blob`
+# (mode 0: the bytes are the blob); rans64_roundtrip seeds are `[shift sel, shape, skew] + input`.
+R64 = json.load(open(os.path.join(ROOT, "docs/vectors/rans64.json")))
+for k, b in enumerate(R64["blobs"]):
+    put("rans64_decode", bytes([0, k % 8]) + bytes.fromhex(b["blob_hex"]), "blob")
+    put("rans64_roundtrip", bytes([0, 7 + 16 * k, k % 2]) + bytes.fromhex(b["input_hex"]), "input")
+for k, b in enumerate(R64["refusals"]):
+    put("rans64_decode", bytes([0, k % 8]) + bytes.fromhex(b["blob_hex"]), "refusal")
+
 total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(OUT) for f in fs)
 print("seeds:", {t: len(os.listdir(os.path.join(OUT, t))) for t in sorted(os.listdir(OUT))}, "bytes:", total)
