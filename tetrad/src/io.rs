@@ -63,6 +63,14 @@ pub fn write_atomic<E: From<std::io::Error>>(
         write(&mut w)?;
         w.flush()?;
     }
+    // The temporary file is created 0600; the result should carry the permissions a plain
+    // `File::create` would give it: an existing file's own, else rw-r--r--.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
+    }
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| E::from(e.error))?;
     Ok(())
@@ -76,6 +84,21 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn atomic_write_gives_ordinary_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("new.bin");
+        write_bytes_atomic(&p, b"x").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(&p), 0o644, "a new file is rw-r--r--, not the temp file's 0600");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_bytes_atomic(&p, b"y").unwrap();
+        assert_eq!(mode(&p), 0o640, "an existing file keeps its mode");
+        assert_eq!(std::fs::read(&p).unwrap(), b"y");
+    }
 
     #[test]
     fn atomic_write_leaves_nothing_on_failure() {
