@@ -76,6 +76,16 @@ pub fn write_atomic<E: From<std::io::Error>>(
     Ok(())
 }
 
+/// A zeroed buffer of `n` bytes, or `None` where the allocator refuses it — so that a size
+/// declared by an input (a decoded tensor's byte count) that this machine cannot hold becomes
+/// a named refusal instead of an abort.
+pub fn try_zeroed(n: usize) -> Option<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).ok()?;
+    v.resize(n, 0);
+    Some(v)
+}
+
 /// Writes `bytes` to `path` atomically.
 pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic(path, |w| w.write_all(bytes))
@@ -84,6 +94,12 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn try_zeroed_refuses_what_cannot_be_allocated() {
+        assert_eq!(try_zeroed(5).unwrap(), [0u8; 5]);
+        assert!(try_zeroed(usize::MAX / 2).is_none());
+    }
 
     #[cfg(unix)]
     #[test]

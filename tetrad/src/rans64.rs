@@ -97,13 +97,20 @@ fn range_len(b: &Blob<'_>, c: usize) -> usize {
     usize::try_from(r.end - r.start).unwrap_or(usize::MAX)
 }
 
-/// Decodes a whole blob (best arm, `threads` threads), every seal checked.
-pub fn decode_all(blob: &[u8], threads: usize) -> Result<Vec<u8>, rans64::Error> {
-    let parsed = Blob::parse(blob)?;
-    let n = usize::try_from(parsed.n_bytes())
-        .map_err(|_| rans64::Error::TooLarge { got: parsed.n_bytes() })?;
-    let mut out = vec![0u8; n];
-    rans64::decode_threads(blob, &mut out, threads.max(1))?;
+/// Decodes a whole blob (best arm, `threads` threads), every seal checked. A declared size
+/// this machine cannot allocate is refused as `E_OVERSIZE` (never an allocation abort).
+pub fn decode_all(blob: &[u8], threads: usize) -> Result<Vec<u8>, Refusal> {
+    let refuse = |e: rans64::Error| Refusal::new(e.class(), e.to_string());
+    let parsed = Blob::parse(blob).map_err(refuse)?;
+    let oversize = || {
+        Refusal::new(
+            "E_OVERSIZE",
+            format!("decodes to {} bytes, more than this machine can allocate", parsed.n_bytes()),
+        )
+    };
+    let n = usize::try_from(parsed.n_bytes()).map_err(|_| oversize())?;
+    let mut out = crate::io::try_zeroed(n).ok_or_else(oversize)?;
+    rans64::decode_threads(blob, &mut out, threads.max(1)).map_err(refuse)?;
     Ok(out)
 }
 

@@ -144,7 +144,7 @@ pub fn unpack_shard_checked(
         }
         let out = if stamp == RANS64_NAME {
             let out = crate::rans64::decode_all(shard.data(t), crate::rans64::default_threads())
-                .map_err(|e| tref(e.class(), e.to_string()))?;
+                .map_err(|e| tref(e.class, e.detail))?;
             if let Some(want) = originals.and_then(|o| o.get(&t.name)) {
                 let got = crate::rans64::hex(&Sha256::digest(&out));
                 if &got != want {
@@ -162,7 +162,12 @@ pub fn unpack_shard_checked(
                 Record::parse_format(shard.data(t)).map_err(|e| tref(e.class(), e.to_string()))?;
             let pb = usize::try_from(record.packed_bytes())
                 .map_err(|_| tref("E_OVERSIZE", "record too large for this machine".into()))?;
-            let mut out = vec![0u8; pb];
+            let mut out = crate::io::try_zeroed(pb).ok_or_else(|| {
+                tref(
+                    "E_OVERSIZE",
+                    format!("decodes to {pb} bytes, more than this machine can allocate"),
+                )
+            })?;
             decode_record(table, &record, &mut out).map_err(|e| tref(e.class(), e.to_string()))?;
             out
         };
