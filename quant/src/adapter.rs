@@ -296,18 +296,9 @@ impl<'a> Rans256Matrix<'a> {
         wbuf: &mut [u8],
         ybuf: &mut [f32],
     ) -> Result<(), AdapterError> {
-        let s = acts.s();
-        check_y(s, self.o, self.i, y)?;
-        let t = scratch_rows(self.o, self.stride, s, wbuf, ybuf)?;
         let mut dec = self.decoder(arm)?;
-        let mut r0 = 0;
-        while r0 < self.o {
-            let r1 = (r0 + t).min(self.o);
-            let tile = &mut wbuf[..(r1 - r0) * self.stride];
-            dec.decode_next(tile)?;
-            self.multiply_tile(isa, acts, tile, r0..r1, ybuf, y)?;
-            r0 = r1;
-        }
+        let geometry = Int4Rows { scales: self.scales, o: self.o, i: self.i, stride: self.stride };
+        geometry.run_tiles(isa, acts, y, wbuf, ybuf, |tile| Ok(dec.decode_next(tile)?))?;
         dec.finish()?;
         Ok(())
     }
@@ -332,6 +323,44 @@ impl<'a> Rans256Matrix<'a> {
         let mut wbuf = std::vec![0u8; t * self.stride];
         let mut ybuf = std::vec![0f32; t * acts.s()];
         self.matmul_scratch(isa, arm, acts, y, &mut wbuf, &mut ybuf)
+    }
+}
+
+/// The int4-row side of a compressed matrix: per-row scales and `[O, I]` (`stride =
+/// ceil(I/2)` bytes a row), and the tile loop every adapter shares.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Int4Rows<'a> {
+    pub(crate) scales: &'a [f32],
+    pub(crate) o: usize,
+    pub(crate) i: usize,
+    pub(crate) stride: usize,
+}
+
+impl Int4Rows<'_> {
+    /// The tile loop: checks `y` (`S × O`) and the scratch sizes, then for each tile of whole
+    /// rows (as many as `wbuf` and `ybuf` hold) has `decode_next` fill it with the next rows'
+    /// int4 bytes and multiplies it on arm `isa`, in row order. Does not zero `y` on error and
+    /// checks no seal after the last tile: the caller does both.
+    pub(crate) fn run_tiles(
+        &self,
+        isa: Isa,
+        acts: Acts<'_>,
+        y: &mut [f32],
+        wbuf: &mut [u8],
+        ybuf: &mut [f32],
+        mut decode_next: impl FnMut(&mut [u8]) -> Result<(), AdapterError>,
+    ) -> Result<(), AdapterError> {
+        check_y(acts.s(), self.o, self.i, y)?;
+        let t = scratch_rows(self.o, self.stride, acts.s(), wbuf, ybuf)?;
+        let mut r0 = 0;
+        while r0 < self.o {
+            let r1 = (r0 + t).min(self.o);
+            let tile = &mut wbuf[..(r1 - r0) * self.stride];
+            decode_next(tile)?;
+            multiply_rows(isa, acts, self.scales, self.o, self.i, tile, r0..r1, ybuf, y)?;
+            r0 = r1;
+        }
+        Ok(())
     }
 }
 

@@ -25,8 +25,7 @@ use core::ops::Range;
 
 use tetrad_fse::{DecodeTable, Decoder, Header};
 
-use super::{Acts, check_y};
-use super::{AdapterError, multiply_rows, scratch_rows};
+use super::{Acts, AdapterError, Int4Rows, multiply_rows};
 use crate::isa::Isa;
 use crate::kernels::KernelError;
 
@@ -184,18 +183,12 @@ impl<'a> Cfs1Matrix<'a> {
         ybuf: &mut [f32],
         table: &mut DecodeTable,
     ) -> Result<(), AdapterError> {
-        let s = acts.s();
-        check_y(s, self.o, self.i, y)?;
-        let t = scratch_rows(self.o, self.stride, s, wbuf, ybuf)?;
         let mut dec = self.decoder(table)?;
-        let mut r0 = 0;
-        while r0 < self.o {
-            let r1 = (r0 + t).min(self.o);
-            let tile = &mut wbuf[..(r1 - r0) * self.stride];
+        let geometry = Int4Rows { scales: self.scales, o: self.o, i: self.i, stride: self.stride };
+        geometry.run_tiles(isa, acts, y, wbuf, ybuf, |tile| {
             dec.decode_next(tile)?;
-            self.multiply_tile(isa, acts, tile, r0..r1, ybuf, y)?;
-            r0 = r1;
-        }
+            Ok(())
+        })?;
         // rawlen == O · stride (checked by `new`) and the tiles cover O rows, so the last
         // `decode_next` produced the last byte and checked the seal.
         debug_assert!(dec.is_finished());
