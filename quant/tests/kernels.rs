@@ -552,3 +552,93 @@ proptest! {
         }
     }
 }
+
+/// The available arms, after asserting that no arm the CPU supports was disabled by its
+/// first-use selftest (so a test below cannot pass by silently running fewer arms).
+fn checked_arms() -> Vec<Isa> {
+    for arm in isa::ALL {
+        assert!(
+            !(arm.is_implemented() && arm.cpu_supports()) || arm.is_available(),
+            "kernel arm {arm} is supported here but failed its first-use selftest"
+        );
+    }
+    isa::available().collect()
+}
+
+/// fp8 without NaN codes, so that every output is a number (with NaN codes allowed, almost
+/// every long row holds one and the sweep checks mostly NaN propagation): every shape of the
+/// sweep, both decode paths of the AVX-512 arms (activations de-interleaved and scaled by 2⁸
+/// in a stack buffer while `S-tile × I` fits it; the plain path beyond), extreme codes at a
+/// high rate (subnormals, ±448, ±0).
+#[test]
+fn fp8_without_nan_codes_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0xf8f8);
+    for arm in checked_arms() {
+        for i in SWEEP_I.iter().copied().chain([1000, 2047, 2048, 2049, 4096, 8192, 8193]) {
+            for s in [1, 2, 3, 4, 16] {
+                let o = if i >= 1024 { 2 } else { 3 };
+                let t = gen_tensor(Format::Fp8E4m3B128, 0, o, i, &mut rng, 0.3, false);
+                check_arm(arm, &t, s, &mut rng);
+            }
+        }
+        let t = gen_tensor(Format::Fp8E4m3B128, 0, 131, 300, &mut rng, 1.0, false);
+        check_arm(arm, &t, 1, &mut rng);
+    }
+}
+
+/// One NaN code (`0x7F` or `0xFF`) anywhere in an fp8 row makes that row's outputs NaN and
+/// leaves the other rows alone, on every arm and decode path (full and partial 128-blocks,
+/// first and last byte).
+#[test]
+fn fp8_nan_code_anywhere_makes_its_row_nan() {
+    let mut rng = StdRng::seed_from_u64(0x7f7f);
+    for i in [1, 2, 31, 32, 33, 127, 128, 129, 300, 1024, 5000] {
+        for pos in [0, i / 2, i - 1] {
+            for code in [0x7F, 0xFF] {
+                let mut t = gen_tensor(Format::Fp8E4m3B128, 0, 3, i, &mut rng, 0.2, false);
+                t.w[i + pos] = code; // row 1
+                let m = t.matrix();
+                for s in [1, 2, 5] {
+                    let x = gen_x(s, i, &mut rng);
+                    for arm in checked_arms() {
+                        let mut y = vec![0f32; s * 3];
+                        kernels::matmul_with(arm, &m, &x, s, &mut y).unwrap();
+                        for si in 0..s {
+                            assert!(y[si * 3 + 1].is_nan(), "{arm} I={i} pos={pos} code={code:#x}");
+                            assert!(!y[si * 3].is_nan() && !y[si * 3 + 2].is_nan(), "{arm}");
+                        }
+                        check_f32(&m, &x, s, &y, arm.name());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// fp8 with activations at or beyond 2¹²⁰ (where `x · 2⁸` could overflow, so the AVX-512 arms
+/// must not pre-scale them), non-finite-free, and with subnormal activations: within the
+/// documented tolerance on every arm.
+#[test]
+fn fp8_extreme_activations() {
+    let mut rng = StdRng::seed_from_u64(0xa11);
+    for (i, s) in [(64, 1), (300, 1), (300, 2), (1024, 4)] {
+        let mut t = gen_tensor(Format::Fp8E4m3B128, 0, 5, i, &mut rng, 0.3, false);
+        let col = rng.random_range(0..i);
+        for o in 0..5 {
+            t.w[o * i + col] = [0x38, 0xB8, 0x01][o % 3]; // 1.0, -1.0, 2^-9: no f32 overflow
+        }
+        let m = t.matrix();
+        for big in [f32::from_bits(0x7B80_0000), 3.0e36, -f32::MAX / 2.0, f32::MAX / 1e6] {
+            let mut x = gen_x(s, i, &mut rng);
+            x[rng.random_range(0..s) * i + col] = big;
+            for v in x.iter_mut().step_by(7) {
+                *v *= 1e-42; // subnormal (or zero)
+            }
+            for arm in checked_arms() {
+                let mut y = vec![0f32; s * 5];
+                kernels::matmul_with(arm, &m, &x, s, &mut y).unwrap();
+                check_f32(&m, &x, s, &y, arm.name());
+            }
+        }
+    }
+}
