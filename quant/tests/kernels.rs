@@ -642,3 +642,63 @@ fn fp8_extreme_activations() {
         }
     }
 }
+
+/// The 32-column group formats on the int8 path (mxfp4, int4-grouped `gs = 32`) with enough
+/// rows for the AVX-512 arms' 16-row bands (full bands, a final partial band, a single row),
+/// widths across the 128-column blocks and the 8192-column chunks, extreme codes and scales
+/// (UE8M0 0, 1, 2 and 254: zero, subnormal and overflowing products): bit-exact against the
+/// scalar reference on every arm, for the whole matrix and for row ranges.
+#[test]
+fn q8_group32_row_bands_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0x1632);
+    for (format, gs) in [(Format::Mxfp4, 0), (Format::Int4Grouped, 32)] {
+        for (o, i) in [
+            (16, 128),
+            (17, 1),
+            (33, 33),
+            (48, 129),
+            (15, 256),
+            (20, 1000),
+            (1, 300),
+            (18, 8192),
+            (17, 8193),
+            (19, 9000),
+        ] {
+            let t = gen_tensor(format, gs, o, i, &mut rng, 0.3, true);
+            for s in [1, 2, 3] {
+                check_arm_all(&t, s, &mut rng);
+            }
+            let m = t.matrix();
+            let s = 2;
+            let x = gen_x(s, i, &mut rng);
+            let (mut q, mut qs) = (vec![0i8; s * i], vec![0f32; s]);
+            let xq = kernels::quantize_activations(&x, s, i, &mut q, &mut qs).unwrap();
+            for arm in checked_arms() {
+                let mut full = vec![0f32; s * o];
+                kernels::matmul_q8_with(arm, &m, &xq, &mut full).unwrap();
+                for (a, b) in
+                    [(0, o), (1, o), (o / 2, o), (0, o.min(16)), (o - 1, o), (3.min(o), 3.min(o))]
+                {
+                    let mut part = vec![0f32; s * (b - a)];
+                    kernels::matmul_q8_rows_with(arm, &m, &xq, a..b, &mut part).unwrap();
+                    for si in 0..s {
+                        for (k, r) in (a..b).enumerate() {
+                            assert_eq!(
+                                part[si * (b - a) + k].to_bits(),
+                                full[si * o + r].to_bits(),
+                                "{arm} {format:?} O={o} I={i} rows {a}..{b} s={si} r={r}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// [`check_arm`] on every arm (asserting that none was disabled by its selftest).
+fn check_arm_all(t: &Tensor, s: usize, rng: &mut StdRng) {
+    for arm in checked_arms() {
+        check_arm(arm, t, s, rng);
+    }
+}

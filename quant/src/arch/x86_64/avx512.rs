@@ -13,12 +13,16 @@
 //! The operand trap of `vpdpbusd`: the *first* byte operand is unsigned. Signed weight codes
 //! therefore go in as magnitudes (`|w| ≤ 128`) with the sign moved onto the activation
 //! (`s = −x` where `w < 0`, a masked subtract; `x ≠ −128` by the activation quantizer), or, for
-//! int4, as the raw nibble (`0..=15`) with `8·Σx` subtracted afterwards.
+//! int4, as the raw nibble (`0..=15`) with `8·Σx` subtracted afterwards, or, for 32-column
+//! groups, as the code plus an offset (nibble; mxfp4 `code + 12`) with `offset·Σx` subtracted
+//! through the accumulator's initial value.
 //!
 //! Decoding:
-//! - int4 / mxfp4, int8-activation path: 32 bytes → 64 nibbles in column order with
-//!   `vpmovzxbw`, a shift by 4 and one `vpternlogd` (`(z | z≪4) & 0x0F0F`); mxfp4 and
-//!   int4-grouped magnitudes through a 16-entry `vpshufb` table, the sign as a mask;
+//! - int4-row, int8-activation path: 32 bytes → 64 nibbles in column order with `vpmovzxbw`, a
+//!   shift by 4 and one `vpternlogd` (`(z | z≪4) & 0x0F0F`);
+//! - mxfp4 and int4-grouped `gs = 32`, int8-activation path: 64 bytes → the 64 low nibbles
+//!   (even columns) and the 64 high ones (odd columns), against activations split once into
+//!   even and odd columns; mxfp4 codes through a 16-entry `vpshufb` table (`code + 12`);
 //! - int4 / mxfp4, f32 path: 16 bytes → 32 nibbles in column order (128-bit `and`/shift/
 //!   unpack), `vpmovzxbd`, then `vpermps` from a 16-entry f32 table (`nib − 8`, or the e2m1
 //!   value): one instruction per 16 weights, no integer→float conversion;
@@ -37,8 +41,10 @@
 //! one horizontal sum per output: within the documented tolerance of the scalar reference.
 //! int8 path: exact i32 group sums, then the scalar reference's epilogue (`acc += (d as f32) ·
 //! scale` in group order, `y = acc · sx`): bit-exact. For 32-column groups (mxfp4,
-//! int4-grouped `gs = 32`) eight group sums are reduced at once (`vshufi32x4`, `vpunpck*dq`,
-//! `vpermd`) and converted and scaled as one vector before the in-order additions.
+//! int4-grouped `gs = 32`) the epilogue itself is vectorised with one output row per lane:
+//! 16 rows at a time, exact group sums transposed into lanes (`vpackssdw`, `vpmaddwd`,
+//! `vshufi32x4`), scales gathered per group, and each lane performing the reference's f32
+//! operations for its row (see `q8_g32_rows16`).
 
 // One SAFETY argument covers each block's loads (all in bounds for the same reason); clippy also
 // counts the (safe, same-feature) intrinsic calls, which would split blocks into noise.
@@ -53,6 +59,8 @@ const ST: usize = 16;
 static I4_MAG: [i8; 16] = [8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6, 7];
 /// `|code|` of each mxfp4 nibble on the int8 path (`2·e2m1`); bit 3 is the sign.
 static MX_MAG: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12];
+/// mxfp4 nibble → its int8-path code plus 12 (`2·e2m1 + 12 ∈ [0, 24]`; bit 3 is the sign).
+static MX_OFF: [i8; 16] = [12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0];
 /// int4 nibble values `nib − 8` as f32.
 static I4_F32: [f32; 16] =
     [-8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0];
@@ -78,7 +86,7 @@ macro_rules! avx512_arm {
         use core::arch::x86_64::*;
         use core::ops::Range;
 
-        use super::{CH, I4_F32, I4_MAG, MX_F32, MX_MAG, ST, mask16, mask64};
+        use super::{CH, I4_F32, I4_MAG, MX_F32, MX_MAG, MX_OFF, ST, mask16, mask64};
         use crate::format::Format;
         use crate::kernels::{Matrix, QuantizedActs, Scales};
         use crate::scalar;
@@ -1024,10 +1032,10 @@ macro_rules! avx512_arm {
                 // SAFETY: same contract.
                 Format::Int8Row => unsafe { q8_int8_row(m, xq, rows, y) },
                 // SAFETY: same contract.
-                Format::Mxfp4 => unsafe { q8_g32::<true>(m, xq, rows, y) },
+                Format::Mxfp4 => unsafe { q8_g32_rows16::<true>(m, xq, rows, y) },
                 // SAFETY: same contract.
                 Format::Int4Grouped if m.group_len() == 32 => unsafe {
-                    q8_g32::<false>(m, xq, rows, y)
+                    q8_g32_rows16::<false>(m, xq, rows, y)
                 },
                 // SAFETY: same contract.
                 _ => unsafe { q8_generic(m, xq, rows, y) },
@@ -1182,157 +1190,296 @@ macro_rules! avx512_arm {
             }
         }
 
-        /// 64 nibbles → exact per-lane `Σ code·x` for mxfp4 (`MX`) or int4 codes.
+        /// Activation codes per chunk of [`q8_g32_rows16`] (de-interleaved on the stack, 8 KiB,
+        /// plus 4 KiB of per-block corrections).
+        const QC: usize = 8192;
+
+        /// Splits 128 activation codes (`x0` = columns 0..64, `x1` = 64..128 of a block) into
+        /// the 64 even and the 64 odd columns, in order: the layout of the low and high
+        /// nibbles of the block's 64 weight bytes. `vpshufb` gathers the 8 even then the 8 odd
+        /// bytes of each 16-byte lane, two `vpermd` (the second merged under a mask) put the
+        /// qwords in column order.
         #[inline]
         #[target_feature(enable = $feat)]
-        fn nib_dot<const MX: bool>(
-            acc: __m512i,
-            nib: __m512i,
-            lut: __m512i,
-            x: __m512i,
-        ) -> __m512i {
-            let mag = _mm512_shuffle_epi8(lut, nib);
-            let eight = _mm512_set1_epi8(8);
-            let neg = if MX {
-                _mm512_test_epi8_mask(nib, eight)
-            } else {
-                _mm512_testn_epi8_mask(nib, eight)
-            };
-            let xs = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
-            dpbusd(acc, mag, xs)
+        fn split_even_odd(x0: __m512i, x1: __m512i) -> (__m512i, __m512i) {
+            #[rustfmt::skip]
+            let pat = _mm512_broadcast_i32x4(_mm_setr_epi8(
+                0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+            ));
+            let (a, b) = (_mm512_shuffle_epi8(x0, pat), _mm512_shuffle_epi8(x1, pat));
+            // dwords of a: [E0 O0 E1 O1 E2 O2 E3 O3] in qword pairs; even = E0..E3 of a, then of b.
+            let ie = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 1, 4, 5, 8, 9, 12, 13);
+            let io = _mm512_setr_epi32(2, 3, 6, 7, 10, 11, 14, 15, 2, 3, 6, 7, 10, 11, 14, 15);
+            let xe = _mm512_mask_permutexvar_epi32(_mm512_permutexvar_epi32(ie, a), 0xFF00, ie, b);
+            let xo = _mm512_mask_permutexvar_epi32(_mm512_permutexvar_epi32(io, a), 0xFF00, io, b);
+            (xe, xo)
         }
 
-        /// The 8 exact group sums of four vectors holding two 32-column groups each (group
-        /// `2j` in lanes 0..8 and `2j + 1` in lanes 8..16 of `v[j]`), in group order.
+        /// Sums of 16 vectors of i32 lanes, 4 per 128-bit lane `q`, into 4 vectors: lane `r` of
+        /// result `q` = the sum of the four lanes of 128-bit lane `q` of `a[r]`. Every lane of
+        /// `a` must fit in i16 and every pair sum too (|lane| ≤ 16 383): then the two
+        /// `vpackssdw` + `vpmaddwd(·, 1)` levels are exact; a 4 × 4 transpose of 128-bit lanes
+        /// (`vshufi32x4`) finishes.
         #[inline]
         #[target_feature(enable = $feat)]
-        fn group_sums8(v: [__m512i; 4]) -> __m256i {
-            let r01 = _mm512_add_epi32(
-                _mm512_shuffle_i32x4::<0x88>(v[0], v[1]),
-                _mm512_shuffle_i32x4::<0xDD>(v[0], v[1]),
-            ); // 128-bit lane k: 4 partial sums of group k
-            let r23 = _mm512_add_epi32(
-                _mm512_shuffle_i32x4::<0x88>(v[2], v[3]),
-                _mm512_shuffle_i32x4::<0xDD>(v[2], v[3]),
-            ); // lane k: group k + 4
-            let c =
-                _mm512_add_epi32(_mm512_unpacklo_epi32(r01, r23), _mm512_unpackhi_epi32(r01, r23));
-            let d = _mm512_add_epi32(c, _mm512_shuffle_epi32::<0b01_00_11_10>(c));
-            // lane k = [g_k, g_{k+4}, g_k, g_{k+4}]
-            let idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
-            _mm512_castsi512_si256(_mm512_permutexvar_epi32(idx, d))
-        }
-
-        /// Eight int8-path group scales of row `o` starting at group `g0` (mxfp4:
-        /// `2^(e−128)` computed from the UE8M0 bytes, as `crate::scalar::ue8m0_half`).
-        #[inline]
-        #[target_feature(enable = $feat)]
-        fn scales8_q8(m: &Matrix<'_>, o: usize, g0: usize) -> __m256 {
-            let base = m.scale_index(o, g0);
-            match m.scales() {
-                Scales::Ue8m0(e) => {
-                    let eb = &e[base..base + 8];
-                    // SAFETY: eb has 8 bytes.
-                    let e32 = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(eb.as_ptr().cast()) });
-                    let one = _mm256_set1_epi32(1);
-                    let normal = _mm256_slli_epi32::<23>(_mm256_sub_epi32(e32, one));
-                    let small = _mm256_slli_epi32::<22>(e32); // e = 0 → +0.0, e = 1 → 2^−127
-                    let big = _mm256_cmpgt_epi32(e32, one);
-                    _mm256_castsi256_ps(_mm256_blendv_epi8(small, normal, big))
-                }
-                Scales::F32(s) => {
-                    let sb = &s[base..base + 8];
-                    // SAFETY: sb has 8 f32.
-                    unsafe { _mm256_loadu_ps(sb.as_ptr()) }
-                }
-                Scales::None => _mm256_set1_ps(1.0),
+        fn reduce16x4(a: [__m512i; 16]) -> [__m512i; 4] {
+            let ones = _mm512_set1_epi16(1);
+            let mut h = [_mm512_setzero_si512(); 8];
+            for (j, hj) in h.iter_mut().enumerate() {
+                // lane q: [a2j(0)+a2j(1), a2j(2)+a2j(3), a2j+1(0)+a2j+1(1), a2j+1(2)+a2j+1(3)]
+                *hj = _mm512_madd_epi16(_mm512_packs_epi32(a[2 * j], a[2 * j + 1]), ones);
             }
+            let mut f = [_mm512_setzero_si512(); 4];
+            for (k, fk) in f.iter_mut().enumerate() {
+                // lane q: the full sums of rows 4k .. 4k + 4
+                *fk = _mm512_madd_epi16(_mm512_packs_epi32(h[2 * k], h[2 * k + 1]), ones);
+            }
+            let t0 = _mm512_shuffle_i32x4::<0x44>(f[0], f[1]);
+            let t1 = _mm512_shuffle_i32x4::<0xEE>(f[0], f[1]);
+            let t2 = _mm512_shuffle_i32x4::<0x44>(f[2], f[3]);
+            let t3 = _mm512_shuffle_i32x4::<0xEE>(f[2], f[3]);
+            [
+                _mm512_shuffle_i32x4::<0x88>(t0, t2),
+                _mm512_shuffle_i32x4::<0xDD>(t0, t2),
+                _mm512_shuffle_i32x4::<0x88>(t1, t3),
+                _mm512_shuffle_i32x4::<0xDD>(t1, t3),
+            ]
+        }
+
+        /// The f32 group scales of groups `g .. g + n` (`n ≤ 4`) of the 16 rows `o[r]`, one
+        /// vector per group, lane `r` = row `o[r]` (int4-grouped; groups past `n` are 0).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn scales_f32_16x4(
+            s: &[f32],
+            o: &[usize; 16],
+            ng: usize,
+            g: usize,
+            n: usize,
+        ) -> [__m512; 4] {
+            let mk = mask16(n);
+            let row = |r: usize| {
+                let sr = &s[o[r] * ng + g..o[r] * ng + g + n];
+                // SAFETY: the masked load reads the n ≤ 4 scales of sr only.
+                _mm512_castsi512_si128(unsafe { _mm512_maskz_loadu_epi32(mk, sr.as_ptr().cast()) })
+            };
+            let z = |j: usize| {
+                let v = _mm512_castsi128_si512(row(j));
+                let v = _mm512_inserti32x4::<1>(v, row(j + 4));
+                let v = _mm512_inserti32x4::<2>(v, row(j + 8));
+                _mm512_inserti32x4::<3>(v, row(j + 12))
+            };
+            let (z0, z1, z2, z3) = (z(0), z(1), z(2), z(3));
+            let (t0, t1) = (_mm512_unpacklo_epi32(z0, z1), _mm512_unpackhi_epi32(z0, z1));
+            let (t2, t3) = (_mm512_unpacklo_epi32(z2, z3), _mm512_unpackhi_epi32(z2, z3));
+            [
+                _mm512_castsi512_ps(_mm512_unpacklo_epi64(t0, t2)),
+                _mm512_castsi512_ps(_mm512_unpackhi_epi64(t0, t2)),
+                _mm512_castsi512_ps(_mm512_unpacklo_epi64(t1, t3)),
+                _mm512_castsi512_ps(_mm512_unpackhi_epi64(t1, t3)),
+            ]
+        }
+
+        /// The UE8M0 bytes of groups `g .. g + n` (`n ≤ 4`) of the 16 rows `o[r]`: lane `r`
+        /// holds row `o[r]`'s bytes, group `g + q` in byte `q` (0 past `n`).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn scales_ue8_16x4(e: &[u8], o: &[usize; 16], ng: usize, g: usize, n: usize) -> __m512i {
+            let w = |r: usize| {
+                let b = &e[o[r] * ng + g..o[r] * ng + g + n];
+                if let Ok(b4) = <[u8; 4]>::try_from(b) {
+                    i32::from_le_bytes(b4)
+                } else {
+                    // The row's last block: fewer than 4 groups.
+                    b.iter().rev().fold(0, |acc, &v| (acc << 8) | i32::from(v))
+                }
+            };
+            _mm512_setr_epi32(
+                w(0),
+                w(1),
+                w(2),
+                w(3),
+                w(4),
+                w(5),
+                w(6),
+                w(7),
+                w(8),
+                w(9),
+                w(10),
+                w(11),
+                w(12),
+                w(13),
+                w(14),
+                w(15),
+            )
+        }
+
+        /// `2^(e − 127)` as f32 for the byte `q` of every lane of `v` (`e = 0` → `+0.0`;
+        /// `e ≤ 254`: a normal f32, never subnormal): the byte shifted into the exponent field.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn ue8_pow2(v: __m512i, q: usize) -> __m512 {
+            let sh = match q {
+                0 => _mm512_slli_epi32::<23>(v),
+                1 => _mm512_slli_epi32::<15>(v),
+                2 => _mm512_slli_epi32::<7>(v),
+                _ => _mm512_srli_epi32::<1>(v),
+            };
+            _mm512_castsi512_ps(_mm512_and_si512(sh, _mm512_set1_epi32(0x7F80_0000)))
         }
 
         /// int8-activation kernel for 32-column nibble groups (mxfp4 when `MX`, int4-grouped
-        /// `gs = 32`): 256-column super-blocks give 8 exact group sums at once, converted and
-        /// scaled lane-wise, then added to the row's accumulator in group order (bit-exact);
-        /// the remaining groups one at a time with masked loads. Two output rows are
-        /// interleaved so that their in-order addition chains overlap.
+        /// `gs = 32`) with **one output row per lane**: bands of 16 rows share each activation
+        /// load, and the reference's epilogue (`acc = acc + (d as f32) · scale`, groups in
+        /// order, then `acc · sx`) runs as 16-lane vector operations, each lane performing
+        /// exactly the reference's f32 operations for its row, so the result is bit-identical.
+        ///
+        /// Per 128-column block: the activation codes are split once into even and odd
+        /// columns ([`split_even_odd`]), which match the low and high nibbles of the 64 weight
+        /// bytes of each row; a row's block is then one load, `& 0x0F`, `≫ 4 & 0x0F`, (mxfp4:
+        /// two `vpshufb` to `code + 12`) and two `dpbusd`. The unsigned operand is the code
+        /// plus an offset (`nib` for int4, `code + 12 ∈ [0, 24]` for mxfp4: ≤ 128, so both arms
+        /// are exact), and the accumulator starts at `−offset · Σx` over the same lanes, so
+        /// every i32 lane ends at `Σ code · x` over 8 columns of one group (|·| ≤ 12 192). Lane
+        /// `4q .. 4q + 4` is group `q` of the block; [`reduce16x4`] gives per group one vector
+        /// with row `r`'s exact group sum in lane `r`.
+        ///
+        /// Epilogue per group: int4: `p = (d as f32) · s` (one `vmulps`, as the reference);
+        /// mxfp4: `p = ((d as f32) · 0.5) · 2^(e−127)`, where `(d as f32) · 0.5` is exact
+        /// (`|d| < 2¹⁶`), so `p` is the single rounding of `d · 2^(e−128)`: the reference's
+        /// `(d as f32) · ue8m0_half(e)`, for every `e` (`e = 0`: `±0`, as `d · (+0.0)`;
+        /// `e = 1`: `2^(e−127)` is normal, so no subnormal operand). Then `acc = acc + p`
+        /// (`vaddps`; not an FMA, which would skip the product's rounding, e.g. on overflow).
+        ///
+        /// Rows past the range's last one (a final band of fewer than 16) repeat the last row
+        /// and are not stored. Columns: chunks of [`QC`]; between chunks the 16 accumulators
+        /// wait in `y` (exact: f32 stored as f32). Partial blocks use masked loads; the codes
+        /// past `I` are 0 and meet zero activations.
         ///
         /// # Safety
         /// Features available; shapes as asserted by [`matmul_q8_rows`].
         #[target_feature(enable = $feat)]
-        unsafe fn q8_g32<const MX: bool>(
+        unsafe fn q8_g32_rows16<const MX: bool>(
             m: &Matrix<'_>,
             xq: &QuantizedActs<'_>,
             rows: Range<usize>,
             y: &mut [f32],
         ) {
-            let (ni, nr, s) = (m.i(), rows.len(), xq.s());
-            let supers = ni / 256;
-            // SAFETY: both tables hold 16 bytes.
-            let lut = _mm512_broadcast_i32x4(unsafe {
-                _mm_loadu_si128(if MX { MX_MAG.as_ptr() } else { I4_MAG.as_ptr() }.cast())
-            });
-            for si in 0..s {
+            let (ni, nr, ng) = (m.i(), rows.len(), m.groups_per_row());
+            if nr == 0 || ni == 0 {
+                for v in &mut y[..nr * xq.s()] {
+                    *v = 0.0; // no groups: acc = 0, y = 0 · sx = 0 (sx finite, ≥ 0)
+                }
+                return;
+            }
+            // SAFETY: the table holds 16 bytes.
+            let lut = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(MX_OFF.as_ptr().cast()) });
+            let off = _mm512_set1_epi8(if MX { 12 } else { 8 });
+            let low = _mm512_set1_epi8(0x0F);
+            let mut xbuf = [0i8; QC];
+            let mut cbuf = [_mm512_setzero_si512(); QC / 128];
+            for si in 0..xq.s() {
                 let (q, sx) = xq.row(si);
-                let qp = q.as_ptr();
-                let mut r = 0;
-                while r < nr {
-                    let pair = nr - r >= 2;
-                    let o = [rows.start + r, rows.start + r + usize::from(pair)];
-                    let rp = [m.row_bytes(o[0]).as_ptr(), m.row_bytes(o[1]).as_ptr()];
-                    let mut acc = [0.0f32; 2];
-                    for sb in 0..supers {
-                        let mut prod = [[0f32; 8]; 2];
-                        for h in 0..2 {
-                            let mut v = [_mm512_setzero_si512(); 4];
-                            for (j, vj) in v.iter_mut().enumerate() {
-                                let col = 256 * sb + 64 * j;
-                                // SAFETY: col + 64 ≤ I: 32 bytes at col/2 of the row and 64 codes
-                                // at col exist.
-                                unsafe {
-                                    let nib = nib64(_mm256_loadu_si256(rp[h].add(col / 2).cast()));
-                                    let xv = _mm512_loadu_si512(qp.add(col).cast());
-                                    *vj = nib_dot::<MX>(_mm512_setzero_si512(), nib, lut, xv);
-                                }
-                            }
-                            let d = _mm256_cvtepi32_ps(group_sums8(v));
-                            let p = _mm256_mul_ps(d, scales8_q8(m, o[h], 8 * sb));
-                            // SAFETY: prod[h] holds 8 f32.
-                            unsafe { _mm256_storeu_ps(prod[h].as_mut_ptr(), p) };
-                        }
-                        for g in 0..8 {
-                            acc[0] += prod[0][g];
-                            acc[1] += prod[1][g];
+                let ys = &mut y[si * nr..(si + 1) * nr];
+                let mut c0 = 0;
+                while c0 < ni {
+                    let cn = (ni - c0).min(QC);
+                    let nb = cn.div_ceil(128);
+                    for (b, cb) in cbuf[..nb].iter_mut().enumerate() {
+                        let col = c0 + 128 * b;
+                        let rem = ni - col;
+                        // SAFETY: the masked loads read the min(rem, 128) codes at col only;
+                        // the stores write xbuf[128b .. 128b + 128] (b < QC / 128).
+                        unsafe {
+                            let x0 = _mm512_maskz_loadu_epi8(mask64(rem), q.as_ptr().add(col));
+                            let x1 = _mm512_maskz_loadu_epi8(
+                                mask64(rem.saturating_sub(64)),
+                                q.as_ptr().add(col + 64.min(rem)),
+                            );
+                            let (xe, xo) = split_even_odd(x0, x1);
+                            _mm512_storeu_si512(xbuf.as_mut_ptr().add(128 * b).cast(), xe);
+                            _mm512_storeu_si512(xbuf.as_mut_ptr().add(128 * b + 64).cast(), xo);
+                            let c = dpbusd(dpbusd(_mm512_setzero_si512(), off, xe), off, xo);
+                            *cb = _mm512_sub_epi32(_mm512_setzero_si512(), c);
                         }
                     }
-                    for g in 8 * supers..m.groups_per_row() {
-                        let c = 32 * g;
-                        let rem = (ni - c).min(32);
-                        for h in 0..2 {
-                            // SAFETY: masked loads of the ceil(rem/2) row bytes at c/2 and the rem
-                            // codes at c, all valid.
-                            let d = unsafe {
-                                let wb = _mm512_maskz_loadu_epi8(
-                                    mask64(rem.div_ceil(2)),
-                                    rp[h].add(c / 2).cast(),
-                                );
-                                let xv = _mm512_maskz_loadu_epi8(mask64(rem), qp.add(c));
-                                let nib = nib64(_mm512_castsi512_si256(wb));
-                                _mm512_reduce_add_epi32(nib_dot::<MX>(
-                                    _mm512_setzero_si512(),
-                                    nib,
-                                    lut,
-                                    xv,
-                                ))
+                    let (first, last) = (c0 == 0, c0 + cn == ni);
+                    let mut r0 = 0;
+                    while r0 < nr {
+                        let nv = (nr - r0).min(16);
+                        let o: [usize; 16] =
+                            core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+                        let rp: [*const u8; 16] =
+                            core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                        let mut acc = if first {
+                            _mm512_setzero_ps()
+                        } else {
+                            // SAFETY: the masked load reads the nv values of this band in ys.
+                            unsafe { _mm512_maskz_loadu_ps(mask16(nv), ys.as_ptr().add(r0)) }
+                        };
+                        for (b, &cb) in cbuf[..nb].iter().enumerate() {
+                            let col = c0 + 128 * b;
+                            let rem = ni - col;
+                            // SAFETY: xbuf[128b .. 128b + 128] was written above.
+                            let (xe, xo) = unsafe {
+                                (
+                                    _mm512_loadu_si512(xbuf.as_ptr().add(128 * b).cast()),
+                                    _mm512_loadu_si512(xbuf.as_ptr().add(128 * b + 64).cast()),
+                                )
                             };
-                            #[allow(clippy::cast_precision_loss)] // the spec's rounding
-                            let df = d as f32;
-                            acc[h] += df * scalar::group_scale_q8(m, o[h], g);
+                            let wm = mask64(rem.div_ceil(2));
+                            let mut a = [_mm512_setzero_si512(); 16];
+                            for (r, ar) in a.iter_mut().enumerate() {
+                                // SAFETY: the row has ceil(I/2) bytes; a full block reads the
+                                // 64 at col/2 (col + 128 ≤ I), a partial one the ceil(rem/2)
+                                // holding columns col..I (masked).
+                                let w = unsafe {
+                                    if rem >= 128 {
+                                        _mm512_loadu_si512(rp[r].add(col / 2).cast())
+                                    } else {
+                                        _mm512_maskz_loadu_epi8(wm, rp[r].add(col / 2).cast())
+                                    }
+                                };
+                                let lo = _mm512_and_si512(w, low);
+                                let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(w), low);
+                                let (ue, uo) = if MX {
+                                    (_mm512_shuffle_epi8(lut, lo), _mm512_shuffle_epi8(lut, hi))
+                                } else {
+                                    (lo, hi)
+                                };
+                                *ar = dpbusd(dpbusd(cb, ue, xe), uo, xo);
+                            }
+                            let d = reduce16x4(a);
+                            let g = (c0 + 128 * b) / 32;
+                            let n = (ng - g).min(4);
+                            match m.scales() {
+                                Scales::Ue8m0(e) if MX => {
+                                    let v = scales_ue8_16x4(e, &o, ng, g, n);
+                                    let half = _mm512_set1_ps(0.5);
+                                    for (qi, dq) in d.iter().enumerate().take(n) {
+                                        let df = _mm512_mul_ps(_mm512_cvtepi32_ps(*dq), half);
+                                        acc =
+                                            _mm512_add_ps(acc, _mm512_mul_ps(df, ue8_pow2(v, qi)));
+                                    }
+                                }
+                                Scales::F32(s) if !MX => {
+                                    let sc = scales_f32_16x4(s, &o, ng, g, n);
+                                    for (dq, sq) in d.iter().zip(&sc).take(n) {
+                                        let p = _mm512_mul_ps(_mm512_cvtepi32_ps(*dq), *sq);
+                                        acc = _mm512_add_ps(acc, p);
+                                    }
+                                }
+                                _ => unreachable!("scale kind checked by Matrix::new"),
+                            }
                         }
+                        if last {
+                            acc = _mm512_mul_ps(acc, _mm512_set1_ps(sx));
+                        }
+                        // SAFETY: the masked store writes the nv values of this band in ys.
+                        unsafe { _mm512_mask_storeu_ps(ys.as_mut_ptr().add(r0), mask16(nv), acc) };
+                        r0 += 16;
                     }
-                    y[si * nr + r] = acc[0] * sx;
-                    if pair {
-                        y[si * nr + r + 1] = acc[1] * sx;
-                    }
-                    r += 1 + usize::from(pair);
+                    c0 += cn;
                 }
             }
         }
