@@ -1246,6 +1246,30 @@ macro_rules! avx512_arm {
             ]
         }
 
+        /// A 16 × 4 transpose of dwords: `row(r)` gives 4 dwords of row `r`; result `k` has
+        /// dword `k` of row `r` in lane `r` (16 loads combined into four vectors by
+        /// `vinserti32x4`, then `vpunpck{l,h}{dq,qdq}` within 128-bit lanes).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn transpose16x4(row: impl Fn(usize) -> __m128i) -> [__m512i; 4] {
+            // z(j): 128-bit lane L holds row j + 4L.
+            let z = |j: usize| {
+                let v = _mm512_castsi128_si512(row(j));
+                let v = _mm512_inserti32x4::<1>(v, row(j + 4));
+                let v = _mm512_inserti32x4::<2>(v, row(j + 8));
+                _mm512_inserti32x4::<3>(v, row(j + 12))
+            };
+            let (z0, z1, z2, z3) = (z(0), z(1), z(2), z(3));
+            let (t0, t1) = (_mm512_unpacklo_epi32(z0, z1), _mm512_unpackhi_epi32(z0, z1));
+            let (t2, t3) = (_mm512_unpacklo_epi32(z2, z3), _mm512_unpackhi_epi32(z2, z3));
+            [
+                _mm512_unpacklo_epi64(t0, t2),
+                _mm512_unpackhi_epi64(t0, t2),
+                _mm512_unpacklo_epi64(t1, t3),
+                _mm512_unpackhi_epi64(t1, t3),
+            ]
+        }
+
         /// The f32 group scales of groups `g .. g + n` (`n ≤ 4`) of the 16 rows `o[r]`, one
         /// vector per group, lane `r` = row `o[r]` (int4-grouped; groups past `n` are 0).
         #[inline]
@@ -1258,60 +1282,32 @@ macro_rules! avx512_arm {
             n: usize,
         ) -> [__m512; 4] {
             let mk = mask16(n);
-            let row = |r: usize| {
+            let t = transpose16x4(|r: usize| {
                 let sr = &s[o[r] * ng + g..o[r] * ng + g + n];
                 // SAFETY: the masked load reads the n ≤ 4 scales of sr only.
                 _mm512_castsi512_si128(unsafe { _mm512_maskz_loadu_epi32(mk, sr.as_ptr().cast()) })
-            };
-            let z = |j: usize| {
-                let v = _mm512_castsi128_si512(row(j));
-                let v = _mm512_inserti32x4::<1>(v, row(j + 4));
-                let v = _mm512_inserti32x4::<2>(v, row(j + 8));
-                _mm512_inserti32x4::<3>(v, row(j + 12))
-            };
-            let (z0, z1, z2, z3) = (z(0), z(1), z(2), z(3));
-            let (t0, t1) = (_mm512_unpacklo_epi32(z0, z1), _mm512_unpackhi_epi32(z0, z1));
-            let (t2, t3) = (_mm512_unpacklo_epi32(z2, z3), _mm512_unpackhi_epi32(z2, z3));
-            [
-                _mm512_castsi512_ps(_mm512_unpacklo_epi64(t0, t2)),
-                _mm512_castsi512_ps(_mm512_unpackhi_epi64(t0, t2)),
-                _mm512_castsi512_ps(_mm512_unpacklo_epi64(t1, t3)),
-                _mm512_castsi512_ps(_mm512_unpackhi_epi64(t1, t3)),
-            ]
+            });
+            t.map(|v| _mm512_castsi512_ps(v))
         }
 
-        /// The UE8M0 bytes of groups `g .. g + n` (`n ≤ 4`) of the 16 rows `o[r]`: lane `r`
-        /// holds row `o[r]`'s bytes, group `g + q` in byte `q` (0 past `n`).
+        /// The UE8M0 bytes of groups `g .. g + n` (`n ≤ 16`) of the 16 rows `o[r]`, for four
+        /// blocks: result `k` holds in lane `r` the bytes of groups `g + 4k .. g + 4k + 4` of
+        /// row `o[r]`, group `g + 4k + q` in byte `q` (0 past `n`).
         #[inline]
         #[target_feature(enable = $feat)]
-        fn scales_ue8_16x4(e: &[u8], o: &[usize; 16], ng: usize, g: usize, n: usize) -> __m512i {
-            let w = |r: usize| {
-                let b = &e[o[r] * ng + g..o[r] * ng + g + n];
-                if let Ok(b4) = <[u8; 4]>::try_from(b) {
-                    i32::from_le_bytes(b4)
-                } else {
-                    // The row's last block: fewer than 4 groups.
-                    b.iter().rev().fold(0, |acc, &v| (acc << 8) | i32::from(v))
-                }
-            };
-            _mm512_setr_epi32(
-                w(0),
-                w(1),
-                w(2),
-                w(3),
-                w(4),
-                w(5),
-                w(6),
-                w(7),
-                w(8),
-                w(9),
-                w(10),
-                w(11),
-                w(12),
-                w(13),
-                w(14),
-                w(15),
-            )
+        fn scales_ue8_16x16(
+            e: &[u8],
+            o: &[usize; 16],
+            ng: usize,
+            g: usize,
+            n: usize,
+        ) -> [__m512i; 4] {
+            let mk = mask64(n);
+            transpose16x4(|r: usize| {
+                let er = &e[o[r] * ng + g..o[r] * ng + g + n];
+                // SAFETY: the masked load reads the n ≤ 16 bytes of er only.
+                _mm512_castsi512_si128(unsafe { _mm512_maskz_loadu_epi8(mk, er.as_ptr().cast()) })
+            })
         }
 
         /// `2^(e − 127)` as f32 for the byte `q` of every lane of `v` (`e = 0` → `+0.0`;
@@ -1417,6 +1413,7 @@ macro_rules! avx512_arm {
                             // SAFETY: the masked load reads the nv values of this band in ys.
                             unsafe { _mm512_maskz_loadu_ps(mask16(nv), ys.as_ptr().add(r0)) }
                         };
+                        let mut ue4 = [_mm512_setzero_si512(); 4];
                         for (b, &cb) in cbuf[..nb].iter().enumerate() {
                             let col = c0 + 128 * b;
                             let rem = ni - col;
@@ -1454,7 +1451,10 @@ macro_rules! avx512_arm {
                             let n = (ng - g).min(4);
                             match m.scales() {
                                 Scales::Ue8m0(e) if MX => {
-                                    let v = scales_ue8_16x4(e, &o, ng, g, n);
+                                    if b % 4 == 0 {
+                                        ue4 = scales_ue8_16x16(e, &o, ng, g, (ng - g).min(16));
+                                    }
+                                    let v = ue4[b % 4];
                                     let half = _mm512_set1_ps(0.5);
                                     for (qi, dq) in d.iter().enumerate().take(n) {
                                         let df = _mm512_mul_ps(_mm512_cvtepi32_ps(*dq), half);
