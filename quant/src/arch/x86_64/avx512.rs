@@ -686,7 +686,7 @@ macro_rules! avx512_arm {
             #[allow(clippy::cast_possible_wrap)] // bit pattern
             let h =
                 _mm256_and_si256(_mm256_slli_epi16::<7>(t), _mm256_set1_epi16(0xBF80u16 as i16));
-            _mm512_cvtph_ps(h)
+            cvtph16(h)
         }
 
         /// 32 e4m3 bytes → the 16 even-indexed and the 16 odd-indexed ones as f32
@@ -700,7 +700,17 @@ macro_rules! avx512_arm {
             let m = _mm256_set1_epi16(0xBF80u16 as i16);
             let he = _mm256_and_si256(_mm256_srai_epi16::<1>(_mm256_slli_epi16::<8>(w)), m);
             let ho = _mm256_and_si256(_mm256_srai_epi16::<1>(w), m);
-            (_mm512_cvtph_ps(he), _mm512_cvtph_ps(ho))
+            (cvtph16(he), cvtph16(ho))
+        }
+
+        /// 16 IEEE halves → 16 f32 (exact): two 8-lane `vcvtph2ps` (F16C) joined by
+        /// `vinserti64x4`, the same value as the 16-lane form, which Miri cannot execute.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn cvtph16(h: __m256i) -> __m512 {
+            let lo = _mm256_castps_si256(_mm256_cvtph_ps(_mm256_castsi256_si128(h)));
+            let hi = _mm256_castps_si256(_mm256_cvtph_ps(_mm256_extracti128_si256::<1>(h)));
+            _mm512_castsi512_ps(_mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi))
         }
 
         /// [`fp8x16`] times `2⁸`: the exact e4m3 values (the multiplication is exact and its
@@ -746,17 +756,15 @@ macro_rules! avx512_arm {
         #[inline]
         #[target_feature(enable = $feat)]
         fn scalable_by_256(x: &[f32]) -> bool {
-            let lim = _mm512_set1_ps(f32::from_bits(0x7B80_0000)); // 2^120
+            // Compared as integers (Miri has no shim for the float compare-to-mask): for
+            // |x| (sign cleared), bits < bits(2^120) ⇔ |x| < 2^120; NaN and ∞ bits are above.
+            let lim = _mm512_set1_epi32(0x7B80_0000);
+            let abs = _mm512_set1_epi32(0x7FFF_FFFF);
             let mut ok = u16::MAX;
             for c in x.chunks(16) {
                 // SAFETY: the masked load reads the c.len() ≤ 16 values of the chunk only.
-                let v = unsafe { _mm512_maskz_loadu_ps(mask16(c.len()), c.as_ptr()) };
-                // abs via the sign bit; NaN compares false (ordered, non-signalling).
-                let a = _mm512_castsi512_ps(_mm512_and_si512(
-                    _mm512_castps_si512(v),
-                    _mm512_set1_epi32(0x7FFF_FFFF),
-                ));
-                ok &= _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, lim);
+                let v = unsafe { _mm512_maskz_loadu_epi32(mask16(c.len()), c.as_ptr().cast()) };
+                ok &= _mm512_cmplt_epi32_mask(_mm512_and_si512(v, abs), lim);
             }
             ok == u16::MAX
         }
