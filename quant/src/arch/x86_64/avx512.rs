@@ -1267,7 +1267,33 @@ macro_rules! avx512_arm {
                 let v = _mm512_inserti32x4::<2>(v, row(j + 8));
                 _mm512_inserti32x4::<3>(v, row(j + 12))
             };
-            let (z0, z1, z2, z3) = (z(0), z(1), z(2), z(3));
+            transpose_lanes4(z(0), z(1), z(2), z(3))
+        }
+
+        /// [`transpose16x4`] where all 16 bytes at every `row(r)` are readable: each row is
+        /// loaded broadcast to the four 128-bit lanes (done by the load unit) and merged under
+        /// a mask (`vpblendmd`), which spares the shuffle port the 12 `vinserti32x4`.
+        ///
+        /// # Safety
+        /// Every `row(r)` is valid for reads of 16 bytes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn transpose16x4_full(row: impl Fn(usize) -> *const u8) -> [__m512i; 4] {
+            // SAFETY: 16 bytes at row(r) are readable (the caller's contract).
+            let bc = |r: usize| _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(row(r).cast()) });
+            let z = |j: usize| {
+                let v = bc(j);
+                let v = _mm512_mask_blend_epi32(0x00F0, v, bc(j + 4));
+                let v = _mm512_mask_blend_epi32(0x0F00, v, bc(j + 8));
+                _mm512_mask_blend_epi32(0xF000, v, bc(j + 12))
+            };
+            transpose_lanes4(z(0), z(1), z(2), z(3))
+        }
+
+        /// The 4 × 4 dword transposes within the 128-bit lanes of `z0 .. z3`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn transpose_lanes4(z0: __m512i, z1: __m512i, z2: __m512i, z3: __m512i) -> [__m512i; 4] {
             let (t0, t1) = (_mm512_unpacklo_epi32(z0, z1), _mm512_unpackhi_epi32(z0, z1));
             let (t2, t3) = (_mm512_unpacklo_epi32(z2, z3), _mm512_unpackhi_epi32(z2, z3));
             [
@@ -1290,11 +1316,22 @@ macro_rules! avx512_arm {
             n: usize,
         ) -> [__m512; 4] {
             let mk = mask16(n);
-            let t = transpose16x4(|r: usize| {
-                let sr = &s[o[r] * ng + g..o[r] * ng + g + n];
-                // SAFETY: the masked load reads the n ≤ 4 scales of sr only.
-                _mm512_castsi512_si128(unsafe { _mm512_maskz_loadu_epi32(mk, sr.as_ptr().cast()) })
-            });
+            let t = if n == 4 {
+                // SAFETY: each slice holds the 4 scales (16 bytes) read.
+                unsafe {
+                    transpose16x4_full(|r: usize| {
+                        s[o[r] * ng + g..o[r] * ng + g + 4].as_ptr().cast()
+                    })
+                }
+            } else {
+                transpose16x4(|r: usize| {
+                    let sr = &s[o[r] * ng + g..o[r] * ng + g + n];
+                    // SAFETY: the masked load reads the n < 4 scales of sr only.
+                    _mm512_castsi512_si128(unsafe {
+                        _mm512_maskz_loadu_epi32(mk, sr.as_ptr().cast())
+                    })
+                })
+            };
             t.map(|v| _mm512_castsi512_ps(v))
         }
 
@@ -1311,11 +1348,20 @@ macro_rules! avx512_arm {
             n: usize,
         ) -> [__m512i; 4] {
             let mk = mask64(n);
-            transpose16x4(|r: usize| {
-                let er = &e[o[r] * ng + g..o[r] * ng + g + n];
-                // SAFETY: the masked load reads the n ≤ 16 bytes of er only.
-                _mm512_castsi512_si128(unsafe { _mm512_maskz_loadu_epi8(mk, er.as_ptr().cast()) })
-            })
+            if n == 16 {
+                // SAFETY: each slice holds the 16 bytes read.
+                unsafe {
+                    transpose16x4_full(|r: usize| e[o[r] * ng + g..o[r] * ng + g + 16].as_ptr())
+                }
+            } else {
+                transpose16x4(|r: usize| {
+                    let er = &e[o[r] * ng + g..o[r] * ng + g + n];
+                    // SAFETY: the masked load reads the n < 16 bytes of er only.
+                    _mm512_castsi512_si128(unsafe {
+                        _mm512_maskz_loadu_epi8(mk, er.as_ptr().cast())
+                    })
+                })
+            }
         }
 
         /// `2^(e − 127)` as f32 for the byte `q` of every lane of `v` (`e = 0` → `+0.0`;
