@@ -22,7 +22,7 @@ use tetrad_benches::clock::Clock;
 use tetrad_benches::synth;
 use tetrad_quant::Format;
 use tetrad_quant::adapter::{Acts, Cfs1Matrix, Rans256Matrix};
-use tetrad_quant::kernels::{Matrix, Scales, matmul_with};
+use tetrad_quant::kernels::{Matrix, Scales, matmul_rows_with, matmul_with};
 use tetrad_rans::{Arm, Table, encode_record_packed, max_record_len};
 
 const O: usize = 4096;
@@ -151,6 +151,23 @@ fn threads(c: &mut Criterion<Clock>) {
         }
         g.bench_function(BenchmarkId::new(format!("dense_int4_s{s}_t1"), isa.name()), |b| {
             b.iter(|| matmul_with(isa, &dense, &x, s, black_box(&mut y)).expect("dense"))
+        });
+        // Dense on both cores too (rows split in halves, each half's `S × O/2` outputs in its
+        // own buffer), so the fused pipeline's two threads can be compared at equal threads.
+        let mut halves = [vec![0f32; s * (O / 2)], vec![0f32; s * (O - O / 2)]];
+        g.bench_function(BenchmarkId::new(format!("dense_int4_s{s}_t2"), isa.name()), |b| {
+            b.iter(|| {
+                let (h0, h1) = halves.split_at_mut(1);
+                let (dense, x) = (&dense, &x);
+                std::thread::scope(|sc| {
+                    sc.spawn(move || {
+                        matmul_rows_with(isa, dense, x, s, 0..O / 2, black_box(&mut h0[0]))
+                            .expect("dense half")
+                    });
+                    matmul_rows_with(isa, dense, x, s, O / 2..O, black_box(&mut h1[0]))
+                        .expect("dense half");
+                });
+            })
         });
     }
     g.finish();
