@@ -35,7 +35,7 @@ pub enum Isa {
     Avx512,
     /// x86-64 AVX-512 F + BW + VNNI (`vpdpbusd` for the int8-activation paths).
     Avx512Vnni,
-    /// x86-64 AVX-VNNI (VEX-encoded `vpdpbusd` on 256-bit registers).
+    /// x86-64 AVX2 + FMA + AVX-VNNI (VEX-encoded `vpdpbusd` on 256-bit registers).
     AvxVnni,
     /// aarch64 Advanced SIMD (NEON).
     Neon,
@@ -93,16 +93,16 @@ impl Isa {
 
     /// Whether this build contains kernels for the arm (for this target architecture).
     ///
-    /// Arms not implemented yet: `AvxVnni` (see `docs/kernels.md`: it cannot be executed or
-    /// emulated on any machine available to this project). It is never available (forcing it is `E_PATH_UNAVAILABLE`).
+    /// Every arm is implemented for its architecture. `AvxVnni` runs natively only on a CPU
+    /// with AVX-VNNI (none available to this project); its tests run under Miri (see
+    /// `docs/kernels.md`, "AVX-VNNI").
     pub const fn is_implemented(self) -> bool {
         match self {
             Self::Scalar => true,
             // Soft-float x86-64 targets (e.g. x86_64-unknown-none, no SSE2) build no SIMD arms.
-            Self::Avx2 | Self::Avx512 | Self::Avx512Vnni => {
+            Self::Avx2 | Self::AvxVnni | Self::Avx512 | Self::Avx512Vnni => {
                 cfg!(all(target_arch = "x86_64", target_feature = "sse2"))
             }
-            Self::AvxVnni => false,
             // Soft-float aarch64 targets (no NEON) build no SIMD arms.
             Self::Neon | Self::NeonDot | Self::NeonI8mm => {
                 cfg!(all(target_arch = "aarch64", target_feature = "neon"))
@@ -266,5 +266,24 @@ mod tests {
         assert!(Isa::Scalar.is_available());
         assert!(best().is_available());
         assert_eq!(best(), best());
+    }
+
+    #[test]
+    fn preference_order_is_vnni_then_width() {
+        let pos = |isa: Isa| ALL.iter().position(|&a| a == isa).unwrap();
+        // best() takes the last available arm of ALL.
+        assert!(pos(Isa::Avx2) < pos(Isa::AvxVnni));
+        assert!(pos(Isa::AvxVnni) < pos(Isa::Avx512));
+        assert!(pos(Isa::Avx512) < pos(Isa::Avx512Vnni));
+        assert!(pos(Isa::Scalar) < pos(Isa::Avx2) && pos(Isa::Scalar) < pos(Isa::Neon));
+        assert!(pos(Isa::Neon) < pos(Isa::NeonDot) && pos(Isa::NeonDot) < pos(Isa::NeonI8mm));
+    }
+
+    #[test]
+    fn x86_arms_are_implemented_on_x86_64() {
+        let x86 = cfg!(all(target_arch = "x86_64", target_feature = "sse2"));
+        for isa in [Isa::Avx2, Isa::AvxVnni, Isa::Avx512, Isa::Avx512Vnni] {
+            assert_eq!(isa.is_implemented(), x86, "{isa}");
+        }
     }
 }

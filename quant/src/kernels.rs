@@ -421,6 +421,8 @@ fn run_f32(
         }
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Isa::Avx2 => crate::arch::x86_64::avx2::matmul_f32_rows(m, x, s, rows, y),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Isa::AvxVnni => crate::arch::x86_64::avx2::vnni::matmul_f32_rows(m, x, s, rows, y),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         Isa::Neon => crate::arch::aarch64::neon::matmul_f32_rows(m, x, s, rows, y),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
@@ -449,6 +451,8 @@ fn run_q8(
         }
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Isa::Avx2 => crate::arch::x86_64::avx2::matmul_q8_rows(m, xq, rows, y),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Isa::AvxVnni => crate::arch::x86_64::avx2::vnni::matmul_q8_rows(m, xq, rows, y),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         Isa::Neon => crate::arch::aarch64::neon::matmul_q8_rows(m, xq, rows, y),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]

@@ -293,7 +293,7 @@ isa_test!(arm_neon_dot, Isa::NeonDot);
 isa_test!(arm_neon_i8mm, Isa::NeonI8mm);
 
 /// Small shapes on every available arm, sized for Miri (`.ci/miri-tests`: run with the AVX-512
-/// target features, so the AVX2 and both AVX-512 arms execute under Miri, which checks every
+/// and AVX-VNNI target features, so the AVX2, AVX-VNNI and both AVX-512 arms execute under Miri, which checks every
 /// load, masked tail and pointer offset of the kernels). Natively it is a quick smoke test.
 #[test]
 fn miri_small_shapes_every_arm() {
@@ -309,7 +309,7 @@ fn miri_small_shapes_every_arm() {
         }
     }
     assert!(ran >= FORMATS.len() * 3, "at least the scalar arm ran");
-    for name in ["avx2", "avx512", "avx512-vnni"] {
+    for name in ["avx2", "avx-vnni", "avx512", "avx512-vnni"] {
         let arm = Isa::from_name(name).unwrap();
         assert!(!required(arm) || arm.is_available(), "TETRAD_REQUIRE_ISA requires {name}");
     }
@@ -701,4 +701,33 @@ fn check_arm_all(t: &Tensor, s: usize, rng: &mut StdRng) {
     for arm in checked_arms() {
         check_arm(arm, t, s, rng);
     }
+}
+
+/// The AVX-VNNI arm is built on x86-64; on a CPU without AVX-VNNI (the dev VM, Zen 4) forcing
+/// it is `E_PATH_UNAVAILABLE` on both paths, never a downgrade; where the CPU (or Miri with the
+/// feature on) has it, it is available (its selftest passed).
+#[test]
+fn avx_vnni_is_built_and_forcing_it_without_cpu_support_is_refused() {
+    let isa = Isa::AvxVnni;
+    if !cfg!(target_arch = "x86_64") {
+        assert!(!isa.is_implemented() && !isa.is_available());
+        return;
+    }
+    assert!(isa.is_implemented());
+    if isa.cpu_supports() {
+        assert!(isa.is_available(), "avx-vnni is supported here but failed its selftest");
+        return;
+    }
+    assert!(!isa.is_available());
+    assert_ne!(isa::best(), isa);
+    let m = Matrix::new(Format::Int8Row, &[1, 2], Scales::F32(&[1.0]), 1, 2, 0).unwrap();
+    let mut y = [7f32; 1];
+    let e = kernels::matmul_with(isa, &m, &[1.0, 1.0], 1, &mut y).unwrap_err();
+    assert_eq!(e, KernelError::Unavailable { isa });
+    assert_eq!(e.class(), "E_PATH_UNAVAILABLE");
+    let (mut q, mut qs) = ([0i8; 2], [0f32; 1]);
+    let xq = kernels::quantize_activations(&[1.0, 1.0], 1, 2, &mut q, &mut qs).unwrap();
+    let e = kernels::matmul_q8_with(isa, &m, &xq, &mut y).unwrap_err();
+    assert_eq!(e, KernelError::Unavailable { isa });
+    assert_eq!(y[0], 7.0, "a refused call writes nothing");
 }

@@ -1,4 +1,20 @@
-//! The AVX2 + FMA arm (256-bit), for every format with a value rule.
+//! The 256-bit arms, for every format with a value rule: [`plain`] (AVX2 + FMA, `Isa::Avx2`)
+//! and [`vnni`] (the same + AVX-VNNI, `Isa::AvxVnni`).
+//!
+//! Both arms are generated from one body (`avx2_arm!`); they differ only in the exact int8 dot
+//! step `dpbusd(acc, u, s)` = `acc + Σ₄ u·s` (unsigned bytes `u` times signed bytes `s`, four
+//! products per i32 lane) and its two-block form `dpbusd2`:
+//! - `vnni`: one VEX-encoded `vpdpbusd` per block (non-saturating);
+//! - `plain`: `vpmaddubsw` + `vpmaddwd(·, 1)` + `vpaddd`. `vpmaddubsw` saturates its i16 pair
+//!   sums, so every caller keeps `u ≤ 128` and `s ∈ [−127, 127]` (pair sums ≤ 32 512; for
+//!   `dpbusd2`, which adds two pair sums before widening, `u ≤ 64`: int4 nibbles): then the two
+//!   definitions agree exactly, and both arms are bit-identical to the scalar reference on the
+//!   int8-activation path.
+//!
+//! The operand rule of `vpdpbusd` (first byte operand unsigned) is met the same way in both:
+//! signed weight codes go in as magnitudes `|w| ≤ 128` with the sign moved onto the activation
+//! (`sign(x, w)`: `x` negated where `w < 0`, zero where `w = 0`; `x ≠ −128` by the activation
+//! quantizer); int4-row goes in as the raw nibble `0..=15` with `8·Σx` subtracted afterwards.
 //!
 //! Decoding (per 256-column chunk of a row, into an L1 buffer):
 //! - int4 (row, grouped): 16 bytes → low/high nibbles (`and`, `srli`) → interleaved back into
@@ -11,70 +27,28 @@
 //!   NaN codes (`|b| = 0x7F`) are OR-ed to all-ones;
 //! - int8: used in place; int2 / int3: the portable decoder of `crate::arch`.
 //!
-//! f32 path: `part += w · x` with FMA over 32 columns at a time (4 accumulators), a masked load
-//! for the tail of each group segment, `acc = fma(part, scale, acc)` at each group end, one
-//! horizontal sum per row. Within the documented tolerance of the scalar reference.
+//! f32 path (the same code in both arms): `part += w · x` with FMA over 32 columns at a time (4
+//! accumulators), a masked load for the tail of each group segment, `acc = fma(part, scale,
+//! acc)` at each group end, one horizontal sum per row. Within the documented tolerance of the
+//! scalar reference.
 //!
-//! int8 path: `maddubs(|w|, sign(x, w))` then `madd(·, 1)` — the sign trick keeps the unsigned
-//! operand at most 128 and the signed one in `[−127, 127]`, so the i16 pair sums
-//! (≤ 2·128·127 = 32512) never saturate — accumulated in i32 lanes, summed exactly per group,
+//! int8 path: exact i32 dot products per group (`dot32_i8`, `dpbusd`), summed exactly per group,
 //! then `acc += (d as f32) · scale` in the scalar reference's order: bit-exact.
+//!
+//! The `vnni` arm is compiled with `avx2,fma,avxvnni` only (no AVX-512 feature), so LLVM
+//! cannot emit an EVEX instruction in it and it runs on any AVX-VNNI CPU (Intel Alder Lake and
+//! later, AMD Zen 5; where AVX-512 VNNI is present too, `best()` prefers the AVX-512 arms). No
+//! machine available to this project has AVX-VNNI: its tests run under Miri (`docs/kernels.md`,
+//! "AVX-VNNI").
 
 // One SAFETY argument covers each block's loads (all in bounds for the same reason); clippy also
 // counts the (safe, same-feature) intrinsic calls, which would split blocks into noise.
 #![allow(clippy::multiple_unsafe_ops_per_block)]
 
-use core::arch::x86_64::*;
-use core::ops::Range;
-
-use crate::format::Format;
-use crate::kernels::{Matrix, QuantizedActs, Scales};
-use crate::scalar;
-
 /// Columns decoded per chunk.
 const CH: usize = 256;
 /// Activation rows per batch tile (accumulators live in a fixed array).
 const ST: usize = 16;
-
-fn cpu_ok() -> bool {
-    crate::isa::Isa::Avx2.cpu_supports()
-}
-
-/// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`). Returns
-/// `false`, without running, if the CPU lacks AVX2 or FMA.
-pub(crate) fn matmul_f32_rows(
-    m: &Matrix<'_>,
-    x: &[f32],
-    s: usize,
-    rows: Range<usize>,
-    y: &mut [f32],
-) -> bool {
-    if !cpu_ok() {
-        return false;
-    }
-    assert!(x.len() >= s * m.i() && y.len() >= s * rows.len() && rows.end <= m.o());
-    // SAFETY: AVX2 and FMA were detected above; the shapes were asserted (every pointer access
-    // below stays within `x`, `y`, the weight rows and the local buffers).
-    unsafe { f32_rows(m, x, s, rows, y) };
-    true
-}
-
-/// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`). Returns
-/// `false`, without running, if the CPU lacks AVX2 or FMA.
-pub(crate) fn matmul_q8_rows(
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    rows: Range<usize>,
-    y: &mut [f32],
-) -> bool {
-    if !cpu_ok() {
-        return false;
-    }
-    assert!(xq.i() == m.i() && y.len() >= xq.s() * rows.len() && rows.end <= m.o() && m.has_q8());
-    // SAFETY: AVX2 and FMA were detected above; the shapes were asserted.
-    unsafe { q8_rows(m, xq, rows, y) };
-    true
-}
 
 /// Lane masks for the tail of a segment: `MASKS[8 - r..][..8]` enables the first `r` lanes.
 static MASKS: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
@@ -82,819 +56,1005 @@ static MASKS: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 
 /// `±2·e2m1` for the 16 mxfp4 nibbles (bit 3 = sign).
 static MX_LUT: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
 
-/// The f32-path scale of group `g` of row `o` as this arm uses it (mxfp4 codes are doubled).
-fn scale_f32(m: &Matrix<'_>, o: usize, g: usize) -> f32 {
-    if let Scales::Ue8m0(e) = m.scales() {
-        super::super::UE8M0_HALF[usize::from(e[m.scale_index(o, g)])]
-    } else {
-        scalar::group_scale(m, o, g)
-    }
-}
+/// The body shared by both arms; `$feat` is the `target_feature` list, `$isa` the arm. The
+/// instantiating module provides the int8 dot steps `dpbusd` and `dpbusd2`.
+macro_rules! avx2_arm {
+    ($feat:literal, $isa:expr) => {
+        use core::arch::x86_64::*;
+        use core::ops::Range;
 
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn hsum_ps(v: __m256) -> f32 {
-    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
-    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    let s = _mm_add_ss(s, _mm_shuffle_ps::<1>(s, s));
-    _mm_cvtss_f32(s)
-}
+        use super::{CH, MASKS, MX_LUT, ST};
+        use crate::format::Format;
+        use crate::kernels::{Matrix, QuantizedActs, Scales};
+        use crate::scalar;
 
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn hsum_epi32(v: __m256i) -> i32 {
-    let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
-    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
-    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
-    _mm_cvtsi128_si32(s)
-}
-
-/// `Σ w[k] · x[k]` for `k < n` as 8 lanes.
-///
-/// # Safety
-/// `w` and `x` must be valid for reads of `n` f32 (unaligned is fine); AVX2 + FMA available.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn dot_f32(w: *const f32, x: *const f32, n: usize) -> __m256 {
-    let (mut a0, mut a1, mut a2, mut a3) =
-        (_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
-    let mut k = 0;
-    while k + 32 <= n {
-        // SAFETY: k + 32 ≤ n, both pointers valid for n reads.
-        unsafe {
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w.add(k)), _mm256_loadu_ps(x.add(k)), a0);
-            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w.add(k + 8)), _mm256_loadu_ps(x.add(k + 8)), a1);
-            a2 =
-                _mm256_fmadd_ps(_mm256_loadu_ps(w.add(k + 16)), _mm256_loadu_ps(x.add(k + 16)), a2);
-            a3 =
-                _mm256_fmadd_ps(_mm256_loadu_ps(w.add(k + 24)), _mm256_loadu_ps(x.add(k + 24)), a3);
+        fn cpu_ok() -> bool {
+            $isa.cpu_supports()
         }
-        k += 32;
-    }
-    while k + 8 <= n {
-        // SAFETY: k + 8 ≤ n.
-        unsafe { a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w.add(k)), _mm256_loadu_ps(x.add(k)), a0) };
-        k += 8;
-    }
-    if k < n {
-        // SAFETY: MASKS has 16 entries and 1 ≤ n − k ≤ 7, so the 8-lane window is in bounds; the
-        // masked loads touch only the first n − k lanes (masked-off lanes never fault).
-        unsafe {
-            let mask = _mm256_loadu_si256(MASKS.as_ptr().add(8 - (n - k)).cast());
-            let wv = _mm256_maskload_ps(w.add(k), mask);
-            let xv = _mm256_maskload_ps(x.add(k), mask);
-            a1 = _mm256_fmadd_ps(wv, xv, a1);
-        }
-    }
-    _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))
-}
 
-/// One 32-byte block of the int8 dot: `Σ w·x` into 8 i32 lanes (no saturation, see module doc).
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn dot32_i8(w: __m256i, x: __m256i) -> __m256i {
-    let p = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
-    _mm256_madd_epi16(p, _mm256_set1_epi16(1))
-}
-
-/// Exact `Σ w[k] · x[k]` for `k < n` (`x` in `[−127, 127]`).
-///
-/// # Safety
-/// `w` and `x` valid for reads of `n` bytes; AVX2 available.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn dot_i8(w: *const i8, x: *const i8, n: usize) -> i32 {
-    let (mut a0, mut a1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-    let mut k = 0;
-    while k + 64 <= n {
-        // SAFETY: k + 64 ≤ n.
-        unsafe {
-            let w0 = _mm256_loadu_si256(w.add(k).cast());
-            let x0 = _mm256_loadu_si256(x.add(k).cast());
-            let w1 = _mm256_loadu_si256(w.add(k + 32).cast());
-            let x1 = _mm256_loadu_si256(x.add(k + 32).cast());
-            a0 = _mm256_add_epi32(a0, dot32_i8(w0, x0));
-            a1 = _mm256_add_epi32(a1, dot32_i8(w1, x1));
+        /// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`). Returns
+        /// `false`, without running, if the CPU lacks the arm's features.
+        pub(crate) fn matmul_f32_rows(
+            m: &Matrix<'_>,
+            x: &[f32],
+            s: usize,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) -> bool {
+            if !cpu_ok() {
+                return false;
+            }
+            assert!(x.len() >= s * m.i() && y.len() >= s * rows.len() && rows.end <= m.o());
+            // SAFETY: the arm's features were detected above; the shapes were asserted (every
+            // pointer access below stays within `x`, `y`, the weight rows and the local buffers).
+            unsafe { f32_rows(m, x, s, rows, y) };
+            true
         }
-        k += 64;
-    }
-    while k + 32 <= n {
-        // SAFETY: k + 32 ≤ n.
-        unsafe {
-            let w0 = _mm256_loadu_si256(w.add(k).cast());
-            let x0 = _mm256_loadu_si256(x.add(k).cast());
-            a0 = _mm256_add_epi32(a0, dot32_i8(w0, x0));
-        }
-        k += 32;
-    }
-    if k < n {
-        let (mut tw, mut tx) = ([0i8; 32], [0i8; 32]);
-        // SAFETY: n − k < 32 bytes are copied from valid ranges into 32-byte locals.
-        unsafe {
-            core::ptr::copy_nonoverlapping(w.add(k), tw.as_mut_ptr(), n - k);
-            core::ptr::copy_nonoverlapping(x.add(k), tx.as_mut_ptr(), n - k);
-        }
-        // SAFETY: the locals are 32 bytes.
-        let (wv, xv) = unsafe {
-            (_mm256_loadu_si256(tw.as_ptr().cast()), _mm256_loadu_si256(tx.as_ptr().cast()))
-        };
-        a1 = _mm256_add_epi32(a1, dot32_i8(wv, xv));
-    }
-    hsum_epi32(_mm256_add_epi32(a0, a1))
-}
 
-/// Splits 16 packed bytes into 32 nibbles in column order (low nibble = even column).
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn nibbles(v: __m128i) -> (__m128i, __m128i) {
-    let m = _mm_set1_epi8(0x0F);
-    let lo = _mm_and_si128(v, m);
-    let hi = _mm_and_si128(_mm_srli_epi16::<4>(v), m);
-    (_mm_unpacklo_epi8(lo, hi), _mm_unpackhi_epi8(lo, hi))
-}
+        /// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`). Returns
+        /// `false`, without running, if the CPU lacks the arm's features.
+        pub(crate) fn matmul_q8_rows(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) -> bool {
+            if !cpu_ok() {
+                return false;
+            }
+            assert!(
+                xq.i() == m.i()
+                    && y.len() >= xq.s() * rows.len()
+                    && rows.end <= m.o()
+                    && m.has_q8()
+            );
+            // SAFETY: the arm's features were detected above; the shapes were asserted.
+            unsafe { q8_rows(m, xq, rows, y) };
+            true
+        }
 
-/// Decodes columns `c0 .. c0 + n` (`c0` a multiple of [`CH`], `n ≤ CH`) of `row` into integer
-/// codes in `buf`, returning a pointer to the codes (into `row` itself for int8-row).
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn decode_i8(m: &Matrix<'_>, row: &[u8], c0: usize, n: usize, buf: &mut [i8; CH]) -> *const i8 {
-    match m.format() {
-        Format::Int8Row => return row[c0..c0 + n].as_ptr().cast(),
-        Format::Int4Row | Format::Int4Grouped | Format::Mxfp4 => {
-            let bytes = &row[c0 / 2..(c0 + n).div_ceil(2)];
+        /// The f32-path scale of group `g` of row `o` as this arm uses it (mxfp4 codes are
+        /// doubled).
+        fn scale_f32(m: &Matrix<'_>, o: usize, g: usize) -> f32 {
+            if let Scales::Ue8m0(e) = m.scales() {
+                crate::arch::UE8M0_HALF[usize::from(e[m.scale_index(o, g)])]
+            } else {
+                scalar::group_scale(m, o, g)
+            }
+        }
+
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn hsum_ps(v: __m256) -> f32 {
+            let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+            let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+            let s = _mm_add_ss(s, _mm_shuffle_ps::<1>(s, s));
+            _mm_cvtss_f32(s)
+        }
+
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn hsum_epi32(v: __m256i) -> i32 {
+            let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+            let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
+            let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
+            _mm_cvtsi128_si32(s)
+        }
+
+        /// `Σ w[k] · x[k]` for `k < n` as 8 lanes.
+        ///
+        /// # Safety
+        /// `w` and `x` must be valid for reads of `n` f32 (unaligned is fine); the arm's features
+        /// available.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn dot_f32(w: *const f32, x: *const f32, n: usize) -> __m256 {
+            let (mut a0, mut a1, mut a2, mut a3) = (
+                _mm256_setzero_ps(),
+                _mm256_setzero_ps(),
+                _mm256_setzero_ps(),
+                _mm256_setzero_ps(),
+            );
+            let mut k = 0;
+            while k + 32 <= n {
+                // SAFETY: k + 32 ≤ n, both pointers valid for n reads.
+                unsafe {
+                    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w.add(k)), _mm256_loadu_ps(x.add(k)), a0);
+                    a1 = _mm256_fmadd_ps(
+                        _mm256_loadu_ps(w.add(k + 8)),
+                        _mm256_loadu_ps(x.add(k + 8)),
+                        a1,
+                    );
+                    a2 = _mm256_fmadd_ps(
+                        _mm256_loadu_ps(w.add(k + 16)),
+                        _mm256_loadu_ps(x.add(k + 16)),
+                        a2,
+                    );
+                    a3 = _mm256_fmadd_ps(
+                        _mm256_loadu_ps(w.add(k + 24)),
+                        _mm256_loadu_ps(x.add(k + 24)),
+                        a3,
+                    );
+                }
+                k += 32;
+            }
+            while k + 8 <= n {
+                // SAFETY: k + 8 ≤ n.
+                unsafe {
+                    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w.add(k)), _mm256_loadu_ps(x.add(k)), a0)
+                };
+                k += 8;
+            }
+            if k < n {
+                // SAFETY: MASKS has 16 entries and 1 ≤ n − k ≤ 7, so the 8-lane window is in
+                // bounds; the masked loads touch only the first n − k lanes (masked-off lanes never
+                // fault).
+                unsafe {
+                    let mask = _mm256_loadu_si256(MASKS.as_ptr().add(8 - (n - k)).cast());
+                    let wv = _mm256_maskload_ps(w.add(k), mask);
+                    let xv = _mm256_maskload_ps(x.add(k), mask);
+                    a1 = _mm256_fmadd_ps(wv, xv, a1);
+                }
+            }
+            _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))
+        }
+
+        /// One 32-byte block of the int8 dot: `acc + Σ w·x` in 8 i32 lanes, as
+        /// `dpbusd(acc, |w|, sign(x, w))`: the unsigned operand is `|w| ≤ 128`, the signed one
+        /// `x` negated where `w < 0` (zero where `w = 0`), in `[−127, 127]` (module doc).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn dot32_i8(acc: __m256i, w: __m256i, x: __m256i) -> __m256i {
+            dpbusd(acc, _mm256_abs_epi8(w), _mm256_sign_epi8(x, w))
+        }
+
+        /// Exact `Σ w[k] · x[k]` for `k < n` (`x` in `[−127, 127]`).
+        ///
+        /// # Safety
+        /// `w` and `x` valid for reads of `n` bytes; the arm's features available.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn dot_i8(w: *const i8, x: *const i8, n: usize) -> i32 {
+            let (mut a0, mut a1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+            let mut k = 0;
+            while k + 64 <= n {
+                // SAFETY: k + 64 ≤ n.
+                unsafe {
+                    let w0 = _mm256_loadu_si256(w.add(k).cast());
+                    let x0 = _mm256_loadu_si256(x.add(k).cast());
+                    let w1 = _mm256_loadu_si256(w.add(k + 32).cast());
+                    let x1 = _mm256_loadu_si256(x.add(k + 32).cast());
+                    a0 = dot32_i8(a0, w0, x0);
+                    a1 = dot32_i8(a1, w1, x1);
+                }
+                k += 64;
+            }
+            while k + 32 <= n {
+                // SAFETY: k + 32 ≤ n.
+                unsafe {
+                    let w0 = _mm256_loadu_si256(w.add(k).cast());
+                    let x0 = _mm256_loadu_si256(x.add(k).cast());
+                    a0 = dot32_i8(a0, w0, x0);
+                }
+                k += 32;
+            }
+            if k < n {
+                let (mut tw, mut tx) = ([0i8; 32], [0i8; 32]);
+                // SAFETY: n − k < 32 bytes are copied from valid ranges into 32-byte locals.
+                unsafe {
+                    core::ptr::copy_nonoverlapping(w.add(k), tw.as_mut_ptr(), n - k);
+                    core::ptr::copy_nonoverlapping(x.add(k), tx.as_mut_ptr(), n - k);
+                }
+                // SAFETY: the locals are 32 bytes.
+                let (wv, xv) = unsafe {
+                    (_mm256_loadu_si256(tw.as_ptr().cast()), _mm256_loadu_si256(tx.as_ptr().cast()))
+                };
+                a1 = dot32_i8(a1, wv, xv);
+            }
+            hsum_epi32(_mm256_add_epi32(a0, a1))
+        }
+
+        /// Splits 16 packed bytes into 32 nibbles in column order (low nibble = even column).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn nibbles(v: __m128i) -> (__m128i, __m128i) {
+            let m = _mm_set1_epi8(0x0F);
+            let lo = _mm_and_si128(v, m);
+            let hi = _mm_and_si128(_mm_srli_epi16::<4>(v), m);
+            (_mm_unpacklo_epi8(lo, hi), _mm_unpackhi_epi8(lo, hi))
+        }
+
+        /// Decodes columns `c0 .. c0 + n` (`c0` a multiple of [`CH`], `n ≤ CH`) of `row` into
+        /// integer codes in `buf`, returning a pointer to the codes (into `row` itself for
+        /// int8-row).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn decode_i8(
+            m: &Matrix<'_>,
+            row: &[u8],
+            c0: usize,
+            n: usize,
+            buf: &mut [i8; CH],
+        ) -> *const i8 {
+            match m.format() {
+                Format::Int8Row => return row[c0..c0 + n].as_ptr().cast(),
+                Format::Int4Row | Format::Int4Grouped | Format::Mxfp4 => {
+                    let bytes = &row[c0 / 2..(c0 + n).div_ceil(2)];
+                    let mx = m.format() == Format::Mxfp4;
+                    // SAFETY: MX_LUT has 16 bytes.
+                    let lut = unsafe { _mm_loadu_si128(MX_LUT.as_ptr().cast()) };
+                    let eight = _mm_set1_epi8(8);
+                    let full = n / 32;
+                    for b in 0..full {
+                        // SAFETY: 16 bytes at 16·b lie within `bytes` (b < n/32, bytes.len() ≥
+                        // n/2); the stores write 32 bytes at 32·b < CH.
+                        unsafe {
+                            let v = _mm_loadu_si128(bytes.as_ptr().add(16 * b).cast());
+                            let (a, c) = nibbles(v);
+                            let (a, c) = if mx {
+                                (_mm_shuffle_epi8(lut, a), _mm_shuffle_epi8(lut, c))
+                            } else {
+                                (_mm_sub_epi8(a, eight), _mm_sub_epi8(c, eight))
+                            };
+                            _mm_storeu_si128(buf.as_mut_ptr().add(32 * b).cast(), a);
+                            _mm_storeu_si128(buf.as_mut_ptr().add(32 * b + 16).cast(), c);
+                        }
+                    }
+                    for k in 32 * full..n {
+                        let nib = (bytes[k / 2] >> (4 * (k % 2))) & 0xF;
+                        #[allow(clippy::cast_possible_wrap)] // nibble < 16
+                        let c = if mx { MX_LUT[usize::from(nib)] } else { nib as i8 - 8 };
+                        buf[k] = c;
+                    }
+                }
+                _ => crate::arch::decode_small_ints(m, row, c0, &mut buf[..n]),
+            }
+            buf.as_ptr()
+        }
+
+        /// Decodes columns `c0 .. c0 + n` of `row` into unscaled f32 values (mxfp4: doubled),
+        /// returning a pointer to them (into `row` itself for f32 weights).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn decode_f32(
+            m: &Matrix<'_>,
+            row: &[u8],
+            c0: usize,
+            n: usize,
+            ibuf: &mut [i8; CH],
+            fbuf: &mut [f32; CH],
+        ) -> *const f32 {
+            match m.format() {
+                Format::F32 => return row[4 * c0..4 * (c0 + n)].as_ptr().cast(),
+                Format::Fp8E4m3B128 => {
+                    let bytes = &row[c0..c0 + n];
+                    let p120 = _mm256_set1_ps(scalar::pow2(120));
+                    #[allow(clippy::cast_possible_wrap)] // bit patterns
+                    let (keep, expm, nanv) = (
+                        _mm256_set1_epi32(0x87F0_0000u32 as i32),
+                        _mm256_set1_epi32(0x7FF0_0000),
+                        _mm256_set1_epi32(0x07F0_0000),
+                    );
+                    let full = n / 8;
+                    for b in 0..full {
+                        // SAFETY: 8 bytes at 8·b are within `bytes`; 8 f32 stored at 8·b < CH.
+                        unsafe {
+                            let t = _mm256_cvtepi8_epi32(_mm_loadl_epi64(
+                                bytes.as_ptr().add(8 * b).cast(),
+                            ));
+                            let bits = _mm256_and_si256(_mm256_slli_epi32::<20>(t), keep);
+                            let f = _mm256_mul_ps(_mm256_castsi256_ps(bits), p120);
+                            let nan = _mm256_cmpeq_epi32(_mm256_and_si256(bits, expm), nanv);
+                            let f = _mm256_or_ps(f, _mm256_castsi256_ps(nan));
+                            _mm256_storeu_ps(fbuf.as_mut_ptr().add(8 * b), f);
+                        }
+                    }
+                    for (f, &b) in fbuf[8 * full..n].iter_mut().zip(&bytes[8 * full..]) {
+                        *f = scalar::e4m3_to_f32(b);
+                    }
+                }
+                _ => {
+                    let codes = decode_i8(m, row, c0, n, ibuf);
+                    let full = n / 8;
+                    for b in 0..full {
+                        // SAFETY: `codes` points at n valid bytes (the row or `ibuf`);
+                        // 8·b + 8 ≤ n ≤ CH.
+                        unsafe {
+                            let t = _mm256_cvtepi8_epi32(_mm_loadl_epi64(codes.add(8 * b).cast()));
+                            _mm256_storeu_ps(fbuf.as_mut_ptr().add(8 * b), _mm256_cvtepi32_ps(t));
+                        }
+                    }
+                    for (k, f) in fbuf.iter_mut().enumerate().take(n).skip(8 * full) {
+                        // SAFETY: k < n.
+                        *f = f32::from(unsafe { *codes.add(k) });
+                    }
+                }
+            }
+            fbuf.as_ptr()
+        }
+
+        /// # Safety
+        /// The arm's features available; shapes as asserted by [`matmul_f32_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
+            let nibble_fast = match m.format() {
+                Format::Int4Row | Format::Mxfp4 => true,
+                Format::Int4Grouped => m.group_len().is_multiple_of(32),
+                _ => false,
+            };
+            if nibble_fast {
+                // SAFETY: same contract.
+                unsafe { f32_nibbles(m, x, s, rows, y) };
+                return;
+            }
+            if m.format() == Format::Fp8E4m3B128 {
+                // SAFETY: same contract.
+                unsafe { f32_fp8(m, x, s, rows, y) };
+                return;
+            }
+            let (ni, gl, nr) = (m.i(), m.group_len(), rows.len());
+            let mut ibuf = [0i8; CH];
+            let mut fbuf = [0f32; CH];
+            let mut s0 = 0;
+            while s0 < s {
+                let st = (s - s0).min(ST);
+                for (r, o) in rows.clone().enumerate() {
+                    let row = m.row_bytes(o);
+                    let mut acc = [_mm256_setzero_ps(); ST];
+                    let mut part = [_mm256_setzero_ps(); ST];
+                    let (mut g, mut gend, mut c0) = (0, gl.min(ni), 0);
+                    while c0 < ni {
+                        let n = (ni - c0).min(CH);
+                        let wp = decode_f32(m, row, c0, n, &mut ibuf, &mut fbuf);
+                        let mut pos = c0;
+                        while pos < c0 + n {
+                            let end = gend.min(c0 + n);
+                            for (k, p) in part[..st].iter_mut().enumerate() {
+                                let xs = &x[(s0 + k) * ni + pos..(s0 + k) * ni + end];
+                                // SAFETY: wp points at n values for columns c0..c0+n and
+                                // c0 ≤ pos < end ≤ c0 + n; xs has end − pos values.
+                                *p = _mm256_add_ps(*p, unsafe {
+                                    dot_f32(wp.add(pos - c0), xs.as_ptr(), end - pos)
+                                });
+                            }
+                            pos = end;
+                            if pos == gend {
+                                let sc = _mm256_set1_ps(scale_f32(m, o, g));
+                                for (a, p) in acc[..st].iter_mut().zip(&mut part[..st]) {
+                                    *a = _mm256_fmadd_ps(*p, sc, *a);
+                                    *p = _mm256_setzero_ps();
+                                }
+                                g += 1;
+                                gend = (gend + gl).min(ni);
+                            }
+                        }
+                        c0 += n;
+                    }
+                    for (k, a) in acc[..st].iter().enumerate() {
+                        y[(s0 + k) * nr + r] = hsum_ps(*a);
+                    }
+                }
+                s0 += st;
+            }
+        }
+
+        /// # Safety
+        /// The arm's features available; shapes as asserted by [`matmul_q8_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_rows(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            if m.format() == Format::Int4Row {
+                // SAFETY: same contract.
+                unsafe { q8_int4_row(m, xq, rows, y) };
+                return;
+            }
+            if m.format() == Format::Int8Row {
+                // SAFETY: same contract.
+                unsafe { q8_int8_row(m, xq, rows, y) };
+                return;
+            }
+            if m.format() == Format::Mxfp4
+                || (m.format() == Format::Int4Grouped && m.group_len() == 32)
+            {
+                // SAFETY: same contract.
+                unsafe { q8_nibble_g32(m, xq, rows, y) };
+                return;
+            }
+            let (ni, gl, nr, s) = (m.i(), m.group_len(), rows.len(), xq.s());
+            let mut ibuf = [0i8; CH];
+            let mut s0 = 0;
+            while s0 < s {
+                let st = (s - s0).min(ST);
+                for (r, o) in rows.clone().enumerate() {
+                    let row = m.row_bytes(o);
+                    let mut acc = [0f32; ST];
+                    let mut d = [0i32; ST];
+                    let (mut g, mut gend, mut c0) = (0, gl.min(ni), 0);
+                    while c0 < ni {
+                        let n = (ni - c0).min(CH);
+                        let wp = decode_i8(m, row, c0, n, &mut ibuf);
+                        let mut pos = c0;
+                        while pos < c0 + n {
+                            let end = gend.min(c0 + n);
+                            for (k, dk) in d[..st].iter_mut().enumerate() {
+                                let xs = &xq.row(s0 + k).0[pos..end];
+                                // SAFETY: wp points at n codes for columns c0..c0+n ⊇ pos..end.
+                                *dk += unsafe { dot_i8(wp.add(pos - c0), xs.as_ptr(), end - pos) };
+                            }
+                            pos = end;
+                            if pos == gend {
+                                let sc = scalar::group_scale_q8(m, o, g);
+                                for (a, dk) in acc[..st].iter_mut().zip(&mut d[..st]) {
+                                    #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                                    let df = *dk as f32;
+                                    *a += df * sc;
+                                    *dk = 0;
+                                }
+                                g += 1;
+                                gend = (gend + gl).min(ni);
+                            }
+                        }
+                        c0 += n;
+                    }
+                    for (k, a) in acc[..st].iter().enumerate() {
+                        y[(s0 + k) * nr + r] = *a * xq.row(s0 + k).1;
+                    }
+                }
+                s0 += st;
+            }
+        }
+
+        /// `Σ nib · x` over the full 64-column blocks of one int4 row for `T` activation rows at
+        /// once (one weight load and unpack shared by the `T` rows):
+        /// `dpbusd2(acc, nib, x, nib', x')` with `nib ≤ 15`, `|x| ≤ 127` (within `dpbusd2`'s
+        /// bound: in the AVX2 arm, pair sums ≤ 3810, two added ≤ 7620, no i16 saturation).
+        ///
+        /// # Safety
+        /// The arm's features available; `row` holds at least `32 · blocks` bytes and every
+        /// `xs[k]` at least `64 · blocks`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn int4_blocks_q8<const T: usize>(
+            row: *const u8,
+            xs: [*const i8; T],
+            blocks: usize,
+        ) -> [i32; T] {
+            let mut acc = [_mm256_setzero_si256(); T];
+            let mask = _mm256_set1_epi8(0x0F);
+            for b in 0..blocks {
+                // SAFETY: b < blocks, so the 32 bytes at 32·b are within the row.
+                let v = unsafe { _mm256_loadu_si256(row.add(32 * b).cast()) };
+                let lo = _mm256_and_si256(v, mask);
+                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask);
+                let a = _mm256_unpacklo_epi8(lo, hi); // columns 0..16 | 32..48
+                let c = _mm256_unpackhi_epi8(lo, hi); // columns 16..32 | 48..64
+                let w0 = _mm256_permute2x128_si256::<0x20>(a, c); // columns 0..32
+                let w1 = _mm256_permute2x128_si256::<0x31>(a, c); // columns 32..64
+                for k in 0..T {
+                    // SAFETY: 64 codes at 64·b are within xs[k].
+                    let (x0, x1) = unsafe {
+                        (
+                            _mm256_loadu_si256(xs[k].add(64 * b).cast()),
+                            _mm256_loadu_si256(xs[k].add(64 * b + 32).cast()),
+                        )
+                    };
+                    acc[k] = dpbusd2(acc[k], w0, x0, w1, x1);
+                }
+            }
+            let mut out = [0i32; T];
+            for k in 0..T {
+                out[k] = hsum_epi32(acc[k]);
+            }
+            out
+        }
+
+        /// Fused int4-row int8-activation kernel: `d = Σ nib·x − 8·Σx` (exact), then the scalar
+        /// reference's epilogue `((0 + d·s) · sx)`.
+        ///
+        /// # Safety
+        /// The arm's features available; shapes as asserted by [`matmul_q8_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_int4_row(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr, s) = (m.i(), rows.len(), xq.s());
+            let blocks = ni / 64;
+            let mut s0 = 0;
+            while s0 < s {
+                let st = if s - s0 >= 4 {
+                    4
+                } else if s - s0 >= 2 {
+                    2
+                } else {
+                    1
+                };
+                let mut xp = [core::ptr::null::<i8>(); 4];
+                let mut xsum = [0i32; 4];
+                for k in 0..st {
+                    let q = xq.row(s0 + k).0;
+                    xp[k] = q.as_ptr();
+                    xsum[k] = q.iter().map(|&v| i32::from(v)).sum();
+                }
+                for (r, o) in rows.clone().enumerate() {
+                    let row = m.row_bytes(o);
+                    // SAFETY: the row has ceil(I/2) ≥ 32·blocks bytes and each activation row I ≥
+                    // 64·blocks codes.
+                    let d4: [i32; 4] = unsafe {
+                        match st {
+                            4 => int4_blocks_q8::<4>(row.as_ptr(), xp, blocks),
+                            2 => {
+                                let d = int4_blocks_q8::<2>(row.as_ptr(), [xp[0], xp[1]], blocks);
+                                [d[0], d[1], 0, 0]
+                            }
+                            _ => [int4_blocks_q8::<1>(row.as_ptr(), [xp[0]], blocks)[0], 0, 0, 0],
+                        }
+                    };
+                    let sc = scalar::group_scale_q8(m, o, 0);
+                    for k in 0..st {
+                        let (q, sx) = xq.row(s0 + k);
+                        let mut d = d4[k] - 8 * xsum[k];
+                        for (c, &xv) in q.iter().enumerate().skip(64 * blocks) {
+                            d += i32::from((row[c / 2] >> (4 * (c % 2))) & 0xF) * i32::from(xv);
+                        }
+                        let mut acc = 0.0f32;
+                        if ni > 0 {
+                            #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                            let df = d as f32;
+                            acc += df * sc;
+                        }
+                        y[(s0 + k) * nr + r] = acc * sx;
+                    }
+                }
+                s0 += st;
+            }
+        }
+
+        /// One 32-column block of a nibble row as 4 × 8 f32 values (`nib − 8`, or `±2·e2m1`).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn nibble_block_f32(v: __m128i, mx: bool, lut: __m128i) -> [__m256; 4] {
+            let (a, c) = nibbles(v);
+            let (a, c) = if mx {
+                (_mm_shuffle_epi8(lut, a), _mm_shuffle_epi8(lut, c))
+            } else {
+                let eight = _mm_set1_epi8(8);
+                (_mm_sub_epi8(a, eight), _mm_sub_epi8(c, eight))
+            };
+            let f = |t: __m128i| _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(t));
+            [f(a), f(_mm_srli_si128::<8>(a)), f(c), f(_mm_srli_si128::<8>(c))]
+        }
+
+        /// Fused f32-activation kernel for int4-row, int4-grouped (`gs` a multiple of 32) and
+        /// mxfp4, for `T` activation rows sharing each weight decode. Returns `y` for the `T` rows.
+        ///
+        /// # Safety
+        /// The arm's features available; every `xs[k]` points at `I` values.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn nibble_row_f32<const T: usize>(
+            m: &Matrix<'_>,
+            o: usize,
+            xs: [*const f32; T],
+        ) -> [f32; T] {
+            let (ni, gl) = (m.i(), m.group_len());
+            let row = m.row_bytes(o);
             let mx = m.format() == Format::Mxfp4;
             // SAFETY: MX_LUT has 16 bytes.
             let lut = unsafe { _mm_loadu_si128(MX_LUT.as_ptr().cast()) };
+            let mut acc = [_mm256_setzero_ps(); T];
+            let mut tail_acc = [0f32; T];
+            for g in 0..m.groups_per_row() {
+                let (c0, c1) = (g * gl, ((g + 1) * gl).min(ni));
+                let nfull = (c1 - c0) / 32;
+                let mut p0 = [_mm256_setzero_ps(); T];
+                let mut p1 = [_mm256_setzero_ps(); T];
+                for b in 0..nfull {
+                    let col = c0 + 32 * b;
+                    // SAFETY: col + 32 ≤ I, so the 16 bytes at col/2 are within the row.
+                    let v = unsafe { _mm_loadu_si128(row.as_ptr().add(col / 2).cast()) };
+                    let w = nibble_block_f32(v, mx, lut);
+                    for k in 0..T {
+                        // SAFETY: col + 32 ≤ I values of xs[k].
+                        unsafe {
+                            let xp = xs[k].add(col);
+                            p0[k] = _mm256_fmadd_ps(w[0], _mm256_loadu_ps(xp), p0[k]);
+                            p1[k] = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xp.add(8)), p1[k]);
+                            p0[k] = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xp.add(16)), p0[k]);
+                            p1[k] = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xp.add(24)), p1[k]);
+                        }
+                    }
+                }
+                let sc = scale_f32(m, o, g);
+                let scv = _mm256_set1_ps(sc);
+                for k in 0..T {
+                    let mut tail = 0.0f32;
+                    for c in c0 + 32 * nfull..c1 {
+                        let nib = (row[c / 2] >> (4 * (c % 2))) & 0xF;
+                        #[allow(clippy::cast_possible_wrap)] // nibble < 16
+                        let v = if mx { MX_LUT[usize::from(nib)] } else { nib as i8 - 8 };
+                        // SAFETY: c < I.
+                        tail += f32::from(v) * unsafe { *xs[k].add(c) };
+                    }
+                    acc[k] = _mm256_fmadd_ps(_mm256_add_ps(p0[k], p1[k]), scv, acc[k]);
+                    tail_acc[k] += tail * sc;
+                }
+            }
+            let mut out = [0f32; T];
+            for k in 0..T {
+                out[k] = hsum_ps(acc[k]) + tail_acc[k];
+            }
+            out
+        }
+
+        /// # Safety
+        /// The arm's features available; shapes as asserted by [`matmul_f32_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_nibbles(
+            m: &Matrix<'_>,
+            x: &[f32],
+            s: usize,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr) = (m.i(), rows.len());
+            let mut s0 = 0;
+            while s0 < s {
+                let st = if s - s0 >= 4 {
+                    4
+                } else if s - s0 >= 2 {
+                    2
+                } else {
+                    1
+                };
+                let xp = |k: usize| x[(s0 + k) * ni..].as_ptr();
+                for (r, o) in rows.clone().enumerate() {
+                    // SAFETY: each pointer addresses the I values of activation row s0 + k.
+                    let v: [f32; 4] = unsafe {
+                        match st {
+                            4 => nibble_row_f32::<4>(m, o, [xp(0), xp(1), xp(2), xp(3)]),
+                            2 => {
+                                let v = nibble_row_f32::<2>(m, o, [xp(0), xp(1)]);
+                                [v[0], v[1], 0.0, 0.0]
+                            }
+                            _ => [nibble_row_f32::<1>(m, o, [xp(0)])[0], 0.0, 0.0, 0.0],
+                        }
+                    };
+                    for k in 0..st {
+                        y[(s0 + k) * nr + r] = v[k];
+                    }
+                }
+                s0 += st;
+            }
+        }
+
+        /// Eight i32 vectors → one vector of their eight horizontal sums, in order.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn hsum8_epi32(v: [__m256i; 8]) -> __m256i {
+            let h01 = _mm256_hadd_epi32(v[0], v[1]);
+            let h23 = _mm256_hadd_epi32(v[2], v[3]);
+            let h45 = _mm256_hadd_epi32(v[4], v[5]);
+            let h67 = _mm256_hadd_epi32(v[6], v[7]);
+            let a = _mm256_hadd_epi32(h01, h23); // [v0..v3 low halves | v0..v3 high halves]
+            let b = _mm256_hadd_epi32(h45, h67);
+            _mm256_add_epi32(
+                _mm256_permute2x128_si256::<0x20>(a, b),
+                _mm256_permute2x128_si256::<0x31>(a, b),
+            )
+        }
+
+        /// int8-activation kernel for 32-column nibble groups (mxfp4, int4-grouped with `gs = 32`):
+        /// 256-column super-blocks of 8 groups give 8 exact group dot products at once
+        /// (`hsum8_epi32`), converted and scaled lane-wise, then added to the row's accumulator one
+        /// group at a time in the scalar reference's order (bit-exact). Columns past the last full
+        /// super-block run group by group.
+        ///
+        /// # Safety
+        /// The arm's features available; shapes as asserted by [`matmul_q8_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_nibble_g32(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr, s) = (m.i(), rows.len(), xq.s());
+            let mx = m.format() == Format::Mxfp4;
+            let supers = ni / 256;
+            // SAFETY: MX_LUT has 16 bytes.
+            let lut = unsafe { _mm_loadu_si128(MX_LUT.as_ptr().cast()) };
             let eight = _mm_set1_epi8(8);
-            let full = n / 32;
-            for b in 0..full {
-                // SAFETY: 16 bytes at 16·b lie within `bytes` (b < n/32, bytes.len() ≥ n/2);
-                // the stores write 32 bytes at 32·b < CH.
-                unsafe {
-                    let v = _mm_loadu_si128(bytes.as_ptr().add(16 * b).cast());
-                    let (a, c) = nibbles(v);
-                    let (a, c) = if mx {
-                        (_mm_shuffle_epi8(lut, a), _mm_shuffle_epi8(lut, c))
-                    } else {
-                        (_mm_sub_epi8(a, eight), _mm_sub_epi8(c, eight))
-                    };
-                    _mm_storeu_si128(buf.as_mut_ptr().add(32 * b).cast(), a);
-                    _mm_storeu_si128(buf.as_mut_ptr().add(32 * b + 16).cast(), c);
+            for si in 0..s {
+                let (q, sx) = xq.row(si);
+                for (r, o) in rows.clone().enumerate() {
+                    let row = m.row_bytes(o);
+                    let mut acc = 0.0f32;
+                    for sb in 0..supers {
+                        let mut v = [_mm256_setzero_si256(); 8];
+                        for (g, vg) in v.iter_mut().enumerate() {
+                            let col = 256 * sb + 32 * g;
+                            // SAFETY: col + 32 ≤ I: 16 weight bytes at col/2 and 32 codes at col
+                            // exist.
+                            let (wv, xv) = unsafe {
+                                let (a, c) =
+                                    nibbles(_mm_loadu_si128(row.as_ptr().add(col / 2).cast()));
+                                let (a, c) = if mx {
+                                    (_mm_shuffle_epi8(lut, a), _mm_shuffle_epi8(lut, c))
+                                } else {
+                                    (_mm_sub_epi8(a, eight), _mm_sub_epi8(c, eight))
+                                };
+                                let w = _mm256_set_m128i(c, a);
+                                (w, _mm256_loadu_si256(q.as_ptr().add(col).cast()))
+                            };
+                            *vg = dot32_i8(_mm256_setzero_si256(), wv, xv);
+                        }
+                        let d = _mm256_cvtepi32_ps(hsum8_epi32(v));
+                        let mut sc = [0f32; 8];
+                        for (g, scg) in sc.iter_mut().enumerate() {
+                            *scg = scale_f32(m, o, 8 * sb + g);
+                        }
+                        let mut prod = [0f32; 8];
+                        // SAFETY: both arrays hold 8 f32.
+                        unsafe {
+                            _mm256_storeu_ps(
+                                prod.as_mut_ptr(),
+                                _mm256_mul_ps(d, _mm256_loadu_ps(sc.as_ptr())),
+                            );
+                        }
+                        for p in prod {
+                            acc += p;
+                        }
+                    }
+                    for g in 8 * supers..m.groups_per_row() {
+                        let mut d = 0i32;
+                        for (c, &qc) in
+                            q.iter().enumerate().take((32 * g + 32).min(ni)).skip(32 * g)
+                        {
+                            let nib = (row[c / 2] >> (4 * (c % 2))) & 0xF;
+                            #[allow(clippy::cast_possible_wrap)] // nibble < 16
+                            let code = if mx { MX_LUT[usize::from(nib)] } else { nib as i8 - 8 };
+                            d += i32::from(code) * i32::from(qc);
+                        }
+                        #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                        let df = d as f32;
+                        acc += df * scale_f32(m, o, g);
+                    }
+                    y[si * nr + r] = acc * sx;
                 }
             }
-            for k in 32 * full..n {
-                let nib = (bytes[k / 2] >> (4 * (k % 2))) & 0xF;
-                #[allow(clippy::cast_possible_wrap)] // nibble < 16
-                let c = if mx { MX_LUT[usize::from(nib)] } else { nib as i8 - 8 };
-                buf[k] = c;
-            }
         }
-        _ => super::super::decode_small_ints(m, row, c0, &mut buf[..n]),
-    }
-    buf.as_ptr()
-}
 
-/// Decodes columns `c0 .. c0 + n` of `row` into unscaled f32 values (mxfp4: doubled),
-/// returning a pointer to them (into `row` itself for f32 weights).
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn decode_f32(
-    m: &Matrix<'_>,
-    row: &[u8],
-    c0: usize,
-    n: usize,
-    ibuf: &mut [i8; CH],
-    fbuf: &mut [f32; CH],
-) -> *const f32 {
-    match m.format() {
-        Format::F32 => return row[4 * c0..4 * (c0 + n)].as_ptr().cast(),
-        Format::Fp8E4m3B128 => {
-            let bytes = &row[c0..c0 + n];
-            let p120 = _mm256_set1_ps(scalar::pow2(120));
-            #[allow(clippy::cast_possible_wrap)] // bit patterns
-            let (keep, expm, nanv) = (
+        /// Eight e4m3 bytes → eight exact f32 values (see the module documentation); `nan` also
+        /// maps the NaN codes, otherwise the caller has checked that there are none.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn fp8x8(b: __m128i, nan: bool) -> __m256 {
+            let t = _mm256_cvtepi8_epi32(b);
+            #[allow(clippy::cast_possible_wrap)] // bit pattern
+            let bits = _mm256_and_si256(
+                _mm256_slli_epi32::<20>(t),
                 _mm256_set1_epi32(0x87F0_0000u32 as i32),
-                _mm256_set1_epi32(0x7FF0_0000),
-                _mm256_set1_epi32(0x07F0_0000),
             );
-            let full = n / 8;
-            for b in 0..full {
-                // SAFETY: 8 bytes at 8·b are within `bytes`; 8 f32 stored at 8·b < CH.
-                unsafe {
-                    let t = _mm256_cvtepi8_epi32(_mm_loadl_epi64(bytes.as_ptr().add(8 * b).cast()));
-                    let bits = _mm256_and_si256(_mm256_slli_epi32::<20>(t), keep);
-                    let f = _mm256_mul_ps(_mm256_castsi256_ps(bits), p120);
-                    let nan = _mm256_cmpeq_epi32(_mm256_and_si256(bits, expm), nanv);
-                    let f = _mm256_or_ps(f, _mm256_castsi256_ps(nan));
-                    _mm256_storeu_ps(fbuf.as_mut_ptr().add(8 * b), f);
-                }
-            }
-            for (f, &b) in fbuf[8 * full..n].iter_mut().zip(&bytes[8 * full..]) {
-                *f = scalar::e4m3_to_f32(b);
+            let f = _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_set1_ps(scalar::pow2(120)));
+            if nan {
+                let is_nan = _mm256_cmpeq_epi32(
+                    _mm256_and_si256(bits, _mm256_set1_epi32(0x7FF0_0000)),
+                    _mm256_set1_epi32(0x07F0_0000),
+                );
+                _mm256_or_ps(f, _mm256_castsi256_ps(is_nan))
+            } else {
+                f
             }
         }
-        _ => {
-            let codes = decode_i8(m, row, c0, n, ibuf);
-            let full = n / 8;
-            for b in 0..full {
-                // SAFETY: `codes` points at n valid bytes (the row or `ibuf`); 8·b + 8 ≤ n ≤ CH.
-                unsafe {
-                    let t = _mm256_cvtepi8_epi32(_mm_loadl_epi64(codes.add(8 * b).cast()));
-                    _mm256_storeu_ps(fbuf.as_mut_ptr().add(8 * b), _mm256_cvtepi32_ps(t));
-                }
-            }
-            for (k, f) in fbuf.iter_mut().enumerate().take(n).skip(8 * full) {
-                // SAFETY: k < n.
-                *f = f32::from(unsafe { *codes.add(k) });
-            }
-        }
-    }
-    fbuf.as_ptr()
-}
 
-/// # Safety
-/// AVX2 + FMA available; shapes as asserted by [`matmul_f32_rows`].
-#[target_feature(enable = "avx2,fma")]
-unsafe fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
-    let nibble_fast = match m.format() {
-        Format::Int4Row | Format::Mxfp4 => true,
-        Format::Int4Grouped => m.group_len().is_multiple_of(32),
-        _ => false,
-    };
-    if nibble_fast {
-        // SAFETY: same contract.
-        unsafe { f32_nibbles(m, x, s, rows, y) };
-        return;
-    }
-    if m.format() == Format::Fp8E4m3B128 {
-        // SAFETY: same contract.
-        unsafe { f32_fp8(m, x, s, rows, y) };
-        return;
-    }
-    let (ni, gl, nr) = (m.i(), m.group_len(), rows.len());
-    let mut ibuf = [0i8; CH];
-    let mut fbuf = [0f32; CH];
-    let mut s0 = 0;
-    while s0 < s {
-        let st = (s - s0).min(ST);
-        for (r, o) in rows.clone().enumerate() {
+        /// Fused fp8-e4m3-b128 f32-activation kernel for one weight row and `T` activation rows:
+        /// per 128-column block, decode 8 bytes at a time in registers (NaN handling only when the
+        /// block holds a NaN code), 2 accumulators per activation row, `acc = fma(part, scale,
+        /// acc)`.
+        ///
+        /// # Safety
+        /// The arm's features available; every `xs[k]` points at `I` values.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn fp8_row_f32<const T: usize>(
+            m: &Matrix<'_>,
+            o: usize,
+            xs: [*const f32; T],
+        ) -> [f32; T] {
+            let ni = m.i();
             let row = m.row_bytes(o);
-            let mut acc = [_mm256_setzero_ps(); ST];
-            let mut part = [_mm256_setzero_ps(); ST];
-            let (mut g, mut gend, mut c0) = (0, gl.min(ni), 0);
-            while c0 < ni {
-                let n = (ni - c0).min(CH);
-                let wp = decode_f32(m, row, c0, n, &mut ibuf, &mut fbuf);
-                let mut pos = c0;
-                while pos < c0 + n {
-                    let end = gend.min(c0 + n);
-                    for (k, p) in part[..st].iter_mut().enumerate() {
-                        let xs = &x[(s0 + k) * ni + pos..(s0 + k) * ni + end];
-                        // SAFETY: wp points at n values for columns c0..c0+n and
-                        // c0 ≤ pos < end ≤ c0 + n; xs has end − pos values.
-                        *p = _mm256_add_ps(*p, unsafe {
-                            dot_f32(wp.add(pos - c0), xs.as_ptr(), end - pos)
-                        });
-                    }
-                    pos = end;
-                    if pos == gend {
-                        let sc = _mm256_set1_ps(scale_f32(m, o, g));
-                        for (a, p) in acc[..st].iter_mut().zip(&mut part[..st]) {
-                            *a = _mm256_fmadd_ps(*p, sc, *a);
-                            *p = _mm256_setzero_ps();
-                        }
-                        g += 1;
-                        gend = (gend + gl).min(ni);
-                    }
+            let mut acc = [_mm256_setzero_ps(); T];
+            let mut tail_acc = [0f32; T];
+            let nan_code = _mm256_set1_epi8(0x7F);
+            for g in 0..m.groups_per_row() {
+                let (c0, c1) = (128 * g, (128 * g + 128).min(ni));
+                let n8 = (c1 - c0) / 8;
+                // NaN codes in the block? (only full 32-byte pieces are probed; the rest is decoded
+                // with NaN handling)
+                let mut has_nan = (c1 - c0) % 32 != 0;
+                for p in 0..(c1 - c0) / 32 {
+                    // SAFETY: c0 + 32·p + 32 ≤ c1 ≤ I bytes of the row.
+                    let v = unsafe { _mm256_loadu_si256(row.as_ptr().add(c0 + 32 * p).cast()) };
+                    let hit = _mm256_cmpeq_epi8(_mm256_and_si256(v, nan_code), nan_code);
+                    has_nan |= _mm256_movemask_epi8(hit) != 0;
                 }
-                c0 += n;
-            }
-            for (k, a) in acc[..st].iter().enumerate() {
-                y[(s0 + k) * nr + r] = hsum_ps(*a);
-            }
-        }
-        s0 += st;
-    }
-}
-
-/// # Safety
-/// AVX2 available; shapes as asserted by [`matmul_q8_rows`].
-#[target_feature(enable = "avx2,fma")]
-unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
-    if m.format() == Format::Int4Row {
-        // SAFETY: same contract.
-        unsafe { q8_int4_row(m, xq, rows, y) };
-        return;
-    }
-    if m.format() == Format::Int8Row {
-        // SAFETY: same contract.
-        unsafe { q8_int8_row(m, xq, rows, y) };
-        return;
-    }
-    if m.format() == Format::Mxfp4 || (m.format() == Format::Int4Grouped && m.group_len() == 32) {
-        // SAFETY: same contract.
-        unsafe { q8_nibble_g32(m, xq, rows, y) };
-        return;
-    }
-    let (ni, gl, nr, s) = (m.i(), m.group_len(), rows.len(), xq.s());
-    let mut ibuf = [0i8; CH];
-    let mut s0 = 0;
-    while s0 < s {
-        let st = (s - s0).min(ST);
-        for (r, o) in rows.clone().enumerate() {
-            let row = m.row_bytes(o);
-            let mut acc = [0f32; ST];
-            let mut d = [0i32; ST];
-            let (mut g, mut gend, mut c0) = (0, gl.min(ni), 0);
-            while c0 < ni {
-                let n = (ni - c0).min(CH);
-                let wp = decode_i8(m, row, c0, n, &mut ibuf);
-                let mut pos = c0;
-                while pos < c0 + n {
-                    let end = gend.min(c0 + n);
-                    for (k, dk) in d[..st].iter_mut().enumerate() {
-                        let xs = &xq.row(s0 + k).0[pos..end];
-                        // SAFETY: wp points at n codes for columns c0..c0+n ⊇ pos..end.
-                        *dk += unsafe { dot_i8(wp.add(pos - c0), xs.as_ptr(), end - pos) };
-                    }
-                    pos = end;
-                    if pos == gend {
-                        let sc = scalar::group_scale_q8(m, o, g);
-                        for (a, dk) in acc[..st].iter_mut().zip(&mut d[..st]) {
-                            #[allow(clippy::cast_precision_loss)] // the spec's rounding
-                            let df = *dk as f32;
-                            *a += df * sc;
-                            *dk = 0;
-                        }
-                        g += 1;
-                        gend = (gend + gl).min(ni);
-                    }
-                }
-                c0 += n;
-            }
-            for (k, a) in acc[..st].iter().enumerate() {
-                y[(s0 + k) * nr + r] = *a * xq.row(s0 + k).1;
-            }
-        }
-        s0 += st;
-    }
-}
-
-/// `Σ nib · x` over the full 64-column blocks of one int4 row for `T` activation rows at once
-/// (one weight load and unpack shared by the `T` rows). `maddubs(nib, x)` with `nib ≤ 15`,
-/// `|x| ≤ 127`: pair sums ≤ 3810, two added ≤ 7620, no i16 saturation.
-///
-/// # Safety
-/// AVX2; `row` holds at least `32 · blocks` bytes and every `xs[k]` at least `64 · blocks`.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn int4_blocks_q8<const T: usize>(
-    row: *const u8,
-    xs: [*const i8; T],
-    blocks: usize,
-) -> [i32; T] {
-    let mut acc = [_mm256_setzero_si256(); T];
-    let mask = _mm256_set1_epi8(0x0F);
-    let ones = _mm256_set1_epi16(1);
-    for b in 0..blocks {
-        // SAFETY: b < blocks, so the 32 bytes at 32·b are within the row.
-        let v = unsafe { _mm256_loadu_si256(row.add(32 * b).cast()) };
-        let lo = _mm256_and_si256(v, mask);
-        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask);
-        let a = _mm256_unpacklo_epi8(lo, hi); // columns 0..16 | 32..48
-        let c = _mm256_unpackhi_epi8(lo, hi); // columns 16..32 | 48..64
-        let w0 = _mm256_permute2x128_si256::<0x20>(a, c); // columns 0..32
-        let w1 = _mm256_permute2x128_si256::<0x31>(a, c); // columns 32..64
-        for k in 0..T {
-            // SAFETY: 64 codes at 64·b are within xs[k].
-            let (x0, x1) = unsafe {
-                (
-                    _mm256_loadu_si256(xs[k].add(64 * b).cast()),
-                    _mm256_loadu_si256(xs[k].add(64 * b + 32).cast()),
-                )
-            };
-            let p = _mm256_add_epi16(_mm256_maddubs_epi16(w0, x0), _mm256_maddubs_epi16(w1, x1));
-            acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(p, ones));
-        }
-    }
-    let mut out = [0i32; T];
-    for k in 0..T {
-        out[k] = hsum_epi32(acc[k]);
-    }
-    out
-}
-
-/// Fused int4-row int8-activation kernel: `d = Σ nib·x − 8·Σx` (exact), then the scalar
-/// reference's epilogue `((0 + d·s) · sx)`.
-///
-/// # Safety
-/// AVX2; shapes as asserted by [`matmul_q8_rows`].
-#[target_feature(enable = "avx2,fma")]
-unsafe fn q8_int4_row(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
-    let (ni, nr, s) = (m.i(), rows.len(), xq.s());
-    let blocks = ni / 64;
-    let mut s0 = 0;
-    while s0 < s {
-        let st = if s - s0 >= 4 {
-            4
-        } else if s - s0 >= 2 {
-            2
-        } else {
-            1
-        };
-        let mut xp = [core::ptr::null::<i8>(); 4];
-        let mut xsum = [0i32; 4];
-        for k in 0..st {
-            let q = xq.row(s0 + k).0;
-            xp[k] = q.as_ptr();
-            xsum[k] = q.iter().map(|&v| i32::from(v)).sum();
-        }
-        for (r, o) in rows.clone().enumerate() {
-            let row = m.row_bytes(o);
-            // SAFETY: the row has ceil(I/2) ≥ 32·blocks bytes and each activation row I ≥ 64·blocks codes.
-            let d4: [i32; 4] = unsafe {
-                match st {
-                    4 => int4_blocks_q8::<4>(row.as_ptr(), xp, blocks),
-                    2 => {
-                        let d = int4_blocks_q8::<2>(row.as_ptr(), [xp[0], xp[1]], blocks);
-                        [d[0], d[1], 0, 0]
-                    }
-                    _ => [int4_blocks_q8::<1>(row.as_ptr(), [xp[0]], blocks)[0], 0, 0, 0],
-                }
-            };
-            let sc = scalar::group_scale_q8(m, o, 0);
-            for k in 0..st {
-                let (q, sx) = xq.row(s0 + k);
-                let mut d = d4[k] - 8 * xsum[k];
-                for (c, &xv) in q.iter().enumerate().skip(64 * blocks) {
-                    d += i32::from((row[c / 2] >> (4 * (c % 2))) & 0xF) * i32::from(xv);
-                }
-                let mut acc = 0.0f32;
-                if ni > 0 {
-                    #[allow(clippy::cast_precision_loss)] // the spec's rounding
-                    let df = d as f32;
-                    acc += df * sc;
-                }
-                y[(s0 + k) * nr + r] = acc * sx;
-            }
-        }
-        s0 += st;
-    }
-}
-
-/// One 32-column block of a nibble row as 4 × 8 f32 values (`nib − 8`, or `±2·e2m1`).
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn nibble_block_f32(v: __m128i, mx: bool, lut: __m128i) -> [__m256; 4] {
-    let (a, c) = nibbles(v);
-    let (a, c) = if mx {
-        (_mm_shuffle_epi8(lut, a), _mm_shuffle_epi8(lut, c))
-    } else {
-        let eight = _mm_set1_epi8(8);
-        (_mm_sub_epi8(a, eight), _mm_sub_epi8(c, eight))
-    };
-    let f = |t: __m128i| _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(t));
-    [f(a), f(_mm_srli_si128::<8>(a)), f(c), f(_mm_srli_si128::<8>(c))]
-}
-
-/// Fused f32-activation kernel for int4-row, int4-grouped (`gs` a multiple of 32) and mxfp4,
-/// for `T` activation rows sharing each weight decode. Returns `y` for the `T` rows.
-///
-/// # Safety
-/// AVX2 + FMA; every `xs[k]` points at `I` values.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn nibble_row_f32<const T: usize>(
-    m: &Matrix<'_>,
-    o: usize,
-    xs: [*const f32; T],
-) -> [f32; T] {
-    let (ni, gl) = (m.i(), m.group_len());
-    let row = m.row_bytes(o);
-    let mx = m.format() == Format::Mxfp4;
-    // SAFETY: MX_LUT has 16 bytes.
-    let lut = unsafe { _mm_loadu_si128(MX_LUT.as_ptr().cast()) };
-    let mut acc = [_mm256_setzero_ps(); T];
-    let mut tail_acc = [0f32; T];
-    for g in 0..m.groups_per_row() {
-        let (c0, c1) = (g * gl, ((g + 1) * gl).min(ni));
-        let nfull = (c1 - c0) / 32;
-        let mut p0 = [_mm256_setzero_ps(); T];
-        let mut p1 = [_mm256_setzero_ps(); T];
-        for b in 0..nfull {
-            let col = c0 + 32 * b;
-            // SAFETY: col + 32 ≤ I, so the 16 bytes at col/2 are within the row.
-            let v = unsafe { _mm_loadu_si128(row.as_ptr().add(col / 2).cast()) };
-            let w = nibble_block_f32(v, mx, lut);
-            for k in 0..T {
-                // SAFETY: col + 32 ≤ I values of xs[k].
-                unsafe {
-                    let xp = xs[k].add(col);
-                    p0[k] = _mm256_fmadd_ps(w[0], _mm256_loadu_ps(xp), p0[k]);
-                    p1[k] = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xp.add(8)), p1[k]);
-                    p0[k] = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xp.add(16)), p0[k]);
-                    p1[k] = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xp.add(24)), p1[k]);
-                }
-            }
-        }
-        let sc = scale_f32(m, o, g);
-        let scv = _mm256_set1_ps(sc);
-        for k in 0..T {
-            let mut tail = 0.0f32;
-            for c in c0 + 32 * nfull..c1 {
-                let nib = (row[c / 2] >> (4 * (c % 2))) & 0xF;
-                #[allow(clippy::cast_possible_wrap)] // nibble < 16
-                let v = if mx { MX_LUT[usize::from(nib)] } else { nib as i8 - 8 };
-                // SAFETY: c < I.
-                tail += f32::from(v) * unsafe { *xs[k].add(c) };
-            }
-            acc[k] = _mm256_fmadd_ps(_mm256_add_ps(p0[k], p1[k]), scv, acc[k]);
-            tail_acc[k] += tail * sc;
-        }
-    }
-    let mut out = [0f32; T];
-    for k in 0..T {
-        out[k] = hsum_ps(acc[k]) + tail_acc[k];
-    }
-    out
-}
-
-/// # Safety
-/// AVX2 + FMA; shapes as asserted by [`matmul_f32_rows`].
-#[target_feature(enable = "avx2,fma")]
-unsafe fn f32_nibbles(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
-    let (ni, nr) = (m.i(), rows.len());
-    let mut s0 = 0;
-    while s0 < s {
-        let st = if s - s0 >= 4 {
-            4
-        } else if s - s0 >= 2 {
-            2
-        } else {
-            1
-        };
-        let xp = |k: usize| x[(s0 + k) * ni..].as_ptr();
-        for (r, o) in rows.clone().enumerate() {
-            // SAFETY: each pointer addresses the I values of activation row s0 + k.
-            let v: [f32; 4] = unsafe {
-                match st {
-                    4 => nibble_row_f32::<4>(m, o, [xp(0), xp(1), xp(2), xp(3)]),
-                    2 => {
-                        let v = nibble_row_f32::<2>(m, o, [xp(0), xp(1)]);
-                        [v[0], v[1], 0.0, 0.0]
-                    }
-                    _ => [nibble_row_f32::<1>(m, o, [xp(0)])[0], 0.0, 0.0, 0.0],
-                }
-            };
-            for k in 0..st {
-                y[(s0 + k) * nr + r] = v[k];
-            }
-        }
-        s0 += st;
-    }
-}
-
-/// Eight i32 vectors → one vector of their eight horizontal sums, in order.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn hsum8_epi32(v: [__m256i; 8]) -> __m256i {
-    let h01 = _mm256_hadd_epi32(v[0], v[1]);
-    let h23 = _mm256_hadd_epi32(v[2], v[3]);
-    let h45 = _mm256_hadd_epi32(v[4], v[5]);
-    let h67 = _mm256_hadd_epi32(v[6], v[7]);
-    let a = _mm256_hadd_epi32(h01, h23); // [v0..v3 low halves | v0..v3 high halves]
-    let b = _mm256_hadd_epi32(h45, h67);
-    _mm256_add_epi32(
-        _mm256_permute2x128_si256::<0x20>(a, b),
-        _mm256_permute2x128_si256::<0x31>(a, b),
-    )
-}
-
-/// int8-activation kernel for 32-column nibble groups (mxfp4, int4-grouped with `gs = 32`):
-/// 256-column super-blocks of 8 groups give 8 exact group dot products at once
-/// (`hsum8_epi32`), converted and scaled lane-wise, then added to the row's accumulator one
-/// group at a time in the scalar reference's order (bit-exact). Columns past the last full
-/// super-block run group by group.
-///
-/// # Safety
-/// AVX2; shapes as asserted by [`matmul_q8_rows`].
-#[target_feature(enable = "avx2,fma")]
-unsafe fn q8_nibble_g32(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
-    let (ni, nr, s) = (m.i(), rows.len(), xq.s());
-    let mx = m.format() == Format::Mxfp4;
-    let supers = ni / 256;
-    // SAFETY: MX_LUT has 16 bytes.
-    let lut = unsafe { _mm_loadu_si128(MX_LUT.as_ptr().cast()) };
-    let eight = _mm_set1_epi8(8);
-    for si in 0..s {
-        let (q, sx) = xq.row(si);
-        for (r, o) in rows.clone().enumerate() {
-            let row = m.row_bytes(o);
-            let mut acc = 0.0f32;
-            for sb in 0..supers {
-                let mut v = [_mm256_setzero_si256(); 8];
-                for (g, vg) in v.iter_mut().enumerate() {
-                    let col = 256 * sb + 32 * g;
-                    // SAFETY: col + 32 ≤ I: 16 weight bytes at col/2 and 32 codes at col exist.
-                    let (wv, xv) = unsafe {
-                        let (a, c) = nibbles(_mm_loadu_si128(row.as_ptr().add(col / 2).cast()));
-                        let (a, c) = if mx {
-                            (_mm_shuffle_epi8(lut, a), _mm_shuffle_epi8(lut, c))
-                        } else {
-                            (_mm_sub_epi8(a, eight), _mm_sub_epi8(c, eight))
-                        };
-                        let w = _mm256_set_m128i(c, a);
-                        (w, _mm256_loadu_si256(q.as_ptr().add(col).cast()))
+                let mut p0 = [_mm256_setzero_ps(); T];
+                let mut p1 = [_mm256_setzero_ps(); T];
+                let mut j = 0;
+                while j + 2 <= n8 {
+                    let col = c0 + 8 * j;
+                    // SAFETY: col + 16 ≤ c1 ≤ I.
+                    let (b0, b1) = unsafe {
+                        (
+                            _mm_loadl_epi64(row.as_ptr().add(col).cast()),
+                            _mm_loadl_epi64(row.as_ptr().add(col + 8).cast()),
+                        )
                     };
-                    *vg = dot32_i8(wv, xv);
-                }
-                let d = _mm256_cvtepi32_ps(hsum8_epi32(v));
-                let mut sc = [0f32; 8];
-                for (g, scg) in sc.iter_mut().enumerate() {
-                    *scg = scale_f32(m, o, 8 * sb + g);
-                }
-                let mut prod = [0f32; 8];
-                // SAFETY: both arrays hold 8 f32.
-                unsafe {
-                    _mm256_storeu_ps(
-                        prod.as_mut_ptr(),
-                        _mm256_mul_ps(d, _mm256_loadu_ps(sc.as_ptr())),
-                    );
-                }
-                for p in prod {
-                    acc += p;
-                }
-            }
-            for g in 8 * supers..m.groups_per_row() {
-                let mut d = 0i32;
-                for (c, &qc) in q.iter().enumerate().take((32 * g + 32).min(ni)).skip(32 * g) {
-                    let nib = (row[c / 2] >> (4 * (c % 2))) & 0xF;
-                    #[allow(clippy::cast_possible_wrap)] // nibble < 16
-                    let code = if mx { MX_LUT[usize::from(nib)] } else { nib as i8 - 8 };
-                    d += i32::from(code) * i32::from(qc);
-                }
-                #[allow(clippy::cast_precision_loss)] // the spec's rounding
-                let df = d as f32;
-                acc += df * scale_f32(m, o, g);
-            }
-            y[si * nr + r] = acc * sx;
-        }
-    }
-}
-
-/// Eight e4m3 bytes → eight exact f32 values (see the module documentation); `nan` also maps
-/// the NaN codes, otherwise the caller has checked that there are none.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn fp8x8(b: __m128i, nan: bool) -> __m256 {
-    let t = _mm256_cvtepi8_epi32(b);
-    #[allow(clippy::cast_possible_wrap)] // bit pattern
-    let bits =
-        _mm256_and_si256(_mm256_slli_epi32::<20>(t), _mm256_set1_epi32(0x87F0_0000u32 as i32));
-    let f = _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_set1_ps(scalar::pow2(120)));
-    if nan {
-        let is_nan = _mm256_cmpeq_epi32(
-            _mm256_and_si256(bits, _mm256_set1_epi32(0x7FF0_0000)),
-            _mm256_set1_epi32(0x07F0_0000),
-        );
-        _mm256_or_ps(f, _mm256_castsi256_ps(is_nan))
-    } else {
-        f
-    }
-}
-
-/// Fused fp8-e4m3-b128 f32-activation kernel for one weight row and `T` activation rows: per
-/// 128-column block, decode 8 bytes at a time in registers (NaN handling only when the block
-/// holds a NaN code), 2 accumulators per activation row, `acc = fma(part, scale, acc)`.
-///
-/// # Safety
-/// AVX2 + FMA; every `xs[k]` points at `I` values.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn fp8_row_f32<const T: usize>(m: &Matrix<'_>, o: usize, xs: [*const f32; T]) -> [f32; T] {
-    let ni = m.i();
-    let row = m.row_bytes(o);
-    let mut acc = [_mm256_setzero_ps(); T];
-    let mut tail_acc = [0f32; T];
-    let nan_code = _mm256_set1_epi8(0x7F);
-    for g in 0..m.groups_per_row() {
-        let (c0, c1) = (128 * g, (128 * g + 128).min(ni));
-        let n8 = (c1 - c0) / 8;
-        // NaN codes in the block? (only full 32-byte pieces are probed; the rest is decoded with NaN handling)
-        let mut has_nan = (c1 - c0) % 32 != 0;
-        for p in 0..(c1 - c0) / 32 {
-            // SAFETY: c0 + 32·p + 32 ≤ c1 ≤ I bytes of the row.
-            let v = unsafe { _mm256_loadu_si256(row.as_ptr().add(c0 + 32 * p).cast()) };
-            let hit = _mm256_cmpeq_epi8(_mm256_and_si256(v, nan_code), nan_code);
-            has_nan |= _mm256_movemask_epi8(hit) != 0;
-        }
-        let mut p0 = [_mm256_setzero_ps(); T];
-        let mut p1 = [_mm256_setzero_ps(); T];
-        let mut j = 0;
-        while j + 2 <= n8 {
-            let col = c0 + 8 * j;
-            // SAFETY: col + 16 ≤ c1 ≤ I.
-            let (b0, b1) = unsafe {
-                (
-                    _mm_loadl_epi64(row.as_ptr().add(col).cast()),
-                    _mm_loadl_epi64(row.as_ptr().add(col + 8).cast()),
-                )
-            };
-            let (w0, w1) = (fp8x8(b0, has_nan), fp8x8(b1, has_nan));
-            for k in 0..T {
-                // SAFETY: col + 16 ≤ I values of xs[k].
-                unsafe {
-                    p0[k] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xs[k].add(col)), p0[k]);
-                    p1[k] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xs[k].add(col + 8)), p1[k]);
-                }
-            }
-            j += 2;
-        }
-        if j < n8 {
-            let col = c0 + 8 * j;
-            // SAFETY: col + 8 ≤ c1 ≤ I.
-            let w0 = fp8x8(unsafe { _mm_loadl_epi64(row.as_ptr().add(col).cast()) }, true);
-            for k in 0..T {
-                // SAFETY: col + 8 ≤ I values of xs[k].
-                p0[k] = _mm256_fmadd_ps(w0, unsafe { _mm256_loadu_ps(xs[k].add(col)) }, p0[k]);
-            }
-        }
-        let sc = scalar::group_scale(m, o, g);
-        let scv = _mm256_set1_ps(sc);
-        for k in 0..T {
-            let mut tail = 0.0f32;
-            for (c, &b) in row.iter().enumerate().take(c1).skip(c0 + 8 * n8) {
-                // SAFETY: c < I.
-                tail += scalar::e4m3_to_f32(b) * unsafe { *xs[k].add(c) };
-            }
-            acc[k] = _mm256_fmadd_ps(_mm256_add_ps(p0[k], p1[k]), scv, acc[k]);
-            tail_acc[k] += tail * sc;
-        }
-    }
-    let mut out = [0f32; T];
-    for k in 0..T {
-        out[k] = hsum_ps(acc[k]) + tail_acc[k];
-    }
-    out
-}
-
-/// # Safety
-/// AVX2 + FMA; shapes as asserted by [`matmul_f32_rows`].
-#[target_feature(enable = "avx2,fma")]
-unsafe fn f32_fp8(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
-    let (ni, nr) = (m.i(), rows.len());
-    let mut s0 = 0;
-    while s0 < s {
-        let st = if s - s0 >= 4 {
-            4
-        } else if s - s0 >= 2 {
-            2
-        } else {
-            1
-        };
-        let xp = |k: usize| x[(s0 + k) * ni..].as_ptr();
-        for (r, o) in rows.clone().enumerate() {
-            // SAFETY: each pointer addresses the I values of activation row s0 + k.
-            let v: [f32; 4] = unsafe {
-                match st {
-                    4 => fp8_row_f32::<4>(m, o, [xp(0), xp(1), xp(2), xp(3)]),
-                    2 => {
-                        let v = fp8_row_f32::<2>(m, o, [xp(0), xp(1)]);
-                        [v[0], v[1], 0.0, 0.0]
+                    let (w0, w1) = (fp8x8(b0, has_nan), fp8x8(b1, has_nan));
+                    for k in 0..T {
+                        // SAFETY: col + 16 ≤ I values of xs[k].
+                        unsafe {
+                            p0[k] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xs[k].add(col)), p0[k]);
+                            p1[k] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xs[k].add(col + 8)), p1[k]);
+                        }
                     }
-                    _ => [fp8_row_f32::<1>(m, o, [xp(0)])[0], 0.0, 0.0, 0.0],
+                    j += 2;
                 }
-            };
-            for k in 0..st {
-                y[(s0 + k) * nr + r] = v[k];
+                if j < n8 {
+                    let col = c0 + 8 * j;
+                    // SAFETY: col + 8 ≤ c1 ≤ I.
+                    let w0 = fp8x8(unsafe { _mm_loadl_epi64(row.as_ptr().add(col).cast()) }, true);
+                    for k in 0..T {
+                        // SAFETY: col + 8 ≤ I values of xs[k].
+                        let xv = unsafe { _mm256_loadu_ps(xs[k].add(col)) };
+                        p0[k] = _mm256_fmadd_ps(w0, xv, p0[k]);
+                    }
+                }
+                let sc = scalar::group_scale(m, o, g);
+                let scv = _mm256_set1_ps(sc);
+                for k in 0..T {
+                    let mut tail = 0.0f32;
+                    for (c, &b) in row.iter().enumerate().take(c1).skip(c0 + 8 * n8) {
+                        // SAFETY: c < I.
+                        tail += scalar::e4m3_to_f32(b) * unsafe { *xs[k].add(c) };
+                    }
+                    acc[k] = _mm256_fmadd_ps(_mm256_add_ps(p0[k], p1[k]), scv, acc[k]);
+                    tail_acc[k] += tail * sc;
+                }
+            }
+            let mut out = [0f32; T];
+            for k in 0..T {
+                out[k] = hsum_ps(acc[k]) + tail_acc[k];
+            }
+            out
+        }
+
+        /// # Safety
+        /// The arm's features available; shapes as asserted by [`matmul_f32_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_fp8(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
+            let (ni, nr) = (m.i(), rows.len());
+            let mut s0 = 0;
+            while s0 < s {
+                let st = if s - s0 >= 4 {
+                    4
+                } else if s - s0 >= 2 {
+                    2
+                } else {
+                    1
+                };
+                let xp = |k: usize| x[(s0 + k) * ni..].as_ptr();
+                for (r, o) in rows.clone().enumerate() {
+                    // SAFETY: each pointer addresses the I values of activation row s0 + k.
+                    let v: [f32; 4] = unsafe {
+                        match st {
+                            4 => fp8_row_f32::<4>(m, o, [xp(0), xp(1), xp(2), xp(3)]),
+                            2 => {
+                                let v = fp8_row_f32::<2>(m, o, [xp(0), xp(1)]);
+                                [v[0], v[1], 0.0, 0.0]
+                            }
+                            _ => [fp8_row_f32::<1>(m, o, [xp(0)])[0], 0.0, 0.0, 0.0],
+                        }
+                    };
+                    for k in 0..st {
+                        y[(s0 + k) * nr + r] = v[k];
+                    }
+                }
+                s0 += st;
             }
         }
-        s0 += st;
-    }
+
+        /// int8-row int8-activation kernel: one exact dot product over the whole row per activation
+        /// row (no chunking, one horizontal sum), then the scalar reference's epilogue.
+        ///
+        /// # Safety
+        /// The arm's features available; shapes as asserted by [`matmul_q8_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_int8_row(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr) = (m.i(), rows.len());
+            for (r, o) in rows.clone().enumerate() {
+                let row = m.row_bytes(o);
+                let sc = scalar::group_scale_q8(m, o, 0);
+                for si in 0..xq.s() {
+                    let (q, sx) = xq.row(si);
+                    // SAFETY: the row has I bytes and the activation row I codes.
+                    let d = unsafe { dot_i8(row.as_ptr().cast(), q.as_ptr(), ni) };
+                    let mut acc = 0.0f32;
+                    if ni > 0 {
+                        #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                        let df = d as f32;
+                        acc += df * sc;
+                    }
+                    y[si * nr + r] = acc * sx;
+                }
+            }
+        }
+    };
 }
 
-/// int8-row int8-activation kernel: one exact dot product over the whole row per activation
-/// row (no chunking, one horizontal sum), then the scalar reference's epilogue.
-///
-/// # Safety
-/// AVX2; shapes as asserted by [`matmul_q8_rows`].
-#[target_feature(enable = "avx2,fma")]
-unsafe fn q8_int8_row(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
-    let (ni, nr) = (m.i(), rows.len());
-    for (r, o) in rows.clone().enumerate() {
-        let row = m.row_bytes(o);
-        let sc = scalar::group_scale_q8(m, o, 0);
-        for si in 0..xq.s() {
-            let (q, sx) = xq.row(si);
-            // SAFETY: the row has I bytes and the activation row I codes.
-            let d = unsafe { dot_i8(row.as_ptr().cast(), q.as_ptr(), ni) };
-            let mut acc = 0.0f32;
-            if ni > 0 {
-                #[allow(clippy::cast_precision_loss)] // the spec's rounding
-                let df = d as f32;
-                acc += df * sc;
-            }
-            y[si * nr + r] = acc * sx;
-        }
+/// The AVX2 + FMA arm (`Isa::Avx2`): the int8 dot step is `vpmaddubsw` + `vpmaddwd` +
+/// `vpaddd`.
+pub(crate) mod plain {
+    use core::arch::x86_64::{
+        __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_madd_epi16, _mm256_maddubs_epi16,
+        _mm256_set1_epi16,
+    };
+
+    /// `acc + Σ₄ u·s` per i32 lane; exact when `u ≤ 128` and `|s| ≤ 127` (no i16 saturation in
+    /// `vpmaddubsw`: pair sums ≤ 2 · 128 · 127 = 32 512), which every caller guarantees.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn dpbusd(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+        _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)))
     }
+
+    /// `dpbusd(dpbusd(acc, u0, s0), u1, s1)`; the two `vpmaddubsw` results are added as i16
+    /// before one `vpmaddwd`, so exact when `u0, u1 ≤ 64` and `|s0|, |s1| ≤ 127` (the sum of two
+    /// pair sums ≤ 4 · 64 · 127 = 32 512), which every caller guarantees (int4 nibbles ≤ 15).
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn dpbusd2(acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
+        let p = _mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1));
+        _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))
+    }
+
+    avx2_arm!("avx2,fma", crate::isa::Isa::Avx2);
 }
+
+/// The AVX-VNNI arm (`Isa::AvxVnni`): the same kernels, the int8 dot step is one VEX-encoded
+/// `vpdpbusd` (`_mm256_dpbusd_avx_epi32`: u8 × s8 products summed four at a time into i32, no
+/// saturation). Compiled with `avx2,fma,avxvnni` only, so no EVEX instruction can appear
+/// in it.
+pub(crate) mod vnni {
+    use core::arch::x86_64::{__m256i, _mm256_dpbusd_avx_epi32};
+
+    /// `acc + Σ₄ u·s` per i32 lane (`u` unsigned, `s` signed; no saturation).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,avxvnni")]
+    fn dpbusd(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+        _mm256_dpbusd_avx_epi32(acc, u, s)
+    }
+
+    /// `dpbusd(dpbusd(acc, u0, s0), u1, s1)`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,avxvnni")]
+    fn dpbusd2(acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
+        _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(acc, u0, s0), u1, s1)
+    }
+
+    avx2_arm!("avx2,fma,avxvnni", crate::isa::Isa::AvxVnni);
+}
+
+pub(crate) use plain::{matmul_f32_rows, matmul_q8_rows};

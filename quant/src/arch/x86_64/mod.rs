@@ -1,7 +1,8 @@
-//! x86-64 arms: AVX2 + FMA (256-bit, `avx2`), AVX-512 F + BW and AVX-512 F + BW + VNNI
-//! (512-bit, `avx512::{plain, vnni}`).
+//! x86-64 arms: AVX2 + FMA and AVX2 + FMA + AVX-VNNI (256-bit, `avx2::{plain, vnni}`),
+//! AVX-512 F + BW and AVX-512 F + BW + VNNI (512-bit, `avx512::{plain, vnni}`). Each file is one
+//! kernel body instantiated twice, the two instances differing only in the exact int8 dot step.
 //!
-//! Both arms share one structure: each output row is processed in chunks of 256 columns; a
+//! All arms share one structure: each output row is processed in chunks of 256 columns; a
 //! chunk is decoded once (SIMD unpacking) into a small L1-resident buffer of unscaled values
 //! (f32 path) or integer codes (int8-activation path), and that buffer is then reused by every
 //! activation row of the batch (weights are decoded once per row and batch tile, not once per
