@@ -29,13 +29,13 @@ use core::sync::atomic::{AtomicU8, Ordering};
 pub enum Isa {
     /// Portable Rust; the normative reference (`crate::scalar`). Always available.
     Scalar,
-    /// x86-64 AVX2 + FMA (256-bit).
+    /// x86-64 AVX2 + FMA + F16C (256-bit).
     Avx2,
     /// x86-64 AVX-512 F + BW (512-bit).
     Avx512,
     /// x86-64 AVX-512 F + BW + VNNI (`vpdpbusd` for the int8-activation paths).
     Avx512Vnni,
-    /// x86-64 AVX2 + FMA + AVX-VNNI (VEX-encoded `vpdpbusd` on 256-bit registers).
+    /// x86-64 AVX2 + FMA + F16C + AVX-VNNI (VEX-encoded `vpdpbusd` on 256-bit registers).
     AvxVnni,
     /// aarch64 Advanced SIMD (NEON).
     Neon,
@@ -116,7 +116,9 @@ impl Isa {
         match self {
             Self::Scalar => true,
             #[cfg(target_arch = "x86_64")]
-            Self::Avx2 => x86::has("avx2") && x86::has("fma"),
+            // F16C (the fp8 decode) is on every AVX2 CPU (Intel since Ivy Bridge, AMD since
+            // Piledriver, both before AVX2); checked anyway, a VM may mask it.
+            Self::Avx2 => x86::has("avx2") && x86::has("fma") && x86::has("f16c"),
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => x86::has("avx512f") && x86::has("avx512bw"),
             #[cfg(target_arch = "x86_64")]
@@ -124,7 +126,9 @@ impl Isa {
                 x86::has("avx512f") && x86::has("avx512bw") && x86::has("avx512vnni")
             }
             #[cfg(target_arch = "x86_64")]
-            Self::AvxVnni => x86::has("avx2") && x86::has("fma") && x86::has("avxvnni"),
+            Self::AvxVnni => {
+                x86::has("avx2") && x86::has("fma") && x86::has("f16c") && x86::has("avxvnni")
+            }
             #[cfg(target_arch = "aarch64")]
             Self::Neon => arm::has("neon"),
             #[cfg(target_arch = "aarch64")]
@@ -206,6 +210,7 @@ mod x86 {
             match feature {
                 "avx2" => std::is_x86_feature_detected!("avx2"),
                 "fma" => std::is_x86_feature_detected!("fma"),
+                "f16c" => std::is_x86_feature_detected!("f16c"),
                 "avx512f" => std::is_x86_feature_detected!("avx512f"),
                 "avx512bw" => std::is_x86_feature_detected!("avx512bw"),
                 "avx512vnni" => std::is_x86_feature_detected!("avx512vnni"),
@@ -218,6 +223,7 @@ mod x86 {
             match feature {
                 "avx2" => cfg!(target_feature = "avx2"),
                 "fma" => cfg!(target_feature = "fma"),
+                "f16c" => cfg!(target_feature = "f16c"),
                 "avx512f" => cfg!(target_feature = "avx512f"),
                 "avx512bw" => cfg!(target_feature = "avx512bw"),
                 "avx512vnni" => cfg!(target_feature = "avx512vnni"),

@@ -1,5 +1,5 @@
-//! The 256-bit arms, for every format with a value rule: [`plain`] (AVX2 + FMA, `Isa::Avx2`)
-//! and [`vnni`] (the same + AVX-VNNI, `Isa::AvxVnni`).
+//! The 256-bit arms, for every format with a value rule: [`plain`] (AVX2 + FMA + F16C,
+//! `Isa::Avx2`) and [`vnni`] (the same + AVX-VNNI, `Isa::AvxVnni`).
 //!
 //! Both arms are generated from one body (`avx2_arm!`); they differ only in the exact int8 dot
 //! step `dpbusd(acc, u, s)` = `acc + Σ₄ u·s` (unsigned bytes `u` times signed bytes `s`, four
@@ -21,10 +21,10 @@
 //!   column order with `unpacklo/hi_epi8` → minus 8;
 //! - mxfp4: the same nibble split, then a 16-entry `pshufb` table of `±2·e2m1` (integers in
 //!   `[−12, 12]`), with the group scale halved to `2^(e−128)` (`crate::scalar::ue8m0_half`);
-//! - fp8 e4m3: no table: the byte is sign-extended to 32 bits, shifted left by 20 and masked
-//!   with `0x87F0_0000` (sign, exponent, mantissa land in f32 position: the f32 with those
-//!   bits is exactly `e4m3 · 2⁻¹²⁰`, subnormals included), then multiplied by `2¹²⁰` (exact);
-//!   NaN codes (`|b| = 0x7F`) are OR-ed to all-ones;
+//! - fp8 e4m3: no table, through IEEE half precision (F16C): the byte is sign-extended to 16
+//!   bits, shifted left by 7 and masked with `0xBF80` (the f16 `e4m3 · 2⁻⁸`, subnormals
+//!   included), `vcvtph2ps`, `× 2⁸` (all exact; no float operand is ever subnormal, see
+//!   `fp8x8`); NaN codes (`|b| = 0x7F`) are OR-ed to all-ones where a block holds one;
 //! - int8: used in place; int2 / int3: the portable decoder of `crate::arch`.
 //!
 //! f32 path (the same code in both arms): `part += w · x` with FMA over 32 columns at a time (4
@@ -35,7 +35,7 @@
 //! int8 path: exact i32 dot products per group (`dot32_i8`, `dpbusd`), summed exactly per group,
 //! then `acc += (d as f32) · scale` in the scalar reference's order: bit-exact.
 //!
-//! The `vnni` arm is compiled with `avx2,fma,avxvnni` only (no AVX-512 feature), so LLVM
+//! The `vnni` arm is compiled with `avx2,fma,f16c,avxvnni` only (no AVX-512 feature), so LLVM
 //! cannot emit an EVEX instruction in it and it runs on any AVX-VNNI CPU (Intel Alder Lake and
 //! later, AMD Zen 5; where AVX-512 VNNI is present too, `best()` prefers the AVX-512 arms). No
 //! machine available to this project has AVX-VNNI: its tests run under Miri (`docs/kernels.md`,
@@ -328,25 +328,12 @@ macro_rules! avx2_arm {
                 Format::F32 => return row[4 * c0..4 * (c0 + n)].as_ptr().cast(),
                 Format::Fp8E4m3B128 => {
                     let bytes = &row[c0..c0 + n];
-                    let p120 = _mm256_set1_ps(scalar::pow2(120));
-                    #[allow(clippy::cast_possible_wrap)] // bit patterns
-                    let (keep, expm, nanv) = (
-                        _mm256_set1_epi32(0x87F0_0000u32 as i32),
-                        _mm256_set1_epi32(0x7FF0_0000),
-                        _mm256_set1_epi32(0x07F0_0000),
-                    );
                     let full = n / 8;
                     for b in 0..full {
                         // SAFETY: 8 bytes at 8·b are within `bytes`; 8 f32 stored at 8·b < CH.
                         unsafe {
-                            let t = _mm256_cvtepi8_epi32(_mm_loadl_epi64(
-                                bytes.as_ptr().add(8 * b).cast(),
-                            ));
-                            let bits = _mm256_and_si256(_mm256_slli_epi32::<20>(t), keep);
-                            let f = _mm256_mul_ps(_mm256_castsi256_ps(bits), p120);
-                            let nan = _mm256_cmpeq_epi32(_mm256_and_si256(bits, expm), nanv);
-                            let f = _mm256_or_ps(f, _mm256_castsi256_ps(nan));
-                            _mm256_storeu_ps(fbuf.as_mut_ptr().add(8 * b), f);
+                            let v = _mm_loadl_epi64(bytes.as_ptr().add(8 * b).cast());
+                            _mm256_storeu_ps(fbuf.as_mut_ptr().add(8 * b), fp8x8(v, true));
                         }
                     }
                     for (f, &b) in fbuf[8 * full..n].iter_mut().zip(&bytes[8 * full..]) {
@@ -831,33 +818,61 @@ macro_rules! avx2_arm {
             }
         }
 
-        /// Eight e4m3 bytes → eight exact f32 values (see the module documentation); `nan` also
-        /// maps the NaN codes, otherwise the caller has checked that there are none.
+        /// The low eight e4m3 bytes of `b` → eight exact f32 values, through IEEE half precision
+        /// with no float arithmetic on a subnormal operand (which costs a microcode assist per
+        /// instruction on AMD Zen: the former `bits · 2¹²⁰` decode, whose `bits` are subnormal
+        /// f32 for exponent-0 codes, ran at ~4.5 G weights/s in L2 on random codes).
+        /// `(b ≪ 7) & 0xBF80` on the sign-extended 16-bit lane is the f16 `e4m3 · 2⁻⁸` exactly
+        /// (f16 has one more exponent bit and subnormals down to 2⁻²⁴, so e4m3 subnormals stay
+        /// exact), `vcvtph2ps` (F16C) converts it exactly to a normal f32 (`|e4m3 · 2⁻⁸| ≥ 2⁻¹⁷`,
+        /// or zero), and `× 2⁸` is exact. NaN codes (`|b| = 0x7F`) would decode to ±480; `nan`
+        /// maps them to all-ones (a NaN), otherwise the caller has checked there are none.
         #[inline]
         #[target_feature(enable = $feat)]
         fn fp8x8(b: __m128i, nan: bool) -> __m256 {
-            let t = _mm256_cvtepi8_epi32(b);
+            let t = _mm_cvtepi8_epi16(b);
             #[allow(clippy::cast_possible_wrap)] // bit pattern
-            let bits = _mm256_and_si256(
-                _mm256_slli_epi32::<20>(t),
-                _mm256_set1_epi32(0x87F0_0000u32 as i32),
-            );
-            let f = _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_set1_ps(scalar::pow2(120)));
+            let h = _mm_and_si128(_mm_slli_epi16::<7>(t), _mm_set1_epi16(0xBF80u16 as i16));
+            let f = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0));
             if nan {
-                let is_nan = _mm256_cmpeq_epi32(
-                    _mm256_and_si256(bits, _mm256_set1_epi32(0x7FF0_0000)),
-                    _mm256_set1_epi32(0x07F0_0000),
-                );
-                _mm256_or_ps(f, _mm256_castsi256_ps(is_nan))
+                let sev = _mm_set1_epi16(0x7F);
+                let is_nan = _mm_cmpeq_epi16(_mm_and_si128(t, sev), sev);
+                _mm256_or_ps(f, _mm256_castsi256_ps(_mm256_cvtepi16_epi32(is_nan)))
             } else {
                 f
             }
         }
 
+        /// Sixteen e4m3 bytes → two vectors of eight exact f32 values, as [`fp8x8`] with the
+        /// integer steps done once on 16 lanes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn fp8x16(b: __m128i, nan: bool) -> (__m256, __m256) {
+            let t = _mm256_cvtepi8_epi16(b);
+            #[allow(clippy::cast_possible_wrap)] // bit pattern
+            let h =
+                _mm256_and_si256(_mm256_slli_epi16::<7>(t), _mm256_set1_epi16(0xBF80u16 as i16));
+            let u = _mm256_set1_ps(256.0);
+            let lo = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), u);
+            let hi = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256::<1>(h)), u);
+            if nan {
+                let sev = _mm256_set1_epi16(0x7F);
+                let m = _mm256_cmpeq_epi16(_mm256_and_si256(t, sev), sev);
+                let ml = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(m));
+                let mh = _mm256_cvtepi16_epi32(_mm256_extracti128_si256::<1>(m));
+                (
+                    _mm256_or_ps(lo, _mm256_castsi256_ps(ml)),
+                    _mm256_or_ps(hi, _mm256_castsi256_ps(mh)),
+                )
+            } else {
+                (lo, hi)
+            }
+        }
+
         /// Fused fp8-e4m3-b128 f32-activation kernel for one weight row and `T` activation rows:
-        /// per 128-column block, decode 8 bytes at a time in registers (NaN handling only when the
-        /// block holds a NaN code), 2 accumulators per activation row, `acc = fma(part, scale,
-        /// acc)`.
+        /// per 128-column block, decode 16 bytes at a time in registers ([`fp8x16`]; NaN handling
+        /// only when the block holds a NaN code), 2 accumulators per activation row,
+        /// `acc = fma(part, scale, acc)`.
         ///
         /// # Safety
         /// The arm's features available; every `xs[k]` points at `I` values.
@@ -891,13 +906,8 @@ macro_rules! avx2_arm {
                 while j + 2 <= n8 {
                     let col = c0 + 8 * j;
                     // SAFETY: col + 16 ≤ c1 ≤ I.
-                    let (b0, b1) = unsafe {
-                        (
-                            _mm_loadl_epi64(row.as_ptr().add(col).cast()),
-                            _mm_loadl_epi64(row.as_ptr().add(col + 8).cast()),
-                        )
-                    };
-                    let (w0, w1) = (fp8x8(b0, has_nan), fp8x8(b1, has_nan));
+                    let b = unsafe { _mm_loadu_si128(row.as_ptr().add(col).cast()) };
+                    let (w0, w1) = fp8x16(b, has_nan);
                     for k in 0..T {
                         // SAFETY: col + 16 ≤ I values of xs[k].
                         unsafe {
@@ -1004,7 +1014,7 @@ macro_rules! avx2_arm {
     };
 }
 
-/// The AVX2 + FMA arm (`Isa::Avx2`): the int8 dot step is `vpmaddubsw` + `vpmaddwd` +
+/// The AVX2 + FMA (+ F16C) arm (`Isa::Avx2`): the int8 dot step is `vpmaddubsw` + `vpmaddwd` +
 /// `vpaddd`.
 pub(crate) mod plain {
     use core::arch::x86_64::{
@@ -1030,12 +1040,12 @@ pub(crate) mod plain {
         _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))
     }
 
-    avx2_arm!("avx2,fma", crate::isa::Isa::Avx2);
+    avx2_arm!("avx2,fma,f16c", crate::isa::Isa::Avx2);
 }
 
 /// The AVX-VNNI arm (`Isa::AvxVnni`): the same kernels, the int8 dot step is one VEX-encoded
 /// `vpdpbusd` (`_mm256_dpbusd_avx_epi32`: u8 × s8 products summed four at a time into i32, no
-/// saturation). Compiled with `avx2,fma,avxvnni` only, so no EVEX instruction can appear
+/// saturation). Compiled with `avx2,fma,f16c,avxvnni` only, so no EVEX instruction can appear
 /// in it.
 pub(crate) mod vnni {
     use core::arch::x86_64::{__m256i, _mm256_dpbusd_avx_epi32};
@@ -1054,7 +1064,7 @@ pub(crate) mod vnni {
         _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(acc, u0, s0), u1, s1)
     }
 
-    avx2_arm!("avx2,fma,avxvnni", crate::isa::Isa::AvxVnni);
+    avx2_arm!("avx2,fma,f16c,avxvnni", crate::isa::Isa::AvxVnni);
 }
 
 pub(crate) use plain::{matmul_f32_rows, matmul_q8_rows};
