@@ -95,6 +95,19 @@ macro_rules! avx512_arm {
             $isa.cpu_supports()
         }
 
+        /// Whether a kernel call over `m` streams its weights from beyond the caches (more
+        /// than [`STREAM_BYTES`]), so its loops prefetch ([`prefetch_l2`]). The whole matrix
+        /// counts, not `rows`: threads splitting the rows share the caches.
+        fn streams(m: &Matrix<'_>) -> bool {
+            m.weights().len() > STREAM_BYTES
+        }
+
+        /// Weight bytes above which the int8-row / int4-row q8 loops prefetch. Below it the
+        /// prefetches only cost issue slots: on the dev VM (32 MiB L3), int8-row q8 in GB/s
+        /// without / with them: 1 MiB 72 / 45, 8 MiB 72 / 44, 16 MiB 54 / 42, 32 MiB 22 / 27,
+        /// 128 MiB 19 / 24 (read 26).
+        const STREAM_BYTES: usize = 24 << 20;
+
         /// Prefetch distances (bytes ahead of the loads) of the weight-streaming loops.
         const PREFETCH: [usize; 3] = [4 << 10, 32 << 10, 128 << 10];
 
@@ -177,12 +190,14 @@ macro_rules! avx512_arm {
         /// `w` and `x` valid for reads of `n` bytes; the arm's features available.
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn dot_i8(w: *const i8, x: *const i8, n: usize) -> i32 {
+        unsafe fn dot_i8<const STREAM: bool>(w: *const i8, x: *const i8, n: usize) -> i32 {
             let (mut a0, mut a1) = (_mm512_setzero_si512(), _mm512_setzero_si512());
             let mut k = 0;
             while k + 128 <= n {
-                prefetch_l2(w.wrapping_add(k));
-                prefetch_l2(w.wrapping_add(k + 64));
+                if STREAM {
+                    prefetch_l2(w.wrapping_add(k));
+                    prefetch_l2(w.wrapping_add(k + 64));
+                }
                 // SAFETY: k + 128 ≤ n.
                 unsafe {
                     let w0 = _mm512_loadu_si512(w.add(k).cast());
@@ -1097,7 +1112,7 @@ macro_rules! avx512_arm {
         /// Features available; `row` holds `ceil(I/2)` bytes and every `xs[k]` `I` codes.
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn int4_row_dots<const T: usize>(
+        unsafe fn int4_row_dots<const T: usize, const STREAM: bool>(
             row: *const u8,
             xs: [*const i8; T],
             ni: usize,
@@ -1107,7 +1122,9 @@ macro_rules! avx512_arm {
             let blocks = ni / 64;
             let mut b = 0;
             while b + 2 <= blocks {
-                prefetch_l2(row.wrapping_add(32 * b).cast());
+                if STREAM {
+                    prefetch_l2(row.wrapping_add(32 * b).cast());
+                }
                 // SAFETY: b + 2 ≤ blocks: 64 bytes at 32·b are within the row.
                 let (w0, w1) = unsafe {
                     (
@@ -1163,6 +1180,7 @@ macro_rules! avx512_arm {
             y: &mut [f32],
         ) {
             let (ni, nr, s) = (m.i(), rows.len(), xq.s());
+            let stream = streams(m);
             let mut s0 = 0;
             while s0 < s {
                 let st = if s - s0 >= 4 {
@@ -1184,12 +1202,14 @@ macro_rules! avx512_arm {
                     // SAFETY: the row has ceil(I/2) bytes and each activation row I codes.
                     let d4: [i32; 4] = unsafe {
                         match st {
-                            4 => int4_row_dots::<4>(row, xp, ni),
+                            4 if stream => int4_row_dots::<4, true>(row, xp, ni),
+                            4 => int4_row_dots::<4, false>(row, xp, ni),
                             2 => {
-                                let d = int4_row_dots::<2>(row, [xp[0], xp[1]], ni);
+                                let d = int4_row_dots::<2, false>(row, [xp[0], xp[1]], ni);
                                 [d[0], d[1], 0, 0]
                             }
-                            _ => [int4_row_dots::<1>(row, [xp[0]], ni)[0], 0, 0, 0],
+                            _ if stream => [int4_row_dots::<1, true>(row, [xp[0]], ni)[0], 0, 0, 0],
+                            _ => [int4_row_dots::<1, false>(row, [xp[0]], ni)[0], 0, 0, 0],
                         }
                     };
                     let sc = scalar::group_scale_q8(m, o, 0);
@@ -1214,13 +1234,20 @@ macro_rules! avx512_arm {
             y: &mut [f32],
         ) {
             let (ni, nr) = (m.i(), rows.len());
+            let stream = streams(m);
             for (r, o) in rows.clone().enumerate() {
                 let row = m.row_bytes(o);
                 let sc = scalar::group_scale_q8(m, o, 0);
                 for si in 0..xq.s() {
                     let (q, sx) = xq.row(si);
                     // SAFETY: the row has I bytes and the activation row I codes.
-                    let d = unsafe { dot_i8(row.as_ptr().cast(), q.as_ptr(), ni) };
+                    let d = unsafe {
+                        if stream {
+                            dot_i8::<true>(row.as_ptr().cast(), q.as_ptr(), ni)
+                        } else {
+                            dot_i8::<false>(row.as_ptr().cast(), q.as_ptr(), ni)
+                        }
+                    };
                     y[si * nr + r] = epilogue_row(d, sc, sx, ni);
                 }
             }
@@ -1597,8 +1624,9 @@ macro_rules! avx512_arm {
                             for (k, dk) in d[..st].iter_mut().enumerate() {
                                 let xs = &xq.row(s0 + k).0[pos..end];
                                 let ws = &ibuf[pos - c0..end - c0];
+                                let (wp, xp) = (ws.as_ptr(), xs.as_ptr());
                                 // SAFETY: both slices hold end − pos codes.
-                                *dk += unsafe { dot_i8(ws.as_ptr(), xs.as_ptr(), end - pos) };
+                                *dk += unsafe { dot_i8::<false>(wp, xp, end - pos) };
                             }
                             pos = end;
                             if pos == gend {
