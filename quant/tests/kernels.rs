@@ -731,3 +731,30 @@ fn avx_vnni_is_built_and_forcing_it_without_cpu_support_is_refused() {
     assert_eq!(e, KernelError::Unavailable { isa });
     assert_eq!(y[0], 7.0, "a refused call writes nothing");
 }
+
+/// Matrices above the AVX-512 arms' 24 MiB streaming threshold run the prefetching int8-row and
+/// int4-row q8 loops (every batch tile: S = 1, 2, 4): still bit-exact to the scalar kernel.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn streaming_sized_matrices_q8_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0x5eed_2400);
+    // 1601 rows of 16 384 bytes: 26.2 MB > 24 MiB.
+    for (format, i) in [(Format::Int8Row, 16_384), (Format::Int4Row, 32_768)] {
+        let t = gen_tensor(format, 0, 1601, i, &mut rng, 0.01, false);
+        let m = t.matrix();
+        assert!(m.weights().len() > 24 << 20);
+        for s in [1, 2, 4] {
+            let x = gen_x(s, i, &mut rng);
+            let (mut q, mut qs) = (vec![0i8; s * i], vec![0f32; s]);
+            let xq = kernels::quantize_activations(&x, s, i, &mut q, &mut qs).unwrap();
+            let mut ys = vec![0f32; s * m.o()];
+            kernels::matmul_q8_with(Isa::Scalar, &m, &xq, &mut ys).unwrap();
+            for arm in isa::available().filter(|a| *a != Isa::Scalar) {
+                let mut ya = vec![0f32; s * m.o()];
+                kernels::matmul_q8_with(arm, &m, &xq, &mut ya).unwrap();
+                let same = ys.iter().zip(&ya).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{arm} q8 {format:?} I={i} S={s} differs from scalar");
+            }
+        }
+    }
+}

@@ -158,8 +158,8 @@ macro_rules! avx512_arm {
         /// at several distances, close most of the gap. Measured on the dev VM (int8-row q8
         /// from DRAM, 128 MiB, three processes, same-process `stream-read` beside it): none
         /// 0.69–0.70 of read; into L2 at 1 or 4 KiB alone 0.71/0.75, at 16–128 KiB alone
-        /// 0.80–0.82, at 32 + 64 + 128 KiB 0.84–0.92, at 4 + 32 + 128 KiB 0.80–0.94; into L1 (`T0`) or
-        /// non-temporal, slower than none. A 64-byte-aligned head (no split weight loads)
+        /// 0.80–0.82, at 32 + 64 + 128 KiB 0.84–0.92, at 4 + 32 + 128 KiB 0.80–0.94; into L1
+        /// (`T0`) or non-temporal, slower than none. A 64-byte-aligned head (no split weight loads)
         /// changed nothing measurable.
         #[inline(always)]
         fn prefetch_l2(p: *const i8) {
@@ -1249,7 +1249,12 @@ macro_rules! avx512_arm {
                             4 if stream => int4_row_dots::<4, true>(row, xp, ni),
                             4 => int4_row_dots::<4, false>(row, xp, ni),
                             2 => {
-                                let d = int4_row_dots::<2, false>(row, [xp[0], xp[1]], ni);
+                                let x2 = [xp[0], xp[1]];
+                                let d = if stream {
+                                    int4_row_dots::<2, true>(row, x2, ni)
+                                } else {
+                                    int4_row_dots::<2, false>(row, x2, ni)
+                                };
                                 [d[0], d[1], 0, 0]
                             }
                             _ if stream => [int4_row_dots::<1, true>(row, [xp[0]], ni)[0], 0, 0, 0],
