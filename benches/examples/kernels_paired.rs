@@ -6,8 +6,10 @@
 //!   alternately, 300 times, per arm: the median and quartiles of the per-round ratio.
 //! - `align`: int4-row and int8-row q8 (512 × 1024) with the activation codes at 0, 16, 32 and
 //!   48 bytes past a 64-byte boundary: best of 3000 calls each.
+//! - `groups`: int4-row beside int4-grouped with gs 32, 64, 128, 256 (512 × 1024, S = 1), q8
+//!   and f32, per arm: best of 2000 calls each.
 //!
-//! `cargo run --release -p tetrad-benches --example kernels_paired -- pair|align`
+//! `cargo run --release -p tetrad-benches --example kernels_paired -- pair|align|groups`
 #![allow(missing_docs, clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 
 use std::hint::black_box;
@@ -110,10 +112,38 @@ fn align() {
     }
 }
 
+fn groups() {
+    let mut rnd = lcg(0x1234_5678);
+    let w: Vec<u8> = (0..O * I / 2).map(|_| rnd()).collect();
+    let x = acts();
+    let (mut store, mut qs) = (vec![0i8; I + 128], [0f32; 1]);
+    let xq = quantized(&x, &mut store, 0, &mut qs);
+    let mut y = vec![0f32; O];
+    for arm in isa::available().filter(|a| *a != Isa::Scalar) {
+        for gs in [0, 32, 64, 128, 256] {
+            let sc = vec![0.01f32; (O * I).checked_div(gs).unwrap_or(O)];
+            let format = if gs == 0 { Format::Int4Row } else { Format::Int4Grouped };
+            let m = Matrix::new(format, &w, Scales::F32(&sc), O, I, gs).expect("shape");
+            let (mut bq, mut bf) = (f64::MAX, f64::MAX);
+            for _ in 0..2000 {
+                let t = Instant::now();
+                kernels::matmul_q8_with(arm, &m, black_box(&xq), &mut y).expect("arm");
+                bq = bq.min(t.elapsed().as_secs_f64());
+                let t = Instant::now();
+                kernels::matmul_with(arm, &m, black_box(&x), 1, &mut y).expect("arm");
+                bf = bf.min(t.elapsed().as_secs_f64());
+            }
+            let g = |b: f64| (O * I) as f64 / b / 1e9;
+            println!("{arm} {format:?} gs {gs}: q8 {:.1} G w/s, f32 {:.1} G w/s", g(bq), g(bf));
+        }
+    }
+}
+
 fn main() {
     match std::env::args().nth(1).as_deref() {
         Some("pair") => pair(),
         Some("align") => align(),
-        _ => eprintln!("usage: kernels_paired pair|align"),
+        Some("groups") => groups(),
+        _ => eprintln!("usage: kernels_paired pair|align|groups"),
     }
 }

@@ -308,6 +308,14 @@ fn miri_small_shapes_every_arm() {
             }
         }
     }
+    // int4-grouped with groups of several 32-column subgroups (the AVX-512 arms' band kernel
+    // sums the subgroups of a group exactly before its epilogue), a partial last group.
+    for arm in isa::available() {
+        for (gs, i) in [(64, 129), (128, 300)] {
+            let t = gen_tensor(Format::Int4Grouped, gs, 2, i, &mut rng, 0.2, true);
+            check_arm(arm, &t, 2, &mut rng);
+        }
+    }
     assert!(ran >= FORMATS.len() * 3, "at least the scalar arm ran");
     for name in ["avx2", "avx-vnni", "avx512", "avx512-vnni"] {
         let arm = Isa::from_name(name).unwrap();
@@ -563,6 +571,29 @@ fn checked_arms() -> Vec<Isa> {
         );
     }
     isa::available().collect()
+}
+
+/// int4-grouped with group lengths that are multiples of 32 — 128 is the common GPTQ/AWQ
+/// setting — which the AVX-512 arms run on their 16-rows-per-band kernel, adding a group's
+/// 32-column subgroup sums exactly before its epilogue: every arm against the scalar reference
+/// (bit-exact on the int8 path), on single rows, full and partial bands of 16 rows, partial
+/// last groups and rows longer than the kernel's 8192-column chunk; 96 (not a divisor of the
+/// chunk) and 8192 (one group per chunk) at the edges of which group lengths it takes.
+#[test]
+fn int4_grouped_multiples_of_32_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0x6464);
+    for arm in checked_arms() {
+        for gs in [64, 96, 128, 256, 8192] {
+            for i in
+                [1, 31, 33, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 7168, 8192, 8193, 16500]
+            {
+                for (o, s) in [(1, 1), (17, 2), (33, 1), (5, 16)] {
+                    let t = gen_tensor(Format::Int4Grouped, gs, o, i, &mut rng, 0.2, true);
+                    check_arm(arm, &t, s, &mut rng);
+                }
+            }
+        }
+    }
 }
 
 /// fp8 without NaN codes, so that every output is a number (with NaN codes allowed, almost

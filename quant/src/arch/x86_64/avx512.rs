@@ -1123,11 +1123,18 @@ macro_rules! avx512_arm {
                 // SAFETY: same contract.
                 Format::Int8Row => unsafe { q8_int8_row(m, xq, rows, y) },
                 // SAFETY: same contract.
-                Format::Mxfp4 => unsafe { q8_g32_rows16::<true>(m, xq, rows, y) },
+                Format::Mxfp4 => unsafe { q8_g32_rows16::<true, false>(m, xq, rows, y) },
                 // SAFETY: same contract.
                 Format::Int4Grouped if m.group_len() == 32 => unsafe {
-                    q8_g32_rows16::<false>(m, xq, rows, y)
+                    q8_g32_rows16::<false, false>(m, xq, rows, y)
                 },
+                Format::Int4Grouped
+                    if g32_multiple(m.group_len())
+                        && m.o() * m.groups_per_row() <= i32::MAX as usize =>
+                {
+                    // SAFETY: same contract; the scale indices fit the gather's i32.
+                    unsafe { q8_g32_rows16::<false, true>(m, xq, rows, y) }
+                }
                 // SAFETY: same contract.
                 _ => unsafe { q8_generic(m, xq, rows, y) },
             }
@@ -1306,6 +1313,13 @@ macro_rules! avx512_arm {
         /// plus 4 KiB of per-block corrections).
         const QC: usize = 8192;
 
+        /// Whether [`q8_g32_rows16`] takes int4-grouped with group length `gs`: a multiple of
+        /// 32 (whole subgroups) that divides [`QC`] (a chunk never splits a group), i.e. 32,
+        /// 64, 128, …, 8192.
+        const fn g32_multiple(gs: usize) -> bool {
+            gs != 0 && gs % 32 == 0 && QC % gs == 0
+        }
+
         /// Splits 128 activation codes (`x0` = columns 0..64, `x1` = 64..128 of a block) into
         /// the 64 even and the 64 odd columns, in order: the layout of the low and high
         /// nibbles of the block's 64 weight bytes. `vpshufb` gathers the 8 even then the 8 odd
@@ -1315,8 +1329,8 @@ macro_rules! avx512_arm {
         #[target_feature(enable = $feat)]
         fn split_even_odd(x0: __m512i, x1: __m512i) -> (__m512i, __m512i) {
             #[rustfmt::skip]
-            let pat = _mm512_broadcast_i32x4(_mm_setr_epi8(
-                0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+                    let pat = _mm512_broadcast_i32x4(_mm_setr_epi8(
+                        0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
             ));
             let (a, b) = (_mm512_shuffle_epi8(x0, pat), _mm512_shuffle_epi8(x1, pat));
             // dwords of a: [E0 O0 E1 O1 E2 O2 E3 O3] in qword pairs; even = E0..E3 of a, then of b.
@@ -1410,6 +1424,10 @@ macro_rules! avx512_arm {
 
         /// The f32 group scales of groups `g .. g + n` (`n ≤ 4`) of the 16 rows `o[r]`, one
         /// vector per group, lane `r` = row `o[r]` (int4-grouped; groups past `n` are 0).
+        ///
+        /// Keep it to one call site per arm: inlined there, while an out-of-line call in the
+        /// band loop clobbers every zmm register (a second caller made LLVM stop inlining it);
+        /// the wider groups gather instead ([`gather_scales16`]).
         #[inline]
         #[target_feature(enable = $feat)]
         fn scales_f32_16x4(
@@ -1437,6 +1455,27 @@ macro_rules! avx512_arm {
                 })
             };
             t.map(|v| _mm512_castsi512_ps(v))
+        }
+
+        /// The f32 scales `s[base[r] + g]` of the 16 rows of a band, lane `r` (two AVX2
+        /// `vgatherdps`, which Miri implements; all indices are below `2^31`).
+        ///
+        /// # Safety
+        /// Every `base[r] + g` indexes `s` (and fits in i32).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn gather_scales16(s: &[f32], base: &[i32; 16], g: usize) -> __m512 {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+            let gv = _mm256_set1_epi32(g as i32);
+            // SAFETY: base holds 16 i32 (two 32-byte loads); the gathered indices are in s.
+            unsafe {
+                let i0 = _mm256_add_epi32(_mm256_loadu_si256(base.as_ptr().cast()), gv);
+                let i1 = _mm256_add_epi32(_mm256_loadu_si256(base.as_ptr().add(8).cast()), gv);
+                let lo = _mm256_i32gather_ps::<4>(s.as_ptr(), i0);
+                let hi = _mm256_i32gather_ps::<4>(s.as_ptr(), i1);
+                let v = _mm512_castps256_ps512(lo);
+                _mm512_castpd_ps(_mm512_insertf64x4::<1>(_mm512_castps_pd(v), _mm256_castps_pd(hi)))
+            }
         }
 
         /// The UE8M0 bytes of groups `g .. g + n` (`n ≤ 16`) of the 16 rows `o[r]`, for four
@@ -1482,8 +1521,9 @@ macro_rules! avx512_arm {
             _mm512_castsi512_ps(_mm512_and_si512(sh, _mm512_set1_epi32(0x7F80_0000)))
         }
 
-        /// int8-activation kernel for 32-column nibble groups (mxfp4 when `MX`, int4-grouped
-        /// `gs = 32`) with **one output row per lane**: bands of 16 rows share each activation
+        /// int8-activation kernel for nibble groups of 32 columns (mxfp4 when `MX`, int4-grouped
+        /// `gs = 32`) or of a multiple of 32 dividing [`QC`] (int4-grouped, `WIDE`: 64, 128,
+        /// …, 8192) with **one output row per lane**: bands of 16 rows share each activation
         /// load, and the reference's epilogue (`acc = acc + (d as f32) · scale`, groups in
         /// order, then `acc · sx`) runs as 16-lane vector operations, each lane performing
         /// exactly the reference's f32 operations for its row, so the result is bit-identical.
@@ -1505,6 +1545,12 @@ macro_rules! avx512_arm {
         /// `e = 1`: `2^(e−127)` is normal, so no subnormal operand). Then `acc = acc + p`
         /// (`vaddps`; not an FMA, which would skip the product's rounding, e.g. on overflow).
         ///
+        /// `WIDE` (int4-grouped, `gs = 32k`, `k ≥ 2`): a group's `d` is the i32 sum of its `k`
+        /// subgroup sums, added exactly before the epilogue (`|d| ≤ gs · 8 · 127 < 2²³`):
+        /// `gs = 64` closes two groups per block, larger groups one per `gs / 128` blocks (or
+        /// at the row's end). The scales come by gather ([`gather_scales16`]). Groups never
+        /// span chunks, as `gs` divides `QC`.
+        ///
         /// Rows past the range's last one (a final band of fewer than 16) repeat the last row
         /// and are not stored. Columns: chunks of [`QC`]; between chunks the 16 accumulators
         /// wait in `y` (exact: f32 stored as f32). Partial blocks use masked loads; the codes
@@ -1513,13 +1559,18 @@ macro_rules! avx512_arm {
         /// # Safety
         /// Features available; shapes as asserted by [`matmul_q8_rows`].
         #[target_feature(enable = $feat)]
-        unsafe fn q8_g32_rows16<const MX: bool>(
+        // Never inlined: inlined into `q8_rows` beside its other instances, the gs = 32 loop
+        // ran at 48 instead of 70 G weights/s (avx512-vnni, 512 × 1024).
+        #[inline(never)]
+        unsafe fn q8_g32_rows16<const MX: bool, const WIDE: bool>(
             m: &Matrix<'_>,
             xq: &QuantizedActs<'_>,
             rows: Range<usize>,
             y: &mut [f32],
         ) {
-            let (ni, nr, ng) = (m.i(), rows.len(), m.groups_per_row());
+            let (ni, nr, ngs) = (m.i(), rows.len(), m.groups_per_row());
+            // 32-column subgroups per row and per group (mxfp4: 1, groups are 32 columns).
+            let (nsub, per) = (ni.div_ceil(32), m.group_len() / 32);
             if nr == 0 || ni == 0 {
                 for v in &mut y[..nr * xq.s()] {
                     *v = 0.0; // no groups: acc = 0, y = 0 · sx = 0 (sx finite, ≥ 0)
@@ -1572,6 +1623,14 @@ macro_rules! avx512_arm {
                             unsafe { _mm512_maskz_loadu_ps(mask16(nv), ys.as_ptr().add(r0)) }
                         };
                         let mut ue4 = [_mm512_setzero_si512(); 4];
+                        // int4-grouped, groups of more than one block: the exact sum of the
+                        // current group's blocks so far (chunks start at group boundaries:
+                        // QC is a multiple of gs).
+                        let mut part = _mm512_setzero_si512();
+                        // The band's rows' first scale indices, o[r] · ngs (< s.len() ≤
+                        // i32::MAX, checked by the dispatch).
+                        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+                        let sbase: [i32; 16] = core::array::from_fn(|r| (o[r] * ngs) as i32);
                         for (b, &cb) in cbuf[..nb].iter().enumerate() {
                             let col = c0 + 128 * b;
                             let rem = ni - col;
@@ -1606,11 +1665,11 @@ macro_rules! avx512_arm {
                             }
                             let d = reduce16x4(a);
                             let g = (c0 + 128 * b) / 32;
-                            let n = (ng - g).min(4);
+                            let n = (nsub - g).min(4);
                             match m.scales() {
                                 Scales::Ue8m0(e) if MX => {
                                     if b % 4 == 0 {
-                                        ue4 = scales_ue8_16x16(e, &o, ng, g, (ng - g).min(16));
+                                        ue4 = scales_ue8_16x16(e, &o, ngs, g, (ngs - g).min(16));
                                     }
                                     let v = ue4[b % 4];
                                     let half = _mm512_set1_ps(0.5);
@@ -1621,10 +1680,45 @@ macro_rules! avx512_arm {
                                     }
                                 }
                                 Scales::F32(s) if !MX => {
-                                    let sc = scales_f32_16x4(s, &o, ng, g, n);
-                                    for (dq, sq) in d.iter().zip(&sc).take(n) {
-                                        let p = _mm512_mul_ps(_mm512_cvtepi32_ps(*dq), *sq);
-                                        acc = _mm512_add_ps(acc, p);
+                                    // g: the block's first 32-column subgroup, n of them here
+                                    // (past them d is 0: codes and activations are 0 there).
+                                    if !WIDE {
+                                        // gs = 32: four groups per block.
+                                        let sc = scales_f32_16x4(s, &o, ngs, g, n);
+                                        for (dq, sq) in d.iter().zip(&sc).take(n) {
+                                            let p = _mm512_mul_ps(_mm512_cvtepi32_ps(*dq), *sq);
+                                            acc = _mm512_add_ps(acc, p);
+                                        }
+                                    } else {
+                                        // The block's complete groups: the first, how many and
+                                        // their exact sums (one call site for the scale fetch,
+                                        // so that it stays inlined).
+                                        let z = _mm512_setzero_si512();
+                                        let d01 = _mm512_add_epi32(d[0], d[1]);
+                                        let d23 = _mm512_add_epi32(d[2], d[3]);
+                                        let (gi, cnt, dg) = if per == 2 {
+                                            // gs = 64: two groups per block.
+                                            (g / 2, n.div_ceil(2), [d01, d23])
+                                        } else {
+                                            // gs = 128 · 2^k: a group closes after per / 4
+                                            // blocks, or at the row's end.
+                                            part =
+                                                _mm512_add_epi32(part, _mm512_add_epi32(d01, d23));
+                                            let closes = (g + 4) & (per - 1) == 0 || g + n == nsub;
+                                            (
+                                                g >> per.trailing_zeros(),
+                                                usize::from(closes),
+                                                [part, z],
+                                            )
+                                        };
+                                        for (k, dq) in dg.iter().enumerate().take(cnt) {
+                                            // SAFETY: lane r reads s[o[r]·ngs + gi + k], a
+                                            // scale of row o[r] (gi + k < ngs).
+                                            let sc = unsafe { gather_scales16(s, &sbase, gi + k) };
+                                            let p = _mm512_mul_ps(_mm512_cvtepi32_ps(*dq), sc);
+                                            acc = _mm512_add_ps(acc, p);
+                                            part = z;
+                                        }
                                     }
                                 }
                                 _ => unreachable!("scale kind checked by Matrix::new"),
