@@ -6,8 +6,8 @@
 //!   alternately, 300 times, per arm: the median and quartiles of the per-round ratio.
 //! - `align`: int4-row and int8-row q8 (512 × 1024) with the activation codes at 0, 16, 32 and
 //!   48 bytes past a 64-byte boundary: best of 3000 calls each.
-//! - `groups`: int4-row beside int4-grouped with gs 32, 64, 128, 256 (512 × 1024, S = 1), q8
-//!   and f32, per arm: best of 2000 calls each.
+//! - `groups`: int4-row beside int4-grouped with gs 32, 64, 128, 256 and mxfp4 (512 × 1024,
+//!   S = 1), q8 and f32, per arm: best of 2000 calls each.
 //!
 //! `cargo run --release -p tetrad-benches --example kernels_paired -- pair|align|groups`
 #![allow(missing_docs, clippy::cast_possible_truncation, clippy::cast_precision_loss)]
@@ -136,6 +136,19 @@ fn groups() {
             let g = |b: f64| (O * I) as f64 / b / 1e9;
             println!("{arm} {format:?} gs {gs}: q8 {:.1} G w/s, f32 {:.1} G w/s", g(bq), g(bf));
         }
+        let se: Vec<u8> = (0..O * I / 32).map(|k| 120 + (k % 10) as u8).collect();
+        let m = Matrix::new(Format::Mxfp4, &w, Scales::Ue8m0(&se), O, I, 32).expect("shape");
+        let (mut bq, mut bf) = (f64::MAX, f64::MAX);
+        for _ in 0..2000 {
+            let t = Instant::now();
+            kernels::matmul_q8_with(arm, &m, black_box(&xq), &mut y).expect("arm");
+            bq = bq.min(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            kernels::matmul_with(arm, &m, black_box(&x), 1, &mut y).expect("arm");
+            bf = bf.min(t.elapsed().as_secs_f64());
+        }
+        let g = |b: f64| (O * I) as f64 / b / 1e9;
+        println!("{arm} Mxfp4 gs 32: q8 {:.1} G w/s, f32 {:.1} G w/s", g(bq), g(bf));
     }
 }
 

@@ -33,7 +33,13 @@
 //! scalar reference.
 //!
 //! int8 path: exact i32 dot products per group (`dot32_i8`, `dpbusd`), summed exactly per group,
-//! then `acc += (d as f32) · scale` in the scalar reference's order: bit-exact.
+//! then `acc += (d as f32) · scale` in the scalar reference's order: bit-exact. mxfp4 and
+//! int4-grouped with `gs` a multiple of 32 dividing 8192 run on a band kernel (`q8_band8`):
+//! **one output row per i32 lane**, bands of 8 rows sharing each activation load (split once
+//! per chunk into even and odd columns, the layout of the low and high nibbles), the unsigned
+//! operand `code + offset` with the accumulator starting at `−offset · Σx`, a pack/madd
+//! reduction to one vector of exact group sums per group, and the epilogue as lane-wise f32
+//! operations in the reference's order (each lane does exactly its row's operations).
 //!
 //! The `vnni` arm is compiled with `avx2,fma,f16c,avxvnni` only (no AVX-512 feature), so LLVM
 //! cannot emit an EVEX instruction in it and it runs on any AVX-VNNI CPU (Intel Alder Lake and
@@ -56,6 +62,19 @@ static MASKS: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 
 /// `±2·e2m1` for the 16 mxfp4 nibbles (bit 3 = sign).
 static MX_LUT: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
 
+/// `±2·e2m1 + 12` for the 16 mxfp4 nibbles: the unsigned (offset) codes of the band kernel.
+static MX_OFF: [i8; 16] = [12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0];
+
+/// Activation codes per chunk of the band kernel `q8_band8` (split into even and odd columns
+/// on the stack, 8 KiB, plus 4 KiB of per-block corrections).
+const QC: usize = 8192;
+
+/// Whether `q8_band8` takes int4-grouped with group length `gs`: a multiple of 32 (whole
+/// subgroups) that divides [`QC`] (a chunk never splits a group), i.e. 32, 64, 128, …, 8192.
+const fn g32_multiple(gs: usize) -> bool {
+    gs != 0 && gs.is_multiple_of(32) && QC.is_multiple_of(gs)
+}
+
 /// The body shared by both arms; `$feat` is the `target_feature` list, `$isa` the arm. The
 /// instantiating module provides the int8 dot steps `dpbusd` and `dpbusd2`.
 macro_rules! avx2_arm {
@@ -63,7 +82,7 @@ macro_rules! avx2_arm {
         use core::arch::x86_64::*;
         use core::ops::Range;
 
-        use super::{CH, MASKS, MX_LUT, ST};
+        use super::{CH, MASKS, MX_LUT, MX_OFF, QC, ST, g32_multiple};
         use crate::format::Format;
         use crate::kernels::{Matrix, QuantizedActs, Scales};
         use crate::scalar;
@@ -444,12 +463,23 @@ macro_rules! avx2_arm {
                 unsafe { q8_int8_row(m, xq, rows, y) };
                 return;
             }
-            if m.format() == Format::Mxfp4
-                || (m.format() == Format::Int4Grouped && m.group_len() == 32)
-            {
-                // SAFETY: same contract.
-                unsafe { q8_nibble_g32(m, xq, rows, y) };
-                return;
+            match m.format() {
+                Format::Mxfp4 => {
+                    // SAFETY: same contract.
+                    unsafe { q8_band8::<true, false>(m, xq, rows, y) };
+                    return;
+                }
+                Format::Int4Grouped if m.group_len() == 32 => {
+                    // SAFETY: same contract.
+                    unsafe { q8_band8::<false, false>(m, xq, rows, y) };
+                    return;
+                }
+                Format::Int4Grouped if g32_multiple(m.group_len()) => {
+                    // SAFETY: same contract.
+                    unsafe { q8_band8::<false, true>(m, xq, rows, y) };
+                    return;
+                }
+                _ => {}
             }
             let (ni, gl, nr, s) = (m.i(), m.group_len(), rows.len(), xq.s());
             let mut ibuf = [0i8; CH];
@@ -721,99 +751,367 @@ macro_rules! avx2_arm {
             }
         }
 
-        /// Eight i32 vectors → one vector of their eight horizontal sums, in order.
+        /// Splits 64 activation codes (`x0` = columns 0..32, `x1` = 32..64 of a block) into
+        /// the 32 even and the 32 odd columns, in order: the layout of the low and high
+        /// nibbles of the block's 32 weight bytes. `vpshufb` gathers the 8 even then the 8 odd
+        /// bytes of each 16-byte lane, `vpermq` puts each vector's even qwords in its low half,
+        /// two `vperm2i128` join the halves.
         #[inline]
         #[target_feature(enable = $feat)]
-        fn hsum8_epi32(v: [__m256i; 8]) -> __m256i {
-            let h01 = _mm256_hadd_epi32(v[0], v[1]);
-            let h23 = _mm256_hadd_epi32(v[2], v[3]);
-            let h45 = _mm256_hadd_epi32(v[4], v[5]);
-            let h67 = _mm256_hadd_epi32(v[6], v[7]);
-            let a = _mm256_hadd_epi32(h01, h23); // [v0..v3 low halves | v0..v3 high halves]
-            let b = _mm256_hadd_epi32(h45, h67);
-            _mm256_add_epi32(
-                _mm256_permute2x128_si256::<0x20>(a, b),
-                _mm256_permute2x128_si256::<0x31>(a, b),
-            )
+        fn split_even_odd(x0: __m256i, x1: __m256i) -> (__m256i, __m256i) {
+            #[rustfmt::skip]
+            let pat = _mm256_setr_epi8(
+                0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+                0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+            );
+            // qwords [E0 O0 E1 O1] → [E0 E1 O0 O1] (Ek, Ok: even, odd columns of 16 columns).
+            let a = _mm256_permute4x64_epi64::<0xD8>(_mm256_shuffle_epi8(x0, pat));
+            let b = _mm256_permute4x64_epi64::<0xD8>(_mm256_shuffle_epi8(x1, pat));
+            (_mm256_permute2x128_si256::<0x20>(a, b), _mm256_permute2x128_si256::<0x31>(a, b))
         }
 
-        /// int8-activation kernel for 32-column nibble groups (mxfp4, int4-grouped with `gs = 32`):
-        /// 256-column super-blocks of 8 groups give 8 exact group dot products at once
-        /// (`hsum8_epi32`), converted and scaled lane-wise, then added to the row's accumulator one
-        /// group at a time in the scalar reference's order (bit-exact). Columns past the last full
-        /// super-block run group by group.
+        /// The i16 pair sums of 8 + 8 i32 lanes: lane `q` of each 128-bit half of the result
+        /// is `[a0+a1, a2+a3, b0+b1, b2+b3][q]` of that half of `a` and `b`. Exact when every
+        /// lane of `a` and `b` fits in i16 (`vpackssdw` saturates); the sums are i32.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn pack_sum(a: __m256i, b: __m256i) -> __m256i {
+            _mm256_madd_epi16(_mm256_packs_epi32(a, b), _mm256_set1_epi16(1))
+        }
+
+        /// A 8 × 4 transpose of dwords: `row(r)` gives 4 dwords of row `r`; result `k` has
+        /// dword `k` of row `r` in lane `r` (rows `r` and `r + 4` joined by `vinserti128`, then
+        /// `vpunpck{l,h}{dq,qdq}` within the 128-bit halves).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn transpose8x4(row: impl Fn(usize) -> __m128i) -> [__m256i; 4] {
+            let z =
+                |j: usize| _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(row(j)), row(j + 4));
+            let (z0, z1, z2, z3) = (z(0), z(1), z(2), z(3));
+            let (t0, t1) = (_mm256_unpacklo_epi32(z0, z1), _mm256_unpackhi_epi32(z0, z1));
+            let (t2, t3) = (_mm256_unpacklo_epi32(z2, z3), _mm256_unpackhi_epi32(z2, z3));
+            [
+                _mm256_unpacklo_epi64(t0, t2),
+                _mm256_unpackhi_epi64(t0, t2),
+                _mm256_unpacklo_epi64(t1, t3),
+                _mm256_unpackhi_epi64(t1, t3),
+            ]
+        }
+
+        /// Row `o`'s 16 bytes from `v[o · ng + g]` as one vector (`n = min(16, ng − g)` of
+        /// them, zeros past `n`): 4-byte UE8M0 scales of 4 groups per dword.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn row16(v: &[u8], o: usize, ng: usize, g: usize) -> __m128i {
+            let n = (ng - g).min(16);
+            let src = &v[o * ng + g..o * ng + g + n];
+            if n == 16 {
+                // SAFETY: src holds 16 bytes.
+                unsafe { _mm_loadu_si128(src.as_ptr().cast()) }
+            } else {
+                let mut t = [0u8; 16];
+                t[..n].copy_from_slice(src);
+                // SAFETY: t holds 16 bytes.
+                unsafe { _mm_loadu_si128(t.as_ptr().cast()) }
+            }
+        }
+
+        /// The f32 scales of groups `g .. g + 4` of the 8 rows `o[r]` (0 past the row's last
+        /// group), one vector per group, lane `r` = row `o[r]` (by [`transpose8x4`]).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn scales4(sf: &[f32], o: &[usize; 8], ngs: usize, g: usize) -> [__m256i; 4] {
+            transpose8x4(|r| {
+                let k = (ngs - g).min(4);
+                let s = &sf[o[r] * ngs + g..o[r] * ngs + g + k];
+                if k == 4 {
+                    // SAFETY: s holds 4 f32.
+                    return unsafe { _mm_loadu_si128(s.as_ptr().cast()) };
+                }
+                let mut t = [0f32; 4];
+                t[..k].copy_from_slice(s);
+                // SAFETY: t holds 4 f32.
+                unsafe { _mm_loadu_si128(t.as_ptr().cast()) }
+            })
+        }
+
+        /// The exact i32 block sums of one row: `cb + Σ (code + offset) · x` over the block's
+        /// 64 columns, lane `k` = columns `8k .. 8k + 8` (so lanes 0..4 = the first 32-column
+        /// subgroup, 4..8 the second). `p` addresses the row's bytes of the block: 32 when
+        /// `full`, else the `ceil(rem / 2)` left in the row (copied into a zeroed block; the
+        /// codes past the row meet zero activations).
+        ///
+        /// # Safety
+        /// The arm's features available; `p` valid for reads of 32 bytes (`full`) or
+        /// `nbytes ≤ 32`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn row_block<const MX: bool>(
+            p: *const u8,
+            full: bool,
+            nbytes: usize,
+            cb: __m256i,
+            xe: __m256i,
+            xo: __m256i,
+            low: __m256i,
+            lut: __m256i,
+        ) -> __m256i {
+            let w = if full {
+                // SAFETY: 32 bytes at p (the caller's contract).
+                unsafe { _mm256_loadu_si256(p.cast()) }
+            } else {
+                let mut t = [0u8; 32];
+                // SAFETY: nbytes ≤ 32 bytes at p are readable; t holds 32.
+                unsafe {
+                    core::ptr::copy_nonoverlapping(p, t.as_mut_ptr(), nbytes);
+                    _mm256_loadu_si256(t.as_ptr().cast())
+                }
+            };
+            let lo = _mm256_and_si256(w, low);
+            let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), low);
+            let (ue, uo) = if MX {
+                (_mm256_shuffle_epi8(lut, lo), _mm256_shuffle_epi8(lut, hi))
+            } else {
+                (lo, hi)
+            };
+            dpbusd2(cb, ue, xe, uo, xo)
+        }
+
+        /// int8-activation kernel for nibble groups of 32 columns (mxfp4 when `MX`, int4-grouped
+        /// `gs = 32`) or of a multiple of 32 dividing [`QC`] (int4-grouped, `WIDE`: 64, 128,
+        /// …, 8192) with **one output row per i32 lane**: bands of 8 rows share each
+        /// activation load, and the reference's epilogue (`acc = acc + (d as f32) · scale`,
+        /// groups in order, then `acc · sx`) runs as 8-lane vector operations, each lane
+        /// performing exactly the reference's f32 operations for its row: bit-identical.
+        ///
+        /// Per 64-column block: the activation codes are split once per chunk into even and odd
+        /// columns ([`split_even_odd`]), matching the low and high nibbles of the 32 weight
+        /// bytes of each row; a row's block is then one load, `& 0x0F`, `≫ 4 & 0x0F`, (mxfp4:
+        /// two `vpshufb` to `code + 12`) and one `dpbusd2` ([`row_block`]). The unsigned
+        /// operands are the code plus an offset (`nib ≤ 15`; `code + 12 ≤ 24`: within
+        /// `dpbusd2`'s bound `u ≤ 64`, so both arms are exact), and the accumulator starts at
+        /// `−offset · Σx` over the same lane's columns, so every i32 lane ends at `Σ code · x`
+        /// over 8 columns of one subgroup (|·| ≤ 8 · 12 · 127 = 12 192). Two `vpackssdw` +
+        /// `vpmaddwd(·, 1)` levels ([`pack_sum`]; exact: lanes and their pair sums fit in i16)
+        /// and two `vperm2i128` give per subgroup one vector with row `r`'s exact sum in
+        /// lane `r`.
+        ///
+        /// Epilogue per group: int4: `p = (d as f32) · s` (one `vmulps`, as the reference; the
+        /// `gs = 32` scales of 4 groups come by one 8 × 4 transpose, [`transpose8x4`]);
+        /// mxfp4: `p = ((d as f32) · 0.5) · 2^(e−127)`, where `(d as f32) · 0.5` is exact
+        /// (`|d| < 2¹⁶`), so `p` is the single rounding of `d · 2^(e−128)`: the reference's
+        /// `(d as f32) · ue8m0_half(e)`, for every `e` (`e = 0`: `±0`, as `d · (+0.0)`;
+        /// `e = 1`: `2^(e−127)` is normal, so no subnormal operand); the UE8M0 bytes of 16
+        /// groups come by one transpose, each group's `2^(e−127)` is its byte shifted into the
+        /// exponent field. Then `acc = acc + p` (`vaddps`; not an FMA, which would skip the
+        /// product's rounding).
+        ///
+        /// `WIDE` (int4-grouped, `gs = 32k`, `k ≥ 2`): a group's `d` is the i32 sum of its `k`
+        /// subgroup sums (both halves of every block in it), added exactly before the
+        /// epilogue (`|d| ≤ gs · 8 · 127 < 2²³`); the group closes after `k / 2` blocks or at
+        /// the row's end; the scales of 4 groups come by one transpose. Groups never span
+        /// chunks, as `gs` divides `QC`.
+        ///
+        /// Rows past the range's last one (a final band of fewer than 8) repeat the last row
+        /// and are not stored. Columns: chunks of [`QC`]; between chunks the 8 accumulators
+        /// wait in `y` (exact: f32 stored as f32). The last, partial block reads its codes from
+        /// zero-padded copies; the codes past `I` meet zero activations.
         ///
         /// # Safety
         /// The arm's features available; shapes as asserted by [`matmul_q8_rows`].
         #[target_feature(enable = $feat)]
-        unsafe fn q8_nibble_g32(
+        // Never inlined: its helpers must inline into its band loop (an out-of-line call there
+        // clobbers every vector register), and it must not be merged into `q8_rows` beside its
+        // other instances.
+        #[inline(never)]
+        unsafe fn q8_band8<const MX: bool, const WIDE: bool>(
             m: &Matrix<'_>,
             xq: &QuantizedActs<'_>,
             rows: Range<usize>,
             y: &mut [f32],
         ) {
-            let (ni, nr, s) = (m.i(), rows.len(), xq.s());
-            let mx = m.format() == Format::Mxfp4;
-            let supers = ni / 256;
-            // SAFETY: MX_LUT has 16 bytes.
-            let lut = unsafe { _mm_loadu_si128(MX_LUT.as_ptr().cast()) };
-            let eight = _mm_set1_epi8(8);
-            for si in 0..s {
+            let (ni, nr, ngs) = (m.i(), rows.len(), m.groups_per_row());
+            // 32-column subgroups per row and per group (mxfp4: 1, groups are 32 columns).
+            let (nsub, per) = (ni.div_ceil(32), if MX { 1 } else { m.group_len() / 32 });
+            if nr == 0 || ni == 0 {
+                for v in &mut y[..nr * xq.s()] {
+                    *v = 0.0; // no groups: acc = 0, y = 0 · sx = 0 (sx finite, ≥ 0)
+                }
+                return;
+            }
+            let (sf, se): (&[f32], &[u8]) = match m.scales() {
+                Scales::F32(s) if !MX => (s, &[]),
+                Scales::Ue8m0(e) if MX => (&[], e),
+                _ => unreachable!("scale kind checked by Matrix::new"),
+            };
+            // SAFETY: the table holds 16 bytes.
+            let lut16 = unsafe { _mm_loadu_si128(MX_OFF.as_ptr().cast()) };
+            let lut = _mm256_broadcastsi128_si256(lut16);
+            let off = _mm256_set1_epi8(if MX { 12 } else { 8 });
+            let low = _mm256_set1_epi8(0x0F);
+            let z = _mm256_setzero_si256();
+            let mut xbuf = [0i8; QC];
+            let mut cbuf = [z; QC / 64];
+            for si in 0..xq.s() {
                 let (q, sx) = xq.row(si);
-                for (r, o) in rows.clone().enumerate() {
-                    let row = m.row_bytes(o);
-                    let mut acc = 0.0f32;
-                    for sb in 0..supers {
-                        let mut v = [_mm256_setzero_si256(); 8];
-                        for (g, vg) in v.iter_mut().enumerate() {
-                            let col = 256 * sb + 32 * g;
-                            // SAFETY: col + 32 ≤ I: 16 weight bytes at col/2 and 32 codes at col
-                            // exist.
-                            let (wv, xv) = unsafe {
-                                let (a, c) =
-                                    nibbles(_mm_loadu_si128(row.as_ptr().add(col / 2).cast()));
-                                let (a, c) = if mx {
-                                    (_mm_shuffle_epi8(lut, a), _mm_shuffle_epi8(lut, c))
-                                } else {
-                                    (_mm_sub_epi8(a, eight), _mm_sub_epi8(c, eight))
-                                };
-                                let w = _mm256_set_m128i(c, a);
-                                (w, _mm256_loadu_si256(q.as_ptr().add(col).cast()))
-                            };
-                            *vg = dot32_i8(_mm256_setzero_si256(), wv, xv);
-                        }
-                        let d = _mm256_cvtepi32_ps(hsum8_epi32(v));
-                        let mut sc = [0f32; 8];
-                        for (g, scg) in sc.iter_mut().enumerate() {
-                            *scg = scale_f32(m, o, 8 * sb + g);
-                        }
-                        let mut prod = [0f32; 8];
-                        // SAFETY: both arrays hold 8 f32.
+                let ys = &mut y[si * nr..(si + 1) * nr];
+                let mut c0 = 0;
+                while c0 < ni {
+                    let cn = (ni - c0).min(QC);
+                    let nb = cn.div_ceil(64);
+                    for (b, cb) in cbuf[..nb].iter_mut().enumerate() {
+                        let col = c0 + 64 * b;
+                        let mut t = [0i8; 64];
+                        let src: &[i8] = if ni - col >= 64 {
+                            &q[col..col + 64]
+                        } else {
+                            t[..ni - col].copy_from_slice(&q[col..]);
+                            &t
+                        };
+                        // SAFETY: src holds 64 codes; the stores write xbuf[64b .. 64b + 64]
+                        // (b < nb ≤ QC / 64).
                         unsafe {
-                            _mm256_storeu_ps(
-                                prod.as_mut_ptr(),
-                                _mm256_mul_ps(d, _mm256_loadu_ps(sc.as_ptr())),
-                            );
-                        }
-                        for p in prod {
-                            acc += p;
+                            let x0 = _mm256_loadu_si256(src.as_ptr().cast());
+                            let x1 = _mm256_loadu_si256(src.as_ptr().add(32).cast());
+                            let (xe, xo) = split_even_odd(x0, x1);
+                            _mm256_storeu_si256(xbuf.as_mut_ptr().add(64 * b).cast(), xe);
+                            _mm256_storeu_si256(xbuf.as_mut_ptr().add(64 * b + 32).cast(), xo);
+                            *cb = _mm256_sub_epi32(z, dpbusd2(z, off, xe, off, xo));
                         }
                     }
-                    for g in 8 * supers..m.groups_per_row() {
-                        let mut d = 0i32;
-                        for (c, &qc) in
-                            q.iter().enumerate().take((32 * g + 32).min(ni)).skip(32 * g)
-                        {
-                            let nib = (row[c / 2] >> (4 * (c % 2))) & 0xF;
-                            #[allow(clippy::cast_possible_wrap)] // nibble < 16
-                            let code = if mx { MX_LUT[usize::from(nib)] } else { nib as i8 - 8 };
-                            d += i32::from(code) * i32::from(qc);
+                    let (first, last) = (c0 == 0, c0 + cn == ni);
+                    let gc = c0 / 32; // the chunk's first subgroup
+                    let mut r0 = 0;
+                    while r0 < nr {
+                        let nv = (nr - r0).min(8);
+                        let o: [usize; 8] =
+                            core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+                        let rp: [*const u8; 8] =
+                            core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                        let mut t = [0f32; 8];
+                        if !first {
+                            t[..nv].copy_from_slice(&ys[r0..r0 + nv]);
                         }
-                        #[allow(clippy::cast_precision_loss)] // the spec's rounding
-                        let df = d as f32;
-                        acc += df * scale_f32(m, o, g);
+                        // SAFETY: t holds 8 f32.
+                        let mut acc = unsafe { _mm256_loadu_ps(t.as_ptr()) };
+                        // gs = 32: f32 scales of 4 groups, or UE8M0 bytes of 16 groups, one
+                        // vector per 4 groups, lane r = row o[r].
+                        let (mut sc4, mut g4) = ([z; 4], 0);
+                        // WIDE: the exact sums of the current group's blocks so far.
+                        let (mut part0, mut part1) = (z, z);
+                        for (b, &cb) in cbuf[..nb].iter().enumerate() {
+                            let col = c0 + 64 * b;
+                            let rem = ni - col;
+                            let (full, nbytes) = (rem >= 64, rem.div_ceil(2).min(32));
+                            // SAFETY: xbuf[64b .. 64b + 64] was written above.
+                            let (xe, xo) = unsafe {
+                                (
+                                    _mm256_loadu_si256(xbuf.as_ptr().add(64 * b).cast()),
+                                    _mm256_loadu_si256(xbuf.as_ptr().add(64 * b + 32).cast()),
+                                )
+                            };
+                            let mut h = [z; 4];
+                            for (j, hj) in h.iter_mut().enumerate() {
+                                // SAFETY: a row has ceil(I/2) bytes; a full block reads the 32
+                                // at col/2 (col + 64 ≤ I), a partial one the ceil(rem/2) there.
+                                let (a0, a1) = unsafe {
+                                    (
+                                        row_block::<MX>(
+                                            rp[2 * j].add(col / 2),
+                                            full,
+                                            nbytes,
+                                            cb,
+                                            xe,
+                                            xo,
+                                            low,
+                                            lut,
+                                        ),
+                                        row_block::<MX>(
+                                            rp[2 * j + 1].add(col / 2),
+                                            full,
+                                            nbytes,
+                                            cb,
+                                            xe,
+                                            xo,
+                                            low,
+                                            lut,
+                                        ),
+                                    )
+                                };
+                                *hj = pack_sum(a0, a1);
+                            }
+                            // Half q of f0 (f1): the sums of subgroup q of rows 0..4 (4..8).
+                            let (f0, f1) = (pack_sum(h[0], h[1]), pack_sum(h[2], h[3]));
+                            let g = gc + 2 * b; // the block's first subgroup
+                            let n = (nsub - g).min(2); // its subgroups (past them d is 0)
+                            if WIDE {
+                                part0 = _mm256_add_epi32(part0, f0);
+                                part1 = _mm256_add_epi32(part1, f1);
+                                if (g + 2) % per == 0 || g + n == nsub {
+                                    let d = _mm256_add_epi32(
+                                        _mm256_permute2x128_si256::<0x20>(part0, part1),
+                                        _mm256_permute2x128_si256::<0x31>(part0, part1),
+                                    );
+                                    let gi = g / per;
+                                    // Scales of 4 groups from g4 (the chunk's first
+                                    // group, then every fourth).
+                                    if gi * per == gc || gi - g4 == 4 {
+                                        sc4 = scales4(sf, &o, ngs, gi);
+                                        g4 = gi;
+                                    }
+                                    let sc = _mm256_castsi256_ps(sc4[gi - g4]);
+                                    let p = _mm256_mul_ps(_mm256_cvtepi32_ps(d), sc);
+                                    acc = _mm256_add_ps(acc, p);
+                                    (part0, part1) = (z, z);
+                                }
+                            } else {
+                                let d = [
+                                    _mm256_permute2x128_si256::<0x20>(f0, f1),
+                                    _mm256_permute2x128_si256::<0x31>(f0, f1),
+                                ];
+                                if MX {
+                                    if b % 8 == 0 {
+                                        sc4 = transpose8x4(|r| row16(se, o[r], ngs, g));
+                                    }
+                                    let v = sc4[(b % 8) / 2];
+                                    // This block's two groups: bytes 0, 1 (b even) or 2, 3.
+                                    let v = if b % 2 == 0 { v } else { _mm256_srli_epi32::<16>(v) };
+                                    let e = _mm256_set1_epi32(0x7F80_0000);
+                                    let pw = [
+                                        _mm256_and_si256(_mm256_slli_epi32::<23>(v), e),
+                                        _mm256_and_si256(_mm256_slli_epi32::<15>(v), e),
+                                    ];
+                                    let half = _mm256_set1_ps(0.5);
+                                    for (dq, pq) in d.iter().zip(&pw).take(n) {
+                                        let df = _mm256_mul_ps(_mm256_cvtepi32_ps(*dq), half);
+                                        let p = _mm256_mul_ps(df, _mm256_castsi256_ps(*pq));
+                                        acc = _mm256_add_ps(acc, p);
+                                    }
+                                } else {
+                                    if b % 2 == 0 {
+                                        sc4 = scales4(sf, &o, ngs, g);
+                                    }
+                                    let sc = [sc4[2 * (b % 2)], sc4[2 * (b % 2) + 1]];
+                                    for (dq, sq) in d.iter().zip(&sc).take(n) {
+                                        let p = _mm256_mul_ps(
+                                            _mm256_cvtepi32_ps(*dq),
+                                            _mm256_castsi256_ps(*sq),
+                                        );
+                                        acc = _mm256_add_ps(acc, p);
+                                    }
+                                }
+                            }
+                        }
+                        if last {
+                            acc = _mm256_mul_ps(acc, _mm256_set1_ps(sx));
+                        }
+                        // SAFETY: t holds 8 f32.
+                        unsafe { _mm256_storeu_ps(t.as_mut_ptr(), acc) };
+                        ys[r0..r0 + nv].copy_from_slice(&t[..nv]);
+                        r0 += 8;
                     }
-                    y[si * nr + r] = acc * sx;
+                    c0 += cn;
                 }
             }
         }
