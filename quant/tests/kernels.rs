@@ -789,3 +789,149 @@ fn streaming_sized_matrices_q8_every_arm() {
         }
     }
 }
+
+/// The AVX2 arms' 8-rows-per-band int8 kernel (mxfp4, int4-grouped with `gs` 32, 64, 128, 256)
+/// at its edges, every arm bit-exact against the scalar reference: bands of 1 to 7 rows, one
+/// full band, a full band plus a partial one; S = 1, 2, 4, 16; widths around the 64-column
+/// block (partial last block and last group) and over the 8192-column chunk.
+#[test]
+fn q8_band8_edges_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0x0b8d);
+    for (format, gs) in [
+        (Format::Mxfp4, 0),
+        (Format::Int4Grouped, 32),
+        (Format::Int4Grouped, 64),
+        (Format::Int4Grouped, 128),
+        (Format::Int4Grouped, 256),
+    ] {
+        for (o, i, s) in [
+            (1, 1, 1),
+            (3, 31, 2),
+            (7, 63, 4),
+            (8, 64, 16),
+            (9, 65, 1),
+            (5, 96, 2),
+            (15, 127, 1),
+            (16, 129, 4),
+            (2, 191, 16),
+            (6, 320, 2),
+            (11, 1000, 1),
+            (4, 8191, 2),
+            (9, 8192, 1),
+            (10, 8193, 2),
+            (3, 16_448, 1),
+        ] {
+            let t = gen_tensor(format, gs, o, i, &mut rng, 0.3, true);
+            check_arm_all(&t, s, &mut rng);
+        }
+    }
+}
+
+/// Extreme codes and scales on the band kernels, every arm bit-exact against the scalar
+/// reference: every weight at its largest magnitude (mxfp4 ±12, int4 −8 and 7) against
+/// activations that quantize to ±127, so every group sum is at its bound; mxfp4 with every
+/// UE8M0 byte 0, 1, 2 and 254 (zero, subnormal, smallest normal half scales, and products that
+/// overflow to ±inf), int4 with zero and huge scales.
+#[test]
+fn q8_band_extreme_codes_and_scales_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0xe8e8);
+    for (format, gs, bytes) in [
+        (Format::Mxfp4, 0, [0x77u8, 0xFF, 0x7F, 0xF7]),
+        (Format::Int4Grouped, 32, [0x00, 0xFF, 0x0F, 0xF0]),
+        (Format::Int4Grouped, 128, [0x00, 0xFF, 0x0F, 0xF0]),
+    ] {
+        for (o, i) in [(9, 200), (8, 8200)] {
+            let mut t = gen_tensor(format, gs, o, i, &mut rng, 0.0, true);
+            for (k, b) in t.w.iter_mut().enumerate() {
+                *b = bytes[(k / 7) % 4];
+            }
+            for scale in [0u8, 1, 2, 254] {
+                t.se.iter_mut().for_each(|e| *e = scale);
+                let big = [0.0f32, 1e-30, 1.0, 3.0e38][usize::from(scale % 4)];
+                t.sf.iter_mut()
+                    .enumerate()
+                    .for_each(|(k, v)| *v = if k % 3 == 0 { big } else { 1.5 });
+                for s in [1, 3] {
+                    // ±1 with a few zeros: the quantized codes are ±127 and 0.
+                    let x: Vec<f32> = (0..s * i)
+                        .map(|k| match k % 11 {
+                            0 => 0.0,
+                            1 | 4 | 5 => -1.0,
+                            _ => 1.0,
+                        })
+                        .collect();
+                    let m = t.matrix();
+                    let (mut q, mut qs) = (vec![0i8; s * i], vec![0f32; s]);
+                    let xq = kernels::quantize_activations(&x, s, i, &mut q, &mut qs).unwrap();
+                    assert!(
+                        (0..s).all(|si| xq.row(si).0.iter().all(|&v| v == 0 || v.abs() == 127))
+                    );
+                    let mut ys = vec![0f32; s * o];
+                    kernels::matmul_q8_with(Isa::Scalar, &m, &xq, &mut ys).unwrap();
+                    for arm in checked_arms() {
+                        let mut ya = vec![0f32; s * o];
+                        kernels::matmul_q8_with(arm, &m, &xq, &mut ya).unwrap();
+                        for (k, (a, b)) in ys.iter().zip(&ya).enumerate() {
+                            assert_eq!(
+                                a.to_bits(),
+                                b.to_bits(),
+                                "{arm} {format:?} gs {gs} O={o} I={i} S={s} scale {scale} k={k}: {a} vs {b}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Row ranges on the band kernels with groups wider than 32 columns (int4-grouped gs 64, 128):
+/// ranges starting and ending inside 8-row bands give the rows of the full product, every arm.
+#[test]
+fn q8_wide_group_row_ranges_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0x64_128);
+    for gs in [64, 128] {
+        let (o, i, s) = (21, 8300, 2);
+        let t = gen_tensor(Format::Int4Grouped, gs, o, i, &mut rng, 0.2, true);
+        let m = t.matrix();
+        let x = gen_x(s, i, &mut rng);
+        let (mut q, mut qs) = (vec![0i8; s * i], vec![0f32; s]);
+        let xq = kernels::quantize_activations(&x, s, i, &mut q, &mut qs).unwrap();
+        for arm in checked_arms() {
+            let mut full = vec![0f32; s * o];
+            kernels::matmul_q8_with(arm, &m, &xq, &mut full).unwrap();
+            for (a, b) in [(0, 21), (3, 11), (7, 9), (8, 16), (13, 21), (20, 21), (5, 5)] {
+                let mut part = vec![0f32; s * (b - a)];
+                kernels::matmul_q8_rows_with(arm, &m, &xq, a..b, &mut part).unwrap();
+                for si in 0..s {
+                    for (k, r) in (a..b).enumerate() {
+                        assert_eq!(
+                            part[si * (b - a) + k].to_bits(),
+                            full[si * o + r].to_bits(),
+                            "{arm} gs {gs} rows {a}..{b} s={si} r={r}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The band kernels' memory accesses under Miri (`.ci/miri-tests` runs the `miri_` tests):
+/// a full band of 8 rows plus a partial one (and 16 + 1 for the AVX-512 arms), partial last
+/// blocks and groups, the scale transposes' padded tails (fewer than 4 or 16 groups left),
+/// mxfp4 and int4-grouped gs 32, 64, 128, every arm bit-exact against the scalar reference.
+#[test]
+fn miri_band_kernels_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0xb8b8);
+    for (format, gs, i) in [
+        (Format::Mxfp4, 0, 97),
+        (Format::Mxfp4, 0, 600),
+        (Format::Int4Grouped, 32, 161),
+        (Format::Int4Grouped, 64, 200),
+        (Format::Int4Grouped, 128, 300),
+    ] {
+        let t = gen_tensor(format, gs, 17, i, &mut rng, 0.2, true);
+        check_arm_all(&t, 2, &mut rng);
+    }
+}

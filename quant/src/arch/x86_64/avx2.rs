@@ -1083,22 +1083,32 @@ macro_rules! avx2_arm {
                                         _mm256_and_si256(_mm256_slli_epi32::<15>(v), e),
                                     ];
                                     let half = _mm256_set1_ps(0.5);
-                                    for (dq, pq) in d.iter().zip(&pw).take(n) {
-                                        let df = _mm256_mul_ps(_mm256_cvtepi32_ps(*dq), half);
-                                        let p = _mm256_mul_ps(df, _mm256_castsi256_ps(*pq));
-                                        acc = _mm256_add_ps(acc, p);
+                                    let p = |k: usize| {
+                                        let df = _mm256_mul_ps(_mm256_cvtepi32_ps(d[k]), half);
+                                        _mm256_mul_ps(df, _mm256_castsi256_ps(pw[k]))
+                                    };
+                                    acc = _mm256_add_ps(acc, p(0));
+                                    if n == 2 {
+                                        acc = _mm256_add_ps(acc, p(1));
                                     }
                                 } else {
                                     if b % 2 == 0 {
                                         sc4 = scales4(sf, &o, ngs, g);
                                     }
-                                    let sc = [sc4[2 * (b % 2)], sc4[2 * (b % 2) + 1]];
-                                    for (dq, sq) in d.iter().zip(&sc).take(n) {
-                                        let p = _mm256_mul_ps(
-                                            _mm256_cvtepi32_ps(*dq),
-                                            _mm256_castsi256_ps(*sq),
-                                        );
-                                        acc = _mm256_add_ps(acc, p);
+                                    let (s0, s1) = if b % 2 == 0 {
+                                        (sc4[0], sc4[1])
+                                    } else {
+                                        (sc4[2], sc4[3])
+                                    };
+                                    let p = |dk: __m256i, sk: __m256i| {
+                                        _mm256_mul_ps(
+                                            _mm256_cvtepi32_ps(dk),
+                                            _mm256_castsi256_ps(sk),
+                                        )
+                                    };
+                                    acc = _mm256_add_ps(acc, p(d[0], s0));
+                                    if n == 2 {
+                                        acc = _mm256_add_ps(acc, p(d[1], s1));
                                     }
                                 }
                             }
