@@ -35,10 +35,15 @@
 //! Each state is a serial chain: `slot = x & 4095` → table load → `freq · (x >> 12)` → `+ bias`
 //! → compare with `L` → select the refilled value (≈ 13 cycles on Zen 3/4: 1 + 4 + 3 + 1 + 4).
 //! The two states overlap, so a pair costs about one chain latency plus what the ≈ 50
-//! instructions per pair add on a 4-ALU core. The refill is branch-free (a select between
-//! `y`, `y << 8 | b0`, `y << 16 | b0 b1`) because about a third of the steps refill, at
-//! random, where a branch would mispredict often; and state B's bytes follow A's in the
-//! stream, which couples the chains only through a shift of `cur`, never through a load.
+//! instructions per pair add on a 4-ALU core. The one-byte refill is branch-free (a select
+//! between `y` and `y << 8 | b0`) because about a third of the steps refill, at random, where
+//! a branch would mispredict often. The two-byte refill needs `y < 2^15`, which only a symbol
+//! with `freq < 16` can produce (`y ≥ freq · 2^11`), so it is rare on any data the table fits
+//! and is a branch to a cold function: that takes its candidate, compare and select (five
+//! instructions per state) off every other step — 17.0 → 16.3 cycles per pair on the
+//! development timer. A blob built to hit it often only decodes slower. State B's bytes follow
+//! A's in the stream, which couples the chains only through a shift of `cur`, never through a
+//! load.
 //! See `docs/PERFORMANCE.md` for measured numbers.
 //!
 //! # What the decoder writes
@@ -143,15 +148,25 @@ fn load8(win: &[u8; WINDOW], at: usize) -> u64 {
 /// bytes are the next stream bytes; returns the new state and the bytes consumed (0..=2).
 #[inline(always)]
 fn refill(y: u32, w: u64) -> (u32, usize) {
-    // The top one and two bytes of w.
+    if y < 1 << 15 {
+        // Only after a symbol with freq < 16 (y ≥ freq · 2^11): rare, so a branch.
+        return refill_two(y, w);
+    }
+    // The top byte of w.
     #[allow(clippy::cast_possible_truncation)]
-    let (b1, b2) = ((w >> 56) as u32, (w >> 48) as u32);
-    let one = (y << 8) | b1;
-    let two = (y << 16) | b2;
-    let k = usize::from(y < L) + usize::from(y < 1 << 15);
-    // `select_unpredictable` asks for cmov: these conditions are coin flips to a predictor.
-    let x = select_unpredictable(y < 1 << 15, two, select_unpredictable(y < L, one, y));
-    (x, k)
+    let one = (y << 8) | (w >> 56) as u32;
+    // `select_unpredictable` asks for cmov: a third of the steps refill, at random.
+    (select_unpredictable(y < L, one, y), usize::from(y < L))
+}
+
+/// The two-byte refill of a state `y < 2^15`, out of line.
+#[cold]
+#[inline(never)]
+fn refill_two(y: u32, w: u64) -> (u32, usize) {
+    // The top two bytes of w.
+    #[allow(clippy::cast_possible_truncation)]
+    let two = (y << 16) | (w >> 48) as u32;
+    (two, 2)
 }
 
 /// Decodes `out.len()` pairs from `payload` (the bytes after the two states) and checks the
