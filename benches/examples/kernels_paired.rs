@@ -9,7 +9,7 @@
 //! - `groups`: int4-row beside int4-grouped with gs 32, 64, 128, 256 and mxfp4 (512 × 1024,
 //!   S = 1), q8 and f32, per arm: best of 2000 calls each.
 //!
-//! `cargo run --release -p tetrad-benches --example kernels_paired -- pair|align|groups`
+//! `cargo run --release -p tetrad-benches --example kernels_paired -- pair|align|groups|groups-long`
 #![allow(missing_docs, clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 
 use std::hint::black_box;
@@ -112,43 +112,39 @@ fn align() {
     }
 }
 
-fn groups() {
+fn groups(o: usize, i: usize) {
     let mut rnd = lcg(0x1234_5678);
-    let w: Vec<u8> = (0..O * I / 2).map(|_| rnd()).collect();
-    let x = acts();
-    let (mut store, mut qs) = (vec![0i8; I + 128], [0f32; 1]);
-    let xq = quantized(&x, &mut store, 0, &mut qs);
-    let mut y = vec![0f32; O];
-    for arm in isa::available().filter(|a| *a != Isa::Scalar) {
-        for gs in [0, 32, 64, 128, 256] {
-            let sc = vec![0.01f32; (O * I).checked_div(gs).unwrap_or(O)];
-            let format = if gs == 0 { Format::Int4Row } else { Format::Int4Grouped };
-            let m = Matrix::new(format, &w, Scales::F32(&sc), O, I, gs).expect("shape");
-            let (mut bq, mut bf) = (f64::MAX, f64::MAX);
-            for _ in 0..2000 {
-                let t = Instant::now();
-                kernels::matmul_q8_with(arm, &m, black_box(&xq), &mut y).expect("arm");
-                bq = bq.min(t.elapsed().as_secs_f64());
-                let t = Instant::now();
-                kernels::matmul_with(arm, &m, black_box(&x), 1, &mut y).expect("arm");
-                bf = bf.min(t.elapsed().as_secs_f64());
-            }
-            let g = |b: f64| (O * I) as f64 / b / 1e9;
-            println!("{arm} {format:?} gs {gs}: q8 {:.1} G w/s, f32 {:.1} G w/s", g(bq), g(bf));
-        }
-        let se: Vec<u8> = (0..O * I / 32).map(|k| 120 + (k % 10) as u8).collect();
-        let m = Matrix::new(Format::Mxfp4, &w, Scales::Ue8m0(&se), O, I, 32).expect("shape");
+    let w: Vec<u8> = (0..o * i / 2).map(|_| rnd()).collect();
+    let x: Vec<f32> = (0..i).map(|k| ((k * 7919) % 1000) as f32 / 500.0 - 1.0).collect();
+    let (mut q, mut qs) = (vec![0i8; i], [0f32; 1]);
+    let xq = kernels::quantize_activations(&x, 1, i, &mut q, &mut qs).expect("shape");
+    let mut y = vec![0f32; o];
+    let time = |arm: Isa, m: &Matrix<'_>, y: &mut [f32]| {
         let (mut bq, mut bf) = (f64::MAX, f64::MAX);
         for _ in 0..2000 {
             let t = Instant::now();
-            kernels::matmul_q8_with(arm, &m, black_box(&xq), &mut y).expect("arm");
+            kernels::matmul_q8_with(arm, m, black_box(&xq), y).expect("arm");
             bq = bq.min(t.elapsed().as_secs_f64());
             let t = Instant::now();
-            kernels::matmul_with(arm, &m, black_box(&x), 1, &mut y).expect("arm");
+            kernels::matmul_with(arm, m, black_box(&x), 1, y).expect("arm");
             bf = bf.min(t.elapsed().as_secs_f64());
         }
-        let g = |b: f64| (O * I) as f64 / b / 1e9;
-        println!("{arm} Mxfp4 gs 32: q8 {:.1} G w/s, f32 {:.1} G w/s", g(bq), g(bf));
+        let g = |b: f64| (o * i) as f64 / b / 1e9;
+        (g(bq), g(bf))
+    };
+    println!("{o} × {i}, S = 1, best of 2000 calls, G weights/s:");
+    for arm in isa::available().filter(|a| *a != Isa::Scalar) {
+        for gs in [0, 32, 64, 128, 256] {
+            let sc = vec![0.01f32; (o * i).checked_div(gs).unwrap_or(o)];
+            let format = if gs == 0 { Format::Int4Row } else { Format::Int4Grouped };
+            let m = Matrix::new(format, &w, Scales::F32(&sc), o, i, gs).expect("shape");
+            let (q8, f32) = time(arm, &m, &mut y);
+            println!("{arm} {format:?} gs {gs}: q8 {q8:.1} G w/s, f32 {f32:.1} G w/s");
+        }
+        let se: Vec<u8> = (0..o * i / 32).map(|k| 120 + (k % 10) as u8).collect();
+        let m = Matrix::new(Format::Mxfp4, &w, Scales::Ue8m0(&se), o, i, 32).expect("shape");
+        let (q8, f32) = time(arm, &m, &mut y);
+        println!("{arm} Mxfp4 gs 32: q8 {q8:.1} G w/s, f32 {f32:.1} G w/s");
     }
 }
 
@@ -156,7 +152,9 @@ fn main() {
     match std::env::args().nth(1).as_deref() {
         Some("pair") => pair(),
         Some("align") => align(),
-        Some("groups") => groups(),
-        _ => eprintln!("usage: kernels_paired pair|align|groups"),
+        Some("groups") => groups(O, I),
+        // Rows longer than the f32 path's de-interleave buffer (8192 columns).
+        Some("groups-long") => groups(32, 16384),
+        _ => eprintln!("usage: kernels_paired pair|align|groups|groups-long"),
     }
 }

@@ -705,7 +705,46 @@ macro_rules! avx512_arm {
             // SAFETY: both tables hold 16 f32.
             let table = unsafe { _mm512_loadu_ps(tp) };
             let mut acc = [_mm512_setzero_ps(); T];
-            for g in 0..m.groups_per_row() {
+            let ng = m.groups_per_row();
+            // As in `nib_row_f32_de`: the scale of group g of this row, read directly.
+            let scale = |g: usize| match m.scales() {
+                // 2^(e−127) as f32 bits (e = 0: +0.0; 255 is refused by Matrix::new).
+                Scales::Ue8m0(e) => f32::from_bits(u32::from(e[o * ng + g]) << 23),
+                Scales::F32(sv) => sv[o * ng + g],
+                Scales::None => 1.0,
+            };
+            // 32-column groups: two whole groups per 64-column step (`nib_row_f32_de`).
+            let mut g0 = 0;
+            if gl == 32 {
+                while 32 * (g0 + 2) <= ni {
+                    let col = 32 * g0;
+                    // SAFETY: col + 64 ≤ I, so 32 bytes at col/2 are within the row.
+                    let (v0, v1) = unsafe {
+                        (
+                            _mm_loadu_si128(rp.add(col / 2).cast()),
+                            _mm_loadu_si128(rp.add(col / 2 + 16).cast()),
+                        )
+                    };
+                    let (a, b) = nib32(v0);
+                    let (c, d) = nib32(v1);
+                    let w = [
+                        lut16(_mm512_cvtepu8_epi32(a), table),
+                        lut16(_mm512_cvtepu8_epi32(b), table),
+                        lut16(_mm512_cvtepu8_epi32(c), table),
+                        lut16(_mm512_cvtepu8_epi32(d), table),
+                    ];
+                    let (s0, s1) = (_mm512_set1_ps(scale(g0)), _mm512_set1_ps(scale(g0 + 1)));
+                    for k in 0..T {
+                        // SAFETY: col + 64 ≤ I values of xs[k].
+                        let xv = |j: usize| unsafe { _mm512_loadu_ps(xs[k].add(col + 16 * j)) };
+                        let t0 = _mm512_fmadd_ps(w[1], xv(1), _mm512_mul_ps(w[0], xv(0)));
+                        let t1 = _mm512_fmadd_ps(w[3], xv(3), _mm512_mul_ps(w[2], xv(2)));
+                        acc[k] = _mm512_fmadd_ps(t1, s1, _mm512_fmadd_ps(t0, s0, acc[k]));
+                    }
+                    g0 += 2;
+                }
+            }
+            for g in g0..ng {
                 let (c0, c1) = (g * gl, ((g + 1) * gl).min(ni));
                 let mut p = [[_mm512_setzero_ps(); 4]; T];
                 let mut col = c0;
@@ -777,7 +816,7 @@ macro_rules! avx512_arm {
                     }
                     col += 64;
                 }
-                let sc = _mm512_set1_ps(scalar::group_scale(m, o, g));
+                let sc = _mm512_set1_ps(scale(g));
                 for k in 0..T {
                     let part = _mm512_add_ps(
                         _mm512_add_ps(p[k][0], p[k][1]),
