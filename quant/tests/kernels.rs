@@ -931,7 +931,10 @@ fn miri_band_kernels_every_arm() {
         (Format::Int4Grouped, 64, 200),
         (Format::Int4Grouped, 128, 300),
     ] {
-        let t = gen_tensor(format, gs, 17, i, &mut rng, 0.2, true);
-        check_arm_all(&t, 2, &mut rng);
+        // No UE8M0 254 (nan_ok = false): Miri gives a NaN from inf − inf a random sign and
+        // payload per operation, so two NaN outputs need not be bit-equal there (NaN outputs
+        // are checked natively by q8_band_extreme_codes_and_scales_every_arm).
+        let t = gen_tensor(format, gs, 17, i, &mut rng, 0.2, false);
+        check_arm_all(&t, 1, &mut rng);
     }
 }

@@ -837,37 +837,22 @@ macro_rules! avx2_arm {
 
         /// The exact i32 block sums of one row: `cb + Σ (code + offset) · x` over the block's
         /// 64 columns, lane `k` = columns `8k .. 8k + 8` (so lanes 0..4 = the first 32-column
-        /// subgroup, 4..8 the second). `p` addresses the row's bytes of the block: 32 when
-        /// `full`, else the `ceil(rem / 2)` left in the row (copied into a zeroed block; the
-        /// codes past the row meet zero activations).
+        /// subgroup, 4..8 the second), from the row's 32 bytes of the block at `p`.
         ///
         /// # Safety
-        /// The arm's features available; `p` valid for reads of 32 bytes (`full`) or
-        /// `nbytes ≤ 32`.
+        /// The arm's features available; `p` valid for reads of 32 bytes.
         #[inline]
         #[target_feature(enable = $feat)]
-        #[allow(clippy::too_many_arguments)]
         unsafe fn row_block<const MX: bool>(
             p: *const u8,
-            full: bool,
-            nbytes: usize,
             cb: __m256i,
             xe: __m256i,
             xo: __m256i,
             low: __m256i,
             lut: __m256i,
         ) -> __m256i {
-            let w = if full {
-                // SAFETY: 32 bytes at p (the caller's contract).
-                unsafe { _mm256_loadu_si256(p.cast()) }
-            } else {
-                let mut t = [0u8; 32];
-                // SAFETY: nbytes ≤ 32 bytes at p are readable; t holds 32.
-                unsafe {
-                    core::ptr::copy_nonoverlapping(p, t.as_mut_ptr(), nbytes);
-                    _mm256_loadu_si256(t.as_ptr().cast())
-                }
-            };
+            // SAFETY: 32 bytes at p (the caller's contract).
+            let w = unsafe { _mm256_loadu_si256(p.cast()) };
             let lo = _mm256_and_si256(w, low);
             let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), low);
             let (ue, uo) = if MX {
@@ -995,6 +980,17 @@ macro_rules! avx2_arm {
                         }
                         // SAFETY: t holds 8 f32.
                         let mut acc = unsafe { _mm256_loadu_ps(t.as_ptr()) };
+                        // The partial last block's weight bytes, zero-padded (copied here,
+                        // not in the block loop: a call there clobbers every ymm register).
+                        let mut tails = [[0u8; 32]; 8];
+                        let (lcol, lrem) = (c0 + 64 * (nb - 1), ni - c0 - 64 * (nb - 1));
+                        if lrem < 64 {
+                            let k = lrem.div_ceil(2);
+                            for (r, tr) in tails.iter_mut().enumerate() {
+                                tr[..k].copy_from_slice(&m.row_bytes(o[r])[lcol / 2..lcol / 2 + k]);
+                            }
+                        }
+                        let tp: [*const u8; 8] = core::array::from_fn(|r| tails[r].as_ptr());
                         // gs = 32: f32 scales of 4 groups, or UE8M0 bytes of 16 groups, one
                         // vector per 4 groups, lane r = row o[r].
                         let (mut sc4, mut g4) = ([z; 4], 0);
@@ -1003,7 +999,16 @@ macro_rules! avx2_arm {
                         for (b, &cb) in cbuf[..nb].iter().enumerate() {
                             let col = c0 + 64 * b;
                             let rem = ni - col;
-                            let (full, nbytes) = (rem >= 64, rem.div_ceil(2).min(32));
+                            // Row r's 32 bytes of the block: in the row, or (the partial
+                            // last block) in its zero-padded copy.
+                            let wp = |r: usize| {
+                                if rem >= 64 {
+                                    // SAFETY: col + 64 ≤ I: the 32 bytes at col/2 are in row r.
+                                    unsafe { rp[r].add(col / 2) }
+                                } else {
+                                    tp[r]
+                                }
+                            };
                             // SAFETY: xbuf[64b .. 64b + 64] was written above.
                             let (xe, xo) = unsafe {
                                 (
@@ -1013,30 +1018,11 @@ macro_rules! avx2_arm {
                             };
                             let mut h = [z; 4];
                             for (j, hj) in h.iter_mut().enumerate() {
-                                // SAFETY: a row has ceil(I/2) bytes; a full block reads the 32
-                                // at col/2 (col + 64 ≤ I), a partial one the ceil(rem/2) there.
+                                // SAFETY: wp(r) points at 32 readable bytes (above).
                                 let (a0, a1) = unsafe {
                                     (
-                                        row_block::<MX>(
-                                            rp[2 * j].add(col / 2),
-                                            full,
-                                            nbytes,
-                                            cb,
-                                            xe,
-                                            xo,
-                                            low,
-                                            lut,
-                                        ),
-                                        row_block::<MX>(
-                                            rp[2 * j + 1].add(col / 2),
-                                            full,
-                                            nbytes,
-                                            cb,
-                                            xe,
-                                            xo,
-                                            low,
-                                            lut,
-                                        ),
+                                        row_block::<MX>(wp(2 * j), cb, xe, xo, low, lut),
+                                        row_block::<MX>(wp(2 * j + 1), cb, xe, xo, low, lut),
                                     )
                                 };
                                 *hj = pack_sum(a0, a1);
