@@ -18,9 +18,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 V = json.load(open(os.path.join(ROOT, "docs/vectors/vectors.json")))
 OUT = os.path.join(ROOT, "fuzz/seeds")
 rng = random.Random(20261129)
-if os.path.isdir(OUT):  # start clean, so the directory is exactly this script's output
+# Hand-committed fuzz regressions (`fuzz/seeds/<target>/regression-*`) are kept as they are.
+KEPT = {}
+if os.path.isdir(OUT):
+    for t in os.listdir(OUT):
+        for f in os.listdir(os.path.join(OUT, t)):
+            if f.startswith("regression-"):
+                KEPT[(t, f)] = open(os.path.join(OUT, t, f), "rb").read()
+if os.path.isdir(OUT):  # start clean: the directory is this script's output plus KEPT
     import shutil
     shutil.rmtree(OUT)
+for (t, f), data in sorted(KEPT.items()):
+    os.makedirs(os.path.join(OUT, t), exist_ok=True)
+    with open(os.path.join(OUT, t, f), "wb") as fh:
+        fh.write(data)
 
 
 def put(target, data, tag):
@@ -182,6 +193,13 @@ for k, b in enumerate(R64["blobs"]):
     put("rans64_roundtrip", bytes([0, 7 + 16 * k, k % 2]) + bytes.fromhex(b["input_hex"]), "input")
 for k, b in enumerate(R64["refusals"]):
     put("rans64_decode", bytes([0, k % 8]) + bytes.fromhex(b["blob_hex"]), "refusal")
+
+# adapter: arbitrary bytes (the target derives shape, table, codes, mutations and activations
+# from them); its own generator, so the seeds above do not move.
+rng_adapter = random.Random(20261130)
+for k in range(6):
+    n = 96 + 211 * k
+    put("adapter", bytes(rng_adapter.randrange(256) for _ in range(n)), "random")
 
 total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(OUT) for f in fs)
 print("seeds:", {t: len(os.listdir(os.path.join(OUT, t))) for t in sorted(os.listdir(OUT))}, "bytes:", total)
