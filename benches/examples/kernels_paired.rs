@@ -9,7 +9,7 @@
 //! - `groups`: int4-row beside int4-grouped with gs 32, 64, 128, 256 and mxfp4 (512 × 1024,
 //!   S = 1), q8 and f32, per arm: best of 2000 calls each.
 //!
-//! `cargo run --release -p tetrad-benches --example kernels_paired -- pair|align|groups|groups-long`
+//! `cargo run --release -p tetrad-benches --example kernels_paired -- pair|align|groups|groups-long|groups-at O I`
 #![allow(missing_docs, clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 
 use std::hint::black_box;
@@ -155,6 +155,13 @@ fn main() {
         Some("groups") => groups(O, I),
         // Rows longer than the f32 path's de-interleave buffer (8192 columns).
         Some("groups-long") => groups(32, 16384),
-        _ => eprintln!("usage: kernels_paired pair|align|groups|groups-long"),
+        Some("groups-at") => {
+            let arg = |k: usize| std::env::args().nth(k).and_then(|v| v.parse().ok());
+            match (arg(2), arg(3)) {
+                (Some(o), Some(i)) => groups(o, i),
+                _ => eprintln!("usage: kernels_paired groups-at O I"),
+            }
+        }
+        _ => eprintln!("usage: kernels_paired pair|align|groups|groups-long|groups-at O I"),
     }
 }
