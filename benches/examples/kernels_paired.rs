@@ -135,7 +135,7 @@ fn groups(o: usize, i: usize) {
     println!("{o} × {i}, S = 1, best of 2000 calls, G weights/s:");
     for arm in isa::available().filter(|a| *a != Isa::Scalar) {
         for gs in [0, 32, 64, 128, 256] {
-            let sc = vec![0.01f32; (o * i).checked_div(gs).unwrap_or(o)];
+            let sc = vec![0.01f32; if gs == 0 { o } else { o * i.div_ceil(gs) }];
             let format = if gs == 0 { Format::Int4Row } else { Format::Int4Grouped };
             let m = Matrix::new(format, &w, Scales::F32(&sc), o, i, gs).expect("shape");
             let (q8, f32) = time(arm, &m, &mut y);
