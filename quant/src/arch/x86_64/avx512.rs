@@ -574,20 +574,11 @@ macro_rules! avx512_arm {
             // 32-column groups (mxfp4, int4-grouped gs = 32): two whole groups per 64-column
             // step, each group's partial sum scaled into the accumulator (no per-group loop,
             // no masked load, the row's scales read directly).
-            let ng = m.groups_per_row();
-            // The scale of group g of this row, as `scalar::group_scale` (read directly: the
-            // call costs a third of the time of a 32-column group).
-            let scale = |g: usize| match m.scales() {
-                // 2^(e−127) as f32 bits (e = 0: +0.0; 255 is refused by Matrix::new).
-                Scales::Ue8m0(e) => f32::from_bits(u32::from(e[o * ng + g]) << 23),
-                Scales::F32(sv) => sv[o * ng + g],
-                Scales::None => 1.0,
-            };
             let mut g0 = 0;
             if gl == 32 {
                 while 32 * (g0 + 2) <= ni {
                     let col = 32 * g0;
-                    let (s0, s1) = (scale(g0), scale(g0 + 1));
+                    let (s0, s1) = (row_scale(m, o, g0), row_scale(m, o, g0 + 1));
                     // SAFETY: col + 64 ≤ I: 32 bytes at col/2 are within the row.
                     let (z0, z1) = unsafe {
                         (
@@ -601,14 +592,8 @@ macro_rules! avx512_arm {
                         lut16(z1, table),
                         lut16(_mm512_srli_epi32::<4>(z1), table),
                     ];
-                    let (v0, v1) = (_mm512_set1_ps(s0), _mm512_set1_ps(s1));
-                    for k in 0..T {
-                        // SAFETY: col + 64 ≤ ipad values of xd[k].
-                        let xv = |j: usize| unsafe { _mm512_loadu_ps(xd[k].add(col + 16 * j)) };
-                        let t0 = _mm512_fmadd_ps(w[1], xv(1), _mm512_mul_ps(w[0], xv(0)));
-                        let t1 = _mm512_fmadd_ps(w[3], xv(3), _mm512_mul_ps(w[2], xv(2)));
-                        acc[k] = _mm512_fmadd_ps(t1, v1, _mm512_fmadd_ps(t0, v0, acc[k]));
-                    }
+                    // SAFETY: col + 64 ≤ ipad values of every xd[k].
+                    unsafe { two_groups_f32(&mut acc, w, xd, col, s0, s1) };
                     g0 += 2;
                 }
             }
@@ -663,7 +648,7 @@ macro_rules! avx512_arm {
                     }
                     col += 32;
                 }
-                let sc = _mm512_set1_ps(scale(g));
+                let sc = _mm512_set1_ps(row_scale(m, o, g));
                 for k in 0..T {
                     let part = _mm512_add_ps(
                         _mm512_add_ps(p[k][0], p[k][1]),
@@ -677,6 +662,45 @@ macro_rules! avx512_arm {
                 out[k] = _mm512_reduce_add_ps(acc[k]);
             }
             out
+        }
+
+        /// The f32-path scale of group `g` of row `o`, as `scalar::group_scale`, read
+        /// directly (the call costs a third of the time of a 32-column group).
+        #[inline]
+        fn row_scale(m: &Matrix<'_>, o: usize, g: usize) -> f32 {
+            let at = o * m.groups_per_row() + g;
+            match m.scales() {
+                // 2^(e−127) as f32 bits (e = 0: +0.0; 255 is refused by Matrix::new).
+                Scales::Ue8m0(e) => f32::from_bits(u32::from(e[at]) << 23),
+                Scales::F32(sv) => sv[at],
+                Scales::None => 1.0,
+            }
+        }
+
+        /// Two whole 32-column groups at `col` (`w`: their 64 decoded weights, in the order
+        /// of `xs`) into each activation row's accumulator:
+        /// `acc[k] += (w₀·x₀ + w₁·x₁) · s0 + (w₂·x₂ + w₃·x₃) · s1`.
+        ///
+        /// # Safety
+        /// Features available; every `xs[k]` valid for reads of `col + 64` f32.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn two_groups_f32<const T: usize>(
+            acc: &mut [__m512; T],
+            w: [__m512; 4],
+            xs: [*const f32; T],
+            col: usize,
+            s0: f32,
+            s1: f32,
+        ) {
+            let (v0, v1) = (_mm512_set1_ps(s0), _mm512_set1_ps(s1));
+            for (a, x) in acc.iter_mut().zip(xs) {
+                // SAFETY: col + 64 values at x (the caller's contract).
+                let xv = |j: usize| unsafe { _mm512_loadu_ps(x.add(col + 16 * j)) };
+                let t0 = _mm512_fmadd_ps(w[1], xv(1), _mm512_mul_ps(w[0], xv(0)));
+                let t1 = _mm512_fmadd_ps(w[3], xv(3), _mm512_mul_ps(w[2], xv(2)));
+                *a = _mm512_fmadd_ps(t1, v1, _mm512_fmadd_ps(t0, v0, *a));
+            }
         }
 
         fn pad<const T: usize>(v: [f32; T]) -> [f32; 4] {
@@ -706,13 +730,6 @@ macro_rules! avx512_arm {
             let table = unsafe { _mm512_loadu_ps(tp) };
             let mut acc = [_mm512_setzero_ps(); T];
             let ng = m.groups_per_row();
-            // As in `nib_row_f32_de`: the scale of group g of this row, read directly.
-            let scale = |g: usize| match m.scales() {
-                // 2^(e−127) as f32 bits (e = 0: +0.0; 255 is refused by Matrix::new).
-                Scales::Ue8m0(e) => f32::from_bits(u32::from(e[o * ng + g]) << 23),
-                Scales::F32(sv) => sv[o * ng + g],
-                Scales::None => 1.0,
-            };
             // 32-column groups: two whole groups per 64-column step (`nib_row_f32_de`).
             let mut g0 = 0;
             if gl == 32 {
@@ -733,14 +750,9 @@ macro_rules! avx512_arm {
                         lut16(_mm512_cvtepu8_epi32(c), table),
                         lut16(_mm512_cvtepu8_epi32(d), table),
                     ];
-                    let (s0, s1) = (_mm512_set1_ps(scale(g0)), _mm512_set1_ps(scale(g0 + 1)));
-                    for k in 0..T {
-                        // SAFETY: col + 64 ≤ I values of xs[k].
-                        let xv = |j: usize| unsafe { _mm512_loadu_ps(xs[k].add(col + 16 * j)) };
-                        let t0 = _mm512_fmadd_ps(w[1], xv(1), _mm512_mul_ps(w[0], xv(0)));
-                        let t1 = _mm512_fmadd_ps(w[3], xv(3), _mm512_mul_ps(w[2], xv(2)));
-                        acc[k] = _mm512_fmadd_ps(t1, s1, _mm512_fmadd_ps(t0, s0, acc[k]));
-                    }
+                    let (s0, s1) = (row_scale(m, o, g0), row_scale(m, o, g0 + 1));
+                    // SAFETY: col + 64 ≤ I values of every xs[k].
+                    unsafe { two_groups_f32(&mut acc, w, xs, col, s0, s1) };
                     g0 += 2;
                 }
             }
@@ -816,7 +828,7 @@ macro_rules! avx512_arm {
                     }
                     col += 64;
                 }
-                let sc = _mm512_set1_ps(scale(g));
+                let sc = _mm512_set1_ps(row_scale(m, o, g));
                 for k in 0..T {
                     let part = _mm512_add_ps(
                         _mm512_add_ps(p[k][0], p[k][1]),
