@@ -5,6 +5,7 @@
 //!
 //! Run: `cargo bench -p tetrad-benches --bench kernels` (filter with a trailing substring, e.g.
 //! `-- int4-row`). Results and the machine: docs/PERFORMANCE.md, section "tetrad-quant kernels".
+//! `TETRAD_DRAM_I=N` sets the row length of the DRAM matrices (default 14336).
 //!
 //! Clock: the development machine is shared, so the single-thread groups measure this thread's
 //! CPU time (`/proc/thread-self/schedstat`) unless `TETRAD_BENCH_CLOCK=wall`; the 2-thread
@@ -209,9 +210,10 @@ fn l2_shape(_: Format) -> (usize, usize) {
     (512, 1024)
 }
 
-/// ≫ L3 (32 MiB here): I = 14336 and at least 4096 rows, enough rows for ≥ 128 MiB of weights.
+/// ≫ L3 (32 MiB here): I = 14336 (or `TETRAD_DRAM_I`) and at least 4096 rows, enough rows for
+/// ≥ 128 MiB of weights.
 fn large_shape(format: Format) -> (usize, usize) {
-    let i = 14336;
+    let i = std::env::var("TETRAD_DRAM_I").ok().and_then(|v| v.parse().ok()).unwrap_or(14336);
     let o = (128usize << 20).div_ceil(stride(format, i)).max(4096);
     (o, i)
 }

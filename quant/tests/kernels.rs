@@ -782,6 +782,37 @@ fn streaming_sized_matrices_q8_every_arm() {
     }
 }
 
+/// The band kernels (AVX-512 16 rows, AVX2 8 rows per band: mxfp4, int4-grouped `gs` 32 and
+/// 128) above the 24 MiB streaming threshold, where they prefetch the next band's rows and
+/// scales: rows over several 8192-column chunks (the prefetch crosses from a chunk's last band
+/// to the next chunk's first) and a partial last band; S = 1, 2. Bit-exact to the scalar kernel.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn streaming_sized_band_kernels_q8_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0x5eed_2401);
+    // 1609 rows (100 bands of 16 plus 9; 201 of 8 plus 1) of 16 400 bytes: 26.4 MB > 24 MiB.
+    let (o, i) = (1609, 32_800);
+    for (format, gs) in [(Format::Mxfp4, 0), (Format::Int4Grouped, 32), (Format::Int4Grouped, 128)]
+    {
+        let t = gen_tensor(format, gs, o, i, &mut rng, 0.01, false);
+        let m = t.matrix();
+        assert!(m.weights().len() > 24 << 20);
+        for s in [1, 2] {
+            let x = gen_x(s, i, &mut rng);
+            let (mut q, mut qs) = (vec![0i8; s * i], vec![0f32; s]);
+            let xq = kernels::quantize_activations(&x, s, i, &mut q, &mut qs).unwrap();
+            let mut ys = vec![0f32; s * o];
+            kernels::matmul_q8_with(Isa::Scalar, &m, &xq, &mut ys).unwrap();
+            for arm in isa::available().filter(|a| *a != Isa::Scalar) {
+                let mut ya = vec![0f32; s * o];
+                kernels::matmul_q8_with(arm, &m, &xq, &mut ya).unwrap();
+                let same = ys.iter().zip(&ya).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{arm} q8 {format:?} gs {gs} S={s} differs from scalar");
+            }
+        }
+    }
+}
+
 /// The AVX2 arms' 8-rows-per-band int8 kernel (mxfp4, int4-grouped with `gs` 32, 64, 128, 256)
 /// at its edges, every arm bit-exact against the scalar reference: bands of 1 to 7 rows, one
 /// full band, a full band plus a partial one; S = 1, 2, 4, 16; widths around the 64-column

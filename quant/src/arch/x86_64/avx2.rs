@@ -83,6 +83,7 @@ macro_rules! avx2_arm {
         use core::ops::Range;
 
         use super::{CH, MASKS, MX_LUT, MX_OFF, QC, ST, g32_multiple};
+        use crate::arch::x86_64::{BandPrefetch, streams};
         use crate::format::Format;
         use crate::kernels::{Matrix, QuantizedActs, Scales};
         use crate::scalar;
@@ -466,17 +467,35 @@ macro_rules! avx2_arm {
             match m.format() {
                 Format::Mxfp4 => {
                     // SAFETY: same contract.
-                    unsafe { q8_band8::<true, false>(m, xq, rows, y) };
+                    unsafe {
+                        if streams(m) {
+                            q8_band8::<true, false, true>(m, xq, rows, y);
+                        } else {
+                            q8_band8::<true, false, false>(m, xq, rows, y);
+                        }
+                    }
                     return;
                 }
                 Format::Int4Grouped if m.group_len() == 32 => {
                     // SAFETY: same contract.
-                    unsafe { q8_band8::<false, false>(m, xq, rows, y) };
+                    unsafe {
+                        if streams(m) {
+                            q8_band8::<false, false, true>(m, xq, rows, y);
+                        } else {
+                            q8_band8::<false, false, false>(m, xq, rows, y);
+                        }
+                    }
                     return;
                 }
                 Format::Int4Grouped if g32_multiple(m.group_len()) => {
                     // SAFETY: same contract.
-                    unsafe { q8_band8::<false, true>(m, xq, rows, y) };
+                    unsafe {
+                        if streams(m) {
+                            q8_band8::<false, true, true>(m, xq, rows, y);
+                        } else {
+                            q8_band8::<false, true, false>(m, xq, rows, y);
+                        }
+                    }
                     return;
                 }
                 _ => {}
@@ -910,7 +929,7 @@ macro_rules! avx2_arm {
         // clobbers every vector register), and it must not be merged into `q8_rows` beside its
         // other instances.
         #[inline(never)]
-        unsafe fn q8_band8<const MX: bool, const WIDE: bool>(
+        unsafe fn q8_band8<const MX: bool, const WIDE: bool, const STREAM: bool>(
             m: &Matrix<'_>,
             xq: &QuantizedActs<'_>,
             rows: Range<usize>,
@@ -974,6 +993,12 @@ macro_rules! avx2_arm {
                             core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
                         let rp: [*const u8; 8] =
                             core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                        // From DRAM: the next band's lines, one band ahead, into L2.
+                        let pf = if STREAM {
+                            BandPrefetch::<8>::next(m, &rows, r0, c0, cn)
+                        } else {
+                            None
+                        };
                         let mut t = [0f32; 8];
                         if !first {
                             t[..nv].copy_from_slice(&ys[r0..r0 + nv]);
@@ -1016,6 +1041,21 @@ macro_rules! avx2_arm {
                                     _mm256_loadu_si256(xbuf.as_ptr().add(64 * b + 32).cast()),
                                 )
                             };
+                            if let Some(pf) = &pf {
+                                // Hints: never fault, whatever the (wrapping) address.
+                                if b % 2 == 0 {
+                                    for p in pf.w {
+                                        _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(32 * b).cast());
+                                    }
+                                }
+                                if (64 * b) % pf.line_cols == 0 {
+                                    for p in pf.s {
+                                        _mm_prefetch::<_MM_HINT_T1>(
+                                            p.wrapping_add(64 * (64 * b / pf.line_cols)).cast(),
+                                        );
+                                    }
+                                }
+                            }
                             let mut h = [z; 4];
                             for (j, hj) in h.iter_mut().enumerate() {
                                 // SAFETY: wp(r) points at 32 readable bytes (above).

@@ -87,6 +87,7 @@ macro_rules! avx512_arm {
         use core::ops::Range;
 
         use super::{CH, I4_F32, I4_MAG, MX_F32, MX_MAG, MX_OFF, ST, mask16, mask64};
+        use crate::arch::x86_64::{BandPrefetch, streams};
         use crate::format::Format;
         use crate::kernels::{Matrix, QuantizedActs, Scales};
         use crate::scalar;
@@ -94,19 +95,6 @@ macro_rules! avx512_arm {
         fn cpu_ok() -> bool {
             $isa.cpu_supports()
         }
-
-        /// Whether a kernel call over `m` streams its weights from beyond the caches (more
-        /// than [`STREAM_BYTES`]), so its loops prefetch ([`prefetch_l2`]). The whole matrix
-        /// counts, not `rows`: threads splitting the rows share the caches.
-        fn streams(m: &Matrix<'_>) -> bool {
-            m.weights().len() > STREAM_BYTES
-        }
-
-        /// Weight bytes above which the int8-row / int4-row q8 loops prefetch. Below it the
-        /// prefetches only cost issue slots: on the dev VM (32 MiB L3), int8-row q8 in GB/s
-        /// without / with them: 1 MiB 72 / 45, 8 MiB 72 / 44, 16 MiB 54 / 42, 32 MiB 22 / 27,
-        /// 128 MiB 19 / 24 (read 26).
-        const STREAM_BYTES: usize = 24 << 20;
 
         /// Activation bytes [`AlignedActs`] holds.
         const XA: usize = 32 << 10;
@@ -1675,6 +1663,7 @@ macro_rules! avx512_arm {
             let low = _mm512_set1_epi8(0x0F);
             let mut xbuf = [0i8; QC];
             let mut cbuf = [_mm512_setzero_si512(); QC / 128];
+            let stream = streams(m);
             for si in 0..xq.s() {
                 let (q, sx) = xq.row(si);
                 let ys = &mut y[si * nr..(si + 1) * nr];
@@ -1708,6 +1697,13 @@ macro_rules! avx512_arm {
                             core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
                         let rp: [*const u8; 16] =
                             core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                        // From DRAM: the next band's lines (the next chunk's first band after
+                        // the last), one band ahead, into L2 (see `band_prefetch`).
+                        let pf = if stream {
+                            BandPrefetch::<16>::next(m, &rows, r0, c0, cn)
+                        } else {
+                            None
+                        };
                         let mut acc = if first {
                             _mm512_setzero_ps()
                         } else {
@@ -1734,6 +1730,19 @@ macro_rules! avx512_arm {
                                 )
                             };
                             let wm = mask64(rem.div_ceil(2));
+                            if let Some(pf) = &pf {
+                                // Hints: never fault, whatever the (wrapping) address.
+                                for p in pf.w {
+                                    _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(64 * b).cast());
+                                }
+                                if (128 * b) % pf.line_cols == 0 {
+                                    for p in pf.s {
+                                        _mm_prefetch::<_MM_HINT_T1>(
+                                            p.wrapping_add(64 * (128 * b / pf.line_cols)).cast(),
+                                        );
+                                    }
+                                }
+                            }
                             let mut a = [_mm512_setzero_si512(); 16];
                             for (r, ar) in a.iter_mut().enumerate() {
                                 // SAFETY: the row has ceil(I/2) bytes; a full block reads the
