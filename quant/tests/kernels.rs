@@ -813,6 +813,44 @@ fn streaming_sized_band_kernels_q8_every_arm() {
     }
 }
 
+/// Rows a multiple of 4 KiB long (I = 8191, 8192, 16384), which the AVX-512 band kernel copies
+/// 8 blocks at a time before reading: full and partial last blocks (I = 8191), partial bands,
+/// rows over one 8192-column chunk; mxfp4 and int4-grouped `gs` 32, 64, 128, 256; S = 1, 2.
+/// Every arm bit-exact to the scalar kernel.
+#[test]
+fn restrided_rows_band_kernels_q8_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0x4096);
+    for (format, gs) in [
+        (Format::Mxfp4, 0),
+        (Format::Int4Grouped, 32),
+        (Format::Int4Grouped, 64),
+        (Format::Int4Grouped, 128),
+        (Format::Int4Grouped, 256),
+    ] {
+        for (o, i) in [(17, 8191), (33, 8192), (16, 16384), (3, 8192)] {
+            let t = gen_tensor(format, gs, o, i, &mut rng, 0.01, false);
+            let m = t.matrix();
+            assert_eq!(m.row_bytes(0).len() % 4096, 0);
+            for s in [1, 2] {
+                let x = gen_x(s, i, &mut rng);
+                let (mut q, mut qs) = (vec![0i8; s * i], vec![0f32; s]);
+                let xq = kernels::quantize_activations(&x, s, i, &mut q, &mut qs).unwrap();
+                let mut ys = vec![0f32; s * o];
+                kernels::matmul_q8_with(Isa::Scalar, &m, &xq, &mut ys).unwrap();
+                for arm in isa::available().filter(|a| *a != Isa::Scalar) {
+                    let mut ya = vec![0f32; s * o];
+                    kernels::matmul_q8_with(arm, &m, &xq, &mut ya).unwrap();
+                    let same = ys.iter().zip(&ya).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(
+                        same,
+                        "{arm} q8 {format:?} gs {gs} {o} × {i} S={s} differs from scalar"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// The AVX2 arms' 8-rows-per-band int8 kernel (mxfp4, int4-grouped with `gs` 32, 64, 128, 256)
 /// at its edges, every arm bit-exact against the scalar reference: bands of 1 to 7 rows, one
 /// full band, a full band plus a partial one; S = 1, 2, 4, 16; widths around the 64-column

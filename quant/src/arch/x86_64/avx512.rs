@@ -1202,18 +1202,38 @@ macro_rules! avx512_arm {
                 Format::Int4Row => unsafe { q8_int4_row(m, xq, rows, y) },
                 // SAFETY: same contract.
                 Format::Int8Row => unsafe { q8_int8_row(m, xq, rows, y) },
-                // SAFETY: same contract.
-                Format::Mxfp4 => unsafe { q8_g32_rows16::<true, false>(m, xq, rows, y) },
-                // SAFETY: same contract.
-                Format::Int4Grouped if m.group_len() == 32 => unsafe {
-                    q8_g32_rows16::<false, false>(m, xq, rows, y)
-                },
+                Format::Mxfp4 => {
+                    // SAFETY: same contract.
+                    unsafe {
+                        if band_special(m) {
+                            q8_g32_rows16::<true, false, true>(m, xq, rows, y);
+                        } else {
+                            q8_g32_rows16::<true, false, false>(m, xq, rows, y);
+                        }
+                    }
+                }
+                Format::Int4Grouped if m.group_len() == 32 => {
+                    // SAFETY: same contract.
+                    unsafe {
+                        if band_special(m) {
+                            q8_g32_rows16::<false, false, true>(m, xq, rows, y);
+                        } else {
+                            q8_g32_rows16::<false, false, false>(m, xq, rows, y);
+                        }
+                    }
+                }
                 Format::Int4Grouped
                     if g32_multiple(m.group_len())
                         && m.o() * m.groups_per_row() <= i32::MAX as usize =>
                 {
                     // SAFETY: same contract; the scale indices fit the gather's i32.
-                    unsafe { q8_g32_rows16::<false, true>(m, xq, rows, y) }
+                    unsafe {
+                        if band_special(m) {
+                            q8_g32_rows16::<false, true, true>(m, xq, rows, y);
+                        } else {
+                            q8_g32_rows16::<false, true, false>(m, xq, rows, y);
+                        }
+                    }
                 }
                 // SAFETY: same contract.
                 _ => unsafe { q8_generic(m, xq, rows, y) },
@@ -1454,10 +1474,11 @@ macro_rules! avx512_arm {
 
         /// A 16 × 4 transpose of dwords: `row(r)` gives 4 dwords of row `r`; result `k` has
         /// dword `k` of row `r` in lane `r` (16 loads combined into four vectors by
-        /// `vinserti32x4`, then `vpunpck{l,h}{dq,qdq}` within 128-bit lanes).
+        /// `vinserti32x4`, then `vpunpck{l,h}{dq,qdq}` within 128-bit lanes). `K`: one copy
+        /// per band-kernel instance (see [`scales_f32_16x4`]).
         #[inline]
         #[target_feature(enable = $feat)]
-        fn transpose16x4(row: impl Fn(usize) -> __m128i) -> [__m512i; 4] {
+        fn transpose16x4<const K: bool>(row: impl Fn(usize) -> __m128i) -> [__m512i; 4] {
             // z(j): 128-bit lane L holds row j + 4L.
             let z = |j: usize| {
                 let v = _mm512_castsi128_si512(row(j));
@@ -1470,13 +1491,16 @@ macro_rules! avx512_arm {
 
         /// [`transpose16x4`] where all 16 bytes at every `row(r)` are readable: each row is
         /// loaded broadcast to the four 128-bit lanes (done by the load unit) and merged under
-        /// a mask (`vpblendmd`), which spares the shuffle port the 12 `vinserti32x4`.
+        /// a mask (`vpblendmd`), which spares the shuffle port the 12 `vinserti32x4`. `K`: one
+        /// copy per band-kernel instance (see [`scales_f32_16x4`]).
         ///
         /// # Safety
         /// Every `row(r)` is valid for reads of 16 bytes.
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn transpose16x4_full(row: impl Fn(usize) -> *const u8) -> [__m512i; 4] {
+        unsafe fn transpose16x4_full<const K: bool>(
+            row: impl Fn(usize) -> *const u8,
+        ) -> [__m512i; 4] {
             // SAFETY: 16 bytes at row(r) are readable (the caller's contract).
             let bc = |r: usize| _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(row(r).cast()) });
             let z = |j: usize| {
@@ -1505,28 +1529,30 @@ macro_rules! avx512_arm {
         /// The f32 group scales of groups `g .. g + n` (`n ≤ 4`) of the 16 rows `o[r]`, one
         /// vector per group, lane `r` = row `o[r]` (int4-grouped; groups past `n` are 0).
         ///
-        /// Keep it to one call site per arm: inlined there, while an out-of-line call in the
-        /// band loop clobbers every zmm register (a second caller made LLVM stop inlining it);
-        /// the wider groups gather instead ([`gather_scales16`]).
+        /// It must be inlined into the band loop: an out-of-line call there clobbers every zmm
+        /// register (gs 32 ran at 48 instead of 70 G weights/s). LLVM inlines it only while it
+        /// has one caller, so each band-kernel instance calls its own copy: `K` is the
+        /// instance's `SPECIAL` (the same for [`scales_ue8_16x16`] and the transposes). The
+        /// wider groups gather instead ([`gather_scales16`]).
         #[inline]
         #[target_feature(enable = $feat)]
-        fn scales_f32_16x4(
+        fn scales_f32_16x4<const K: bool>(
             s: &[f32],
             o: &[usize; 16],
             ng: usize,
             g: usize,
             n: usize,
         ) -> [__m512; 4] {
-            let mk = mask16(n);
             let t = if n == 4 {
                 // SAFETY: each slice holds the 4 scales (16 bytes) read.
                 unsafe {
-                    transpose16x4_full(|r: usize| {
+                    transpose16x4_full::<K>(|r: usize| {
                         s[o[r] * ng + g..o[r] * ng + g + 4].as_ptr().cast()
                     })
                 }
             } else {
-                transpose16x4(|r: usize| {
+                let mk = mask16(n);
+                transpose16x4::<K>(|r: usize| {
                     let sr = &s[o[r] * ng + g..o[r] * ng + g + n];
                     // SAFETY: the masked load reads the n < 4 scales of sr only.
                     _mm512_castsi512_si128(unsafe {
@@ -1560,24 +1586,27 @@ macro_rules! avx512_arm {
 
         /// The UE8M0 bytes of groups `g .. g + n` (`n ≤ 16`) of the 16 rows `o[r]`, for four
         /// blocks: result `k` holds in lane `r` the bytes of groups `g + 4k .. g + 4k + 4` of
-        /// row `o[r]`, group `g + 4k + q` in byte `q` (0 past `n`).
+        /// row `o[r]`, group `g + 4k + q` in byte `q` (0 past `n`). `K`: one copy per
+        /// band-kernel instance (see [`scales_f32_16x4`]).
         #[inline]
         #[target_feature(enable = $feat)]
-        fn scales_ue8_16x16(
+        fn scales_ue8_16x16<const K: bool>(
             e: &[u8],
             o: &[usize; 16],
             ng: usize,
             g: usize,
             n: usize,
         ) -> [__m512i; 4] {
-            let mk = mask64(n);
             if n == 16 {
                 // SAFETY: each slice holds the 16 bytes read.
                 unsafe {
-                    transpose16x4_full(|r: usize| e[o[r] * ng + g..o[r] * ng + g + 16].as_ptr())
+                    transpose16x4_full::<K>(|r: usize| {
+                        e[o[r] * ng + g..o[r] * ng + g + 16].as_ptr()
+                    })
                 }
             } else {
-                transpose16x4(|r: usize| {
+                let mk = mask64(n);
+                transpose16x4::<K>(|r: usize| {
                     let er = &e[o[r] * ng + g..o[r] * ng + g + n];
                     // SAFETY: the masked load reads the n < 16 bytes of er only.
                     _mm512_castsi512_si128(unsafe {
@@ -1600,6 +1629,29 @@ macro_rules! avx512_arm {
             };
             _mm512_castsi512_ps(_mm512_and_si512(sh, _mm512_set1_epi32(0x7F80_0000)))
         }
+
+        /// Whether rows of `m` lie a multiple of 4 KiB apart: the band kernel's 16 loads of a
+        /// block then fall into one L1 set (8 ways), and [`q8_g32_rows16`] first copies the
+        /// band's rows, [`RB`] blocks at a time, into a [`BandBuf`] (avx512-vnni, mxfp4 q8,
+        /// 64 × 8192: 33 → 45 G weights/s; int4-grouped `gs = 32` 33 → 49).
+        fn restrides(m: &Matrix<'_>) -> bool {
+            m.row_bytes(0).len() % 4096 == 0
+        }
+
+        /// Whether [`q8_g32_rows16`] runs its instance with the two rare cases —
+        /// prefetching from DRAM ([`streams`]) and copying rows ([`restrides`]) — checked per
+        /// block. The common case runs an instance without them: the checks alone cost the
+        /// cached 512 × 1024 case 2–4 %.
+        fn band_special(m: &Matrix<'_>) -> bool {
+            m.o() > 0 && (streams(m) || restrides(m))
+        }
+
+        /// [`RB`] 64-byte blocks of each of the 16 rows of a band, cache-line aligned.
+        #[repr(C, align(64))]
+        struct BandBuf([[u8; 64 * RB]; 16]);
+
+        /// Blocks per row in a [`BandBuf`].
+        const RB: usize = 8;
 
         /// int8-activation kernel for nibble groups of 32 columns (mxfp4 when `MX`, int4-grouped
         /// `gs = 32`) or of a multiple of 32 dividing [`QC`] (int4-grouped, `WIDE`: 64, 128,
@@ -1642,7 +1694,7 @@ macro_rules! avx512_arm {
         // Never inlined: inlined into `q8_rows` beside its other instances, the gs = 32 loop
         // ran at 48 instead of 70 G weights/s (avx512-vnni, 512 × 1024).
         #[inline(never)]
-        unsafe fn q8_g32_rows16<const MX: bool, const WIDE: bool>(
+        unsafe fn q8_g32_rows16<const MX: bool, const WIDE: bool, const SPECIAL: bool>(
             m: &Matrix<'_>,
             xq: &QuantizedActs<'_>,
             rows: Range<usize>,
@@ -1663,7 +1715,9 @@ macro_rules! avx512_arm {
             let low = _mm512_set1_epi8(0x0F);
             let mut xbuf = [0i8; QC];
             let mut cbuf = [_mm512_setzero_si512(); QC / 128];
-            let stream = streams(m);
+            let stream = SPECIAL && streams(m);
+            let restride = SPECIAL && restrides(m);
+            let mut wbuf = BandBuf([[0u8; 64 * RB]; 16]);
             for si in 0..xq.s() {
                 let (q, sx) = xq.row(si);
                 let ys = &mut y[si * nr..(si + 1) * nr];
@@ -1743,13 +1797,37 @@ macro_rules! avx512_arm {
                                     }
                                 }
                             }
+                            if restride && b % RB == 0 {
+                                // The full blocks b .. b + k of every row into wbuf.
+                                let k = ((ni - col) / 128).min(RB);
+                                for (r, wr) in wbuf.0.iter_mut().enumerate() {
+                                    for j in 0..k {
+                                        // SAFETY: col + 128·k ≤ I: the row's bytes col/2 + 64j
+                                        // .. + 64 exist; wr holds RB · 64 bytes (j < k ≤ RB).
+                                        unsafe {
+                                            let v = _mm512_loadu_si512(
+                                                rp[r].add(col / 2 + 64 * j).cast(),
+                                            );
+                                            _mm512_storeu_si512(
+                                                wr.as_mut_ptr().add(64 * j).cast(),
+                                                v,
+                                            );
+                                        }
+                                    }
+                                }
+                            }
                             let mut a = [_mm512_setzero_si512(); 16];
                             for (r, ar) in a.iter_mut().enumerate() {
                                 // SAFETY: the row has ceil(I/2) bytes; a full block reads the
-                                // 64 at col/2 (col + 128 ≤ I), a partial one the ceil(rem/2)
-                                // holding columns col..I (masked).
+                                // 64 at col/2 (col + 128 ≤ I), or their copy in wbuf (64 at
+                                // 64 · (b mod RB)), a partial one the ceil(rem/2) holding
+                                // columns col..I (masked).
                                 let w = unsafe {
-                                    if rem >= 128 {
+                                    if restride && rem >= 128 {
+                                        _mm512_loadu_si512(
+                                            wbuf.0[r].as_ptr().add(64 * (b % RB)).cast(),
+                                        )
+                                    } else if rem >= 128 {
                                         _mm512_loadu_si512(rp[r].add(col / 2).cast())
                                     } else {
                                         _mm512_maskz_loadu_epi8(wm, rp[r].add(col / 2).cast())
@@ -1770,7 +1848,13 @@ macro_rules! avx512_arm {
                             match m.scales() {
                                 Scales::Ue8m0(e) if MX => {
                                     if b % 4 == 0 {
-                                        ue4 = scales_ue8_16x16(e, &o, ngs, g, (ngs - g).min(16));
+                                        ue4 = scales_ue8_16x16::<SPECIAL>(
+                                            e,
+                                            &o,
+                                            ngs,
+                                            g,
+                                            (ngs - g).min(16),
+                                        );
                                     }
                                     let v = ue4[b % 4];
                                     let half = _mm512_set1_ps(0.5);
@@ -1785,7 +1869,7 @@ macro_rules! avx512_arm {
                                     // (past them d is 0: codes and activations are 0 there).
                                     if !WIDE {
                                         // gs = 32: four groups per block.
-                                        let sc = scales_f32_16x4(s, &o, ngs, g, n);
+                                        let sc = scales_f32_16x4::<SPECIAL>(s, &o, ngs, g, n);
                                         for (dq, sq) in d.iter().zip(&sc).take(n) {
                                             let p = _mm512_mul_ps(_mm512_cvtepi32_ps(*dq), *sq);
                                             acc = _mm512_add_ps(acc, p);
