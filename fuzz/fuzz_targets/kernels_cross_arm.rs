@@ -8,7 +8,8 @@
 //!   sums can overflow f32, as in the crate's own tests), with the bound's absolute term scaled
 //!   by the row's largest group scale (see the regression in tetrad-quant); row ranges equal the
 //!   full result;
-//! - a forced arm that is not available is `E_PATH_UNAVAILABLE`, never a silent downgrade.
+//! - a forced arm that is not available is `E_PATH_UNAVAILABLE`, never a silent downgrade;
+//! - the AVX-512 mxfp4 kernel in both lookup forms (`isa::set_vbmi_lookups`, from `s`).
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
@@ -72,6 +73,8 @@ fn same(a: f32, b: f32) -> bool {
 }
 
 fn run(inp: Input) {
+    // Both forms of the AVX-512 mxfp4 lookups (`vpermb` where the CPU has VBMI, `vpshufb`).
+    isa::set_vbmi_lookups(inp.s < 128);
     let format = DENSE[usize::from(inp.fmt) % DENSE.len()];
     let o = 1 + usize::from(inp.o) % 9;
     let i = 1 + usize::from(inp.i) % 320;

@@ -21,7 +21,7 @@
 //! (see [`Isa::is_implemented`]), are never available; forcing one is the named error
 //! `E_PATH_UNAVAILABLE`, never a silent downgrade.
 
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// One instruction-set arm of the kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -196,6 +196,27 @@ pub fn best() -> Isa {
     pick
 }
 
+/// Whether the AVX-512 arms may use their VBMI variant (see [`vbmi_lookups`]).
+static VBMI_LOOKUPS: AtomicBool = AtomicBool::new(true);
+
+/// Whether the AVX-512 arms' mxfp4 int8-activation kernel uses its AVX-512 VBMI variant
+/// (`vpermb` code lookups, which need no nibble masks): the CPU has VBMI (Ice Lake, Zen 4 and
+/// later; Skylake-X and Cascade Lake do not), it is not switched off
+/// ([`set_vbmi_lookups`]), and this is not Miri (which implements no `vpermb`). Both
+/// variants give the same bits; this is not an arm of its own.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn vbmi_lookups() -> bool {
+    !cfg!(miri) && VBMI_LOOKUPS.load(Ordering::Relaxed) && x86::has("avx512vbmi")
+}
+
+/// Allows (`true`, the default) or forbids the VBMI variant of the AVX-512 arms' mxfp4 kernel,
+/// so that tests can run both variants on a VBMI machine. Results are identical either way;
+/// only speed changes. For tests and measurements.
+#[doc(hidden)]
+pub fn set_vbmi_lookups(allowed: bool) {
+    VBMI_LOOKUPS.store(allowed, Ordering::Relaxed);
+}
+
 /// Every arm available on this CPU (scalar first).
 pub fn available() -> impl Iterator<Item = Isa> {
     ALL.into_iter().filter(|isa| isa.is_available())
@@ -215,6 +236,7 @@ mod x86 {
                 "avx512bw" => std::is_x86_feature_detected!("avx512bw"),
                 "avx512vnni" => std::is_x86_feature_detected!("avx512vnni"),
                 "avxvnni" => std::is_x86_feature_detected!("avxvnni"),
+                "avx512vbmi" => std::is_x86_feature_detected!("avx512vbmi"),
                 _ => false,
             }
         }
@@ -228,6 +250,7 @@ mod x86 {
                 "avx512bw" => cfg!(target_feature = "avx512bw"),
                 "avx512vnni" => cfg!(target_feature = "avx512vnni"),
                 "avxvnni" => cfg!(target_feature = "avxvnni"),
+                "avx512vbmi" => cfg!(target_feature = "avx512vbmi"),
                 _ => false,
             }
         }

@@ -666,6 +666,27 @@ fn fp8_extreme_activations() {
     }
 }
 
+/// The AVX-512 arms' mxfp4 int8 kernel in both its forms — `vpermb` lookups (where the CPU has
+/// VBMI) and `vpshufb` lookups (forced with `set_vbmi_lookups(false)`) — on full and partial
+/// bands, partial blocks, rows over one chunk, 4 KiB rows, extreme codes and scales: every arm
+/// bit-exact to the scalar kernel. (Other tests may run meanwhile with either form: both give
+/// the same bits.)
+#[test]
+fn mxfp4_q8_both_lookup_forms_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0x0b1);
+    for allowed in [false, true] {
+        isa::set_vbmi_lookups(allowed);
+        for (o, i) in [(16, 128), (17, 1), (33, 33), (48, 129), (20, 1000), (18, 8192), (17, 8193)]
+        {
+            let t = gen_tensor(Format::Mxfp4, 0, o, i, &mut rng, 0.3, true);
+            for s in [1, 2] {
+                check_arm_all(&t, s, &mut rng);
+            }
+        }
+    }
+    isa::set_vbmi_lookups(true);
+}
+
 /// The 32-column group formats on the int8 path (mxfp4, int4-grouped `gs = 32`) with enough
 /// rows for the AVX-512 arms' 16-row bands (full bands, a final partial band, a single row),
 /// widths across the 128-column blocks and the 8192-column chunks, extreme codes and scales

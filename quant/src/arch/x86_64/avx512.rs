@@ -82,7 +82,7 @@ fn mask16(n: usize) -> u16 {
 
 /// The body shared by both arms; `$feat` is the `target_feature` list, `$isa` the arm.
 macro_rules! avx512_arm {
-    ($feat:literal, $isa:expr) => {
+    ($feat:literal, $feat_vbmi:literal, $isa:expr) => {
         use core::arch::x86_64::*;
         use core::ops::Range;
 
@@ -1203,12 +1203,13 @@ macro_rules! avx512_arm {
                 // SAFETY: same contract.
                 Format::Int8Row => unsafe { q8_int8_row(m, xq, rows, y) },
                 Format::Mxfp4 => {
-                    // SAFETY: same contract.
+                    // SAFETY: same contract (VBMI detected where its variant runs).
                     unsafe {
-                        if band_special(m) {
-                            q8_g32_rows16::<true, false, true>(m, xq, rows, y);
-                        } else {
-                            q8_g32_rows16::<true, false, false>(m, xq, rows, y);
+                        match (band_special(m), crate::isa::vbmi_lookups()) {
+                            (true, true) => q8_mx_rows16_vbmi::<true>(m, xq, rows, y),
+                            (false, true) => q8_mx_rows16_vbmi::<false>(m, xq, rows, y),
+                            (true, false) => q8_g32_rows16::<true, false, true>(m, xq, rows, y),
+                            (false, false) => q8_g32_rows16::<true, false, false>(m, xq, rows, y),
                         }
                     }
                 }
@@ -1478,7 +1479,9 @@ macro_rules! avx512_arm {
         /// per band-kernel instance (see [`scales_f32_16x4`]).
         #[inline]
         #[target_feature(enable = $feat)]
-        fn transpose16x4<const K: bool>(row: impl Fn(usize) -> __m128i) -> [__m512i; 4] {
+        fn transpose16x4<const K: bool, const V: bool>(
+            row: impl Fn(usize) -> __m128i,
+        ) -> [__m512i; 4] {
             // z(j): 128-bit lane L holds row j + 4L.
             let z = |j: usize| {
                 let v = _mm512_castsi128_si512(row(j));
@@ -1498,7 +1501,7 @@ macro_rules! avx512_arm {
         /// Every `row(r)` is valid for reads of 16 bytes.
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn transpose16x4_full<const K: bool>(
+        unsafe fn transpose16x4_full<const K: bool, const V: bool>(
             row: impl Fn(usize) -> *const u8,
         ) -> [__m512i; 4] {
             // SAFETY: 16 bytes at row(r) are readable (the caller's contract).
@@ -1536,7 +1539,7 @@ macro_rules! avx512_arm {
         /// wider groups gather instead ([`gather_scales16`]).
         #[inline]
         #[target_feature(enable = $feat)]
-        fn scales_f32_16x4<const K: bool>(
+        fn scales_f32_16x4<const K: bool, const V: bool>(
             s: &[f32],
             o: &[usize; 16],
             ng: usize,
@@ -1546,13 +1549,13 @@ macro_rules! avx512_arm {
             let t = if n == 4 {
                 // SAFETY: each slice holds the 4 scales (16 bytes) read.
                 unsafe {
-                    transpose16x4_full::<K>(|r: usize| {
+                    transpose16x4_full::<K, V>(|r: usize| {
                         s[o[r] * ng + g..o[r] * ng + g + 4].as_ptr().cast()
                     })
                 }
             } else {
                 let mk = mask16(n);
-                transpose16x4::<K>(|r: usize| {
+                transpose16x4::<K, V>(|r: usize| {
                     let sr = &s[o[r] * ng + g..o[r] * ng + g + n];
                     // SAFETY: the masked load reads the n < 4 scales of sr only.
                     _mm512_castsi512_si128(unsafe {
@@ -1590,7 +1593,7 @@ macro_rules! avx512_arm {
         /// band-kernel instance (see [`scales_f32_16x4`]).
         #[inline]
         #[target_feature(enable = $feat)]
-        fn scales_ue8_16x16<const K: bool>(
+        fn scales_ue8_16x16<const K: bool, const V: bool>(
             e: &[u8],
             o: &[usize; 16],
             ng: usize,
@@ -1600,13 +1603,13 @@ macro_rules! avx512_arm {
             if n == 16 {
                 // SAFETY: each slice holds the 16 bytes read.
                 unsafe {
-                    transpose16x4_full::<K>(|r: usize| {
+                    transpose16x4_full::<K, V>(|r: usize| {
                         e[o[r] * ng + g..o[r] * ng + g + 16].as_ptr()
                     })
                 }
             } else {
                 let mk = mask64(n);
-                transpose16x4::<K>(|r: usize| {
+                transpose16x4::<K, V>(|r: usize| {
                     let er = &e[o[r] * ng + g..o[r] * ng + g + n];
                     // SAFETY: the masked load reads the n < 16 bytes of er only.
                     _mm512_castsi512_si128(unsafe {
@@ -1695,6 +1698,49 @@ macro_rules! avx512_arm {
         // ran at 48 instead of 70 G weights/s (avx512-vnni, 512 × 1024).
         #[inline(never)]
         unsafe fn q8_g32_rows16<const MX: bool, const WIDE: bool, const SPECIAL: bool>(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            // SAFETY: the caller's contract; VBMI is not used.
+            unsafe { band_body::<MX, WIDE, SPECIAL, false>(m, xq, rows, y) }
+        }
+
+        /// [`q8_g32_rows16`] for mxfp4 on a CPU with AVX-512 VBMI: the code lookups are one
+        /// `vpermb` each on the raw byte (low nibble) and the byte shifted right by 4 (high
+        /// nibble), with the 16-entry table repeated four times, so index bits 4–5 do not
+        /// matter and the two `& 0x0F` of the other form are not needed.
+        ///
+        /// # Safety
+        /// The arm's features and VBMI available; shapes as asserted by [`matmul_q8_rows`].
+        #[target_feature(enable = $feat_vbmi)]
+        #[inline(never)]
+        unsafe fn q8_mx_rows16_vbmi<const SPECIAL: bool>(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            // SAFETY: the caller's contract, VBMI included (its `vpermb` is inlined here).
+            unsafe { band_body::<true, false, SPECIAL, true>(m, xq, rows, y) }
+        }
+
+        /// The body of [`q8_g32_rows16`] and [`q8_mx_rows16_vbmi`] (`VBMI`: the lookups by
+        /// `vpermb`), inlined into each: every instance has one caller, and so do the scale
+        /// helpers it calls, whose copies are told apart by `<SPECIAL, VBMI>`.
+        ///
+        /// # Safety
+        /// Features available (VBMI too when `VBMI`); shapes as asserted by
+        /// [`matmul_q8_rows`].
+        #[target_feature(enable = $feat)]
+        #[inline]
+        unsafe fn band_body<
+            const MX: bool,
+            const WIDE: bool,
+            const SPECIAL: bool,
+            const VBMI: bool,
+        >(
             m: &Matrix<'_>,
             xq: &QuantizedActs<'_>,
             rows: Range<usize>,
@@ -1833,12 +1879,24 @@ macro_rules! avx512_arm {
                                         _mm512_maskz_loadu_epi8(wm, rp[r].add(col / 2).cast())
                                     }
                                 };
-                                let lo = _mm512_and_si512(w, low);
-                                let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(w), low);
-                                let (ue, uo) = if MX {
-                                    (_mm512_shuffle_epi8(lut, lo), _mm512_shuffle_epi8(lut, hi))
+                                let (ue, uo) = if MX && VBMI {
+                                    // vpermb reads index bits 0–5 and `lut` repeats the table
+                                    // in every 16 bytes: only the nibble's 4 bits matter.
+                                    // SAFETY: VBMI is available (the caller's contract).
+                                    unsafe {
+                                        (
+                                            _mm512_permutexvar_epi8(w, lut),
+                                            _mm512_permutexvar_epi8(_mm512_srli_epi16::<4>(w), lut),
+                                        )
+                                    }
                                 } else {
-                                    (lo, hi)
+                                    let lo = _mm512_and_si512(w, low);
+                                    let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(w), low);
+                                    if MX {
+                                        (_mm512_shuffle_epi8(lut, lo), _mm512_shuffle_epi8(lut, hi))
+                                    } else {
+                                        (lo, hi)
+                                    }
                                 };
                                 *ar = dpbusd(dpbusd(cb, ue, xe), uo, xo);
                             }
@@ -1848,7 +1906,7 @@ macro_rules! avx512_arm {
                             match m.scales() {
                                 Scales::Ue8m0(e) if MX => {
                                     if b % 4 == 0 {
-                                        ue4 = scales_ue8_16x16::<SPECIAL>(
+                                        ue4 = scales_ue8_16x16::<SPECIAL, VBMI>(
                                             e,
                                             &o,
                                             ngs,
@@ -1869,7 +1927,7 @@ macro_rules! avx512_arm {
                                     // (past them d is 0: codes and activations are 0 there).
                                     if !WIDE {
                                         // gs = 32: four groups per block.
-                                        let sc = scales_f32_16x4::<SPECIAL>(s, &o, ngs, g, n);
+                                        let sc = scales_f32_16x4::<SPECIAL, VBMI>(s, &o, ngs, g, n);
                                         for (dq, sq) in d.iter().zip(&sc).take(n) {
                                             let p = _mm512_mul_ps(_mm512_cvtepi32_ps(*dq), *sq);
                                             acc = _mm512_add_ps(acc, p);
@@ -1995,7 +2053,7 @@ pub(crate) mod plain {
         _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)))
     }
 
-    avx512_arm!("avx512f,avx512bw", crate::isa::Isa::Avx512);
+    avx512_arm!("avx512f,avx512bw", "avx512f,avx512bw,avx512vbmi", crate::isa::Isa::Avx512);
 }
 
 /// The AVX-512 F + BW + VNNI arm (`Isa::Avx512Vnni`): the int8 dot step is one `vpdpbusd`.
@@ -2009,5 +2067,9 @@ pub(crate) mod vnni {
         _mm512_dpbusd_epi32(acc, u, s)
     }
 
-    avx512_arm!("avx512f,avx512bw,avx512vnni", crate::isa::Isa::Avx512Vnni);
+    avx512_arm!(
+        "avx512f,avx512bw,avx512vnni",
+        "avx512f,avx512bw,avx512vnni,avx512vbmi",
+        crate::isa::Isa::Avx512Vnni
+    );
 }
