@@ -22,7 +22,8 @@
 //!   shift by 4 and one `vpternlogd` (`(z | z≪4) & 0x0F0F`);
 //! - mxfp4 and int4-grouped `gs = 32`, int8-activation path: 64 bytes → the 64 low nibbles
 //!   (even columns) and the 64 high ones (odd columns), against activations split once into
-//!   even and odd columns; mxfp4 codes through a 16-entry `vpshufb` table (`code + 12`);
+//!   even and odd columns; mxfp4 codes through a 16-entry `vpshufb` table (`code + 12`), or,
+//!   where the CPU has VBMI (and not under Miri), `vpermb` on the unmasked bytes;
 //! - int4 / mxfp4, f32 path: 16 bytes → 32 nibbles in column order (128-bit `and`/shift/
 //!   unpack), `vpmovzxbd`, then `vpermps` from a 16-entry f32 table (`nib − 8`, or the e2m1
 //!   value): one instruction per 16 weights, no integer→float conversion;
