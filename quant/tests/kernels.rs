@@ -776,6 +776,23 @@ fn avx_vnni_is_built_and_forcing_it_without_cpu_support_is_refused() {
     assert_eq!(y[0], 7.0, "a refused call writes nothing");
 }
 
+/// The int8-activation path of every available SIMD arm against the scalar kernel, bit for bit,
+/// for `s` random activation rows; `what` names the case in a failure.
+fn assert_q8_arms_match_scalar(m: &Matrix<'_>, s: usize, rng: &mut StdRng, what: &str) {
+    let (i, o) = (m.i(), m.o());
+    let x = gen_x(s, i, rng);
+    let (mut q, mut qs) = (vec![0i8; s * i], vec![0f32; s]);
+    let xq = kernels::quantize_activations(&x, s, i, &mut q, &mut qs).unwrap();
+    let mut ys = vec![0f32; s * o];
+    kernels::matmul_q8_with(Isa::Scalar, m, &xq, &mut ys).unwrap();
+    for arm in isa::available().filter(|a| *a != Isa::Scalar) {
+        let mut ya = vec![0f32; s * o];
+        kernels::matmul_q8_with(arm, m, &xq, &mut ya).unwrap();
+        let same = ys.iter().zip(&ya).all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "{arm} q8 {what} S={s} differs from scalar");
+    }
+}
+
 /// Matrices above the AVX-512 arms' 24 MiB streaming threshold run the prefetching int8-row and
 /// int4-row q8 loops (every batch tile: S = 1, 2, 4): still bit-exact to the scalar kernel.
 #[cfg(target_arch = "x86_64")]
@@ -788,17 +805,7 @@ fn streaming_sized_matrices_q8_every_arm() {
         let m = t.matrix();
         assert!(m.weights().len() > 24 << 20);
         for s in [1, 2, 4] {
-            let x = gen_x(s, i, &mut rng);
-            let (mut q, mut qs) = (vec![0i8; s * i], vec![0f32; s]);
-            let xq = kernels::quantize_activations(&x, s, i, &mut q, &mut qs).unwrap();
-            let mut ys = vec![0f32; s * m.o()];
-            kernels::matmul_q8_with(Isa::Scalar, &m, &xq, &mut ys).unwrap();
-            for arm in isa::available().filter(|a| *a != Isa::Scalar) {
-                let mut ya = vec![0f32; s * m.o()];
-                kernels::matmul_q8_with(arm, &m, &xq, &mut ya).unwrap();
-                let same = ys.iter().zip(&ya).all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{arm} q8 {format:?} I={i} S={s} differs from scalar");
-            }
+            assert_q8_arms_match_scalar(&m, s, &mut rng, &format!("{format:?} I={i}"));
         }
     }
 }
@@ -819,17 +826,7 @@ fn streaming_sized_band_kernels_q8_every_arm() {
         let m = t.matrix();
         assert!(m.weights().len() > 24 << 20);
         for s in [1, 2] {
-            let x = gen_x(s, i, &mut rng);
-            let (mut q, mut qs) = (vec![0i8; s * i], vec![0f32; s]);
-            let xq = kernels::quantize_activations(&x, s, i, &mut q, &mut qs).unwrap();
-            let mut ys = vec![0f32; s * o];
-            kernels::matmul_q8_with(Isa::Scalar, &m, &xq, &mut ys).unwrap();
-            for arm in isa::available().filter(|a| *a != Isa::Scalar) {
-                let mut ya = vec![0f32; s * o];
-                kernels::matmul_q8_with(arm, &m, &xq, &mut ya).unwrap();
-                let same = ys.iter().zip(&ya).all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{arm} q8 {format:?} gs {gs} S={s} differs from scalar");
-            }
+            assert_q8_arms_match_scalar(&m, s, &mut rng, &format!("{format:?} gs {gs}"));
         }
     }
 }
@@ -853,20 +850,12 @@ fn restrided_rows_band_kernels_q8_every_arm() {
             let m = t.matrix();
             assert_eq!(m.row_bytes(0).len() % 4096, 0);
             for s in [1, 2] {
-                let x = gen_x(s, i, &mut rng);
-                let (mut q, mut qs) = (vec![0i8; s * i], vec![0f32; s]);
-                let xq = kernels::quantize_activations(&x, s, i, &mut q, &mut qs).unwrap();
-                let mut ys = vec![0f32; s * o];
-                kernels::matmul_q8_with(Isa::Scalar, &m, &xq, &mut ys).unwrap();
-                for arm in isa::available().filter(|a| *a != Isa::Scalar) {
-                    let mut ya = vec![0f32; s * o];
-                    kernels::matmul_q8_with(arm, &m, &xq, &mut ya).unwrap();
-                    let same = ys.iter().zip(&ya).all(|(a, b)| a.to_bits() == b.to_bits());
-                    assert!(
-                        same,
-                        "{arm} q8 {format:?} gs {gs} {o} × {i} S={s} differs from scalar"
-                    );
-                }
+                assert_q8_arms_match_scalar(
+                    &m,
+                    s,
+                    &mut rng,
+                    &format!("{format:?} gs {gs} {o} × {i}"),
+                );
             }
         }
     }
