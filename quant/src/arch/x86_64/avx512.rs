@@ -32,8 +32,12 @@
 //!   (exact) when they fit a stack buffer, 32 bytes decode without widening
 //!   (`fp8x32_even_odd`). A NaN code makes its whole output row NaN (as in the reference), so
 //!   the decode never patches NaN in; the row is checked instead;
-//! - int8, int2, int3 and int4-grouped with a group size that is not a multiple of 32: a
-//!   256-column chunk decoded into an L1 buffer, then 512-bit dot products per group segment.
+//! - int2-row, int8-activation path: the activation row split once into the four crumb planes
+//!   of each 256-column block, then per 64 weight bytes three shifts, four `& 3` and four
+//!   `dpbusd` (`q8_int2_row`);
+//! - int8, int2 (f32 path, or rows over 32 Ki columns), int3 and int4-grouped with a group size
+//!   that is not a multiple of 32: a 256-column chunk decoded into an L1 buffer, then 512-bit
+//!   dot products per group segment.
 //!
 //! Group tails never read past a row: partial vectors use zero-masked loads (`vmovdqu8`/
 //! `vmovups` with a mask), which do not touch (or fault on) masked-off bytes.
@@ -1203,6 +1207,8 @@ macro_rules! avx512_arm {
                 Format::Int4Row => unsafe { q8_int4_row(m, xq, rows, y) },
                 // SAFETY: same contract.
                 Format::Int8Row => unsafe { q8_int8_row(m, xq, rows, y) },
+                // SAFETY: same contract.
+                Format::Int2Row if m.i() <= XA => unsafe { q8_int2_row(m, xq, rows, y) },
                 Format::Mxfp4 => {
                     // SAFETY: same contract (VBMI detected where its variant runs).
                     unsafe {
@@ -1380,6 +1386,96 @@ macro_rules! avx512_arm {
             }
         }
 
+        /// int2-row int8-activation kernel. Each activation row is first split into the four
+        /// crumb planes of every 256-column block (plane `k` = columns `4b + k`, `b < 64`: the
+        /// crumbs at bits `2k` of the block's 64 weight bytes; zero past `I`), in an aligned
+        /// stack buffer; then per weight row and block: one 64-byte load (masked for the last
+        /// block), three shifts, four `& 3`, four `dpbusd` (crumb `0..=3` unsigned against the
+        /// plane). `d = Σ crumb·x − 2·Σx` is exact (|d| ≤ 3 · 127 · I < 2³¹), then the
+        /// reference's one-group epilogue. Rows of more than [`XA`] columns take the generic
+        /// path. Weight rows are read once per activation row.
+        ///
+        /// # Safety
+        /// Features available; shapes as asserted by [`matmul_q8_rows`]; `I ≤ XA`.
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_int2_row(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr) = (m.i(), rows.len());
+            let nb = ni.div_ceil(256);
+            let stream = streams(m);
+            let three = _mm512_set1_epi8(3);
+            let mut planes = AlignedActs(core::mem::MaybeUninit::uninit());
+            let base = planes.0.as_mut_ptr().cast::<i8>();
+            for si in 0..xq.s() {
+                let (q, sx) = xq.row(si);
+                let xsum: i32 = q.iter().map(|&v| i32::from(v)).sum();
+                for j in 0..nb {
+                    for k in 0..4 {
+                        for b in 0..64 {
+                            let c = 256 * j + 4 * b + k;
+                            // SAFETY: 256·j + 64·k + b < 256 · nb ≤ XA (I ≤ XA, and XA is a
+                            // multiple of 256): within the buffer.
+                            unsafe {
+                                base.add(256 * j + 64 * k + b).write(q.get(c).copied().unwrap_or(0))
+                            };
+                        }
+                    }
+                }
+                for (r, o) in rows.clone().enumerate() {
+                    let row = m.row_bytes(o).as_ptr();
+                    let z = _mm512_setzero_si512();
+                    let (mut a0, mut a1, mut a2, mut a3) = (z, z, z, z);
+                    for j in 0..nb {
+                        let rem = ni - 256 * j;
+                        if stream {
+                            prefetch_l2(row.wrapping_add(64 * j).cast());
+                        }
+                        // SAFETY: the row has ceil(I/4) bytes: a full block reads the 64 at
+                        // 64·j (256·j + 256 ≤ I), the last one the ceil(rem/4) there (masked);
+                        // the four planes of block j (256 bytes at 256·j) were written above.
+                        unsafe {
+                            let w = if rem >= 256 {
+                                _mm512_loadu_si512(row.add(64 * j).cast())
+                            } else {
+                                _mm512_maskz_loadu_epi8(
+                                    mask64(rem.div_ceil(4)),
+                                    row.add(64 * j).cast(),
+                                )
+                            };
+                            let p = base.add(256 * j);
+                            let x = |k: usize| _mm512_load_si512(p.add(64 * k).cast());
+                            a0 = dpbusd(a0, _mm512_and_si512(w, three), x(0));
+                            a1 = dpbusd(
+                                a1,
+                                _mm512_and_si512(_mm512_srli_epi16::<2>(w), three),
+                                x(1),
+                            );
+                            a2 = dpbusd(
+                                a2,
+                                _mm512_and_si512(_mm512_srli_epi16::<4>(w), three),
+                                x(2),
+                            );
+                            a3 = dpbusd(
+                                a3,
+                                _mm512_and_si512(_mm512_srli_epi16::<6>(w), three),
+                                x(3),
+                            );
+                        }
+                    }
+                    let d = _mm512_reduce_add_epi32(_mm512_add_epi32(
+                        _mm512_add_epi32(a0, a1),
+                        _mm512_add_epi32(a2, a3),
+                    ));
+                    let sc = scalar::group_scale_q8(m, o, 0);
+                    y[si * nr + r] = epilogue_row(d - 2 * xsum, sc, sx, ni);
+                }
+            }
+        }
+
         /// int8-row int8-activation kernel: one exact dot product per row and activation row.
         ///
         /// # Safety
@@ -1415,22 +1511,22 @@ macro_rules! avx512_arm {
         /// plus 4 KiB of per-block corrections).
         const QC: usize = 8192;
 
-        /// Whether [`q8_g32_rows16`] takes int4-grouped with group length `gs`: a multiple of
-        /// 32 (whole subgroups) that divides [`QC`] (a chunk never splits a group), i.e. 32,
-        /// 64, 128, …, 8192.
-        const fn g32_multiple(gs: usize) -> bool {
-            gs != 0 && gs % 32 == 0 && QC % gs == 0
-        }
+/// Whether [`q8_g32_rows16`] takes int4-grouped with group length `gs`: a multiple of
+/// 32 (whole subgroups) that divides [`QC`] (a chunk never splits a group), i.e. 32,
+/// 64, 128, …, 8192.
+const fn g32_multiple(gs: usize) -> bool {
+    gs != 0 && gs % 32 == 0 && QC % gs == 0
+}
 
-        /// Splits 128 activation codes (`x0` = columns 0..64, `x1` = 64..128 of a block) into
-        /// the 64 even and the 64 odd columns, in order: the layout of the low and high
-        /// nibbles of the block's 64 weight bytes. `vpshufb` gathers the 8 even then the 8 odd
-        /// bytes of each 16-byte lane, two `vpermd` (the second merged under a mask) put the
-        /// qwords in column order.
-        #[inline]
-        #[target_feature(enable = $feat)]
-        fn split_even_odd(x0: __m512i, x1: __m512i) -> (__m512i, __m512i) {
-            #[rustfmt::skip]
+/// Splits 128 activation codes (`x0` = columns 0..64, `x1` = 64..128 of a block) into
+/// the 64 even and the 64 odd columns, in order: the layout of the low and high
+/// nibbles of the block's 64 weight bytes. `vpshufb` gathers the 8 even then the 8 odd
+/// bytes of each 16-byte lane, two `vpermd` (the second merged under a mask) put the
+/// qwords in column order.
+#[inline]
+#[target_feature(enable = $feat)]
+fn split_even_odd(x0: __m512i, x1: __m512i) -> (__m512i, __m512i) {
+    #[rustfmt::skip]
                     let pat = _mm512_broadcast_i32x4(_mm_setr_epi8(
                         0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
             ));
