@@ -464,6 +464,11 @@ macro_rules! avx2_arm {
                 unsafe { q8_int8_row(m, xq, rows, y) };
                 return;
             }
+            if m.format() == Format::Int2Row && m.i() <= PLANES {
+                // SAFETY: same contract, and I ≤ PLANES.
+                unsafe { q8_int2_row(m, xq, rows, y) };
+                return;
+            }
             match m.format() {
                 Format::Mxfp4 => {
                     // SAFETY: same contract.
@@ -649,6 +654,106 @@ macro_rules! avx2_arm {
                     }
                 }
                 s0 += st;
+            }
+        }
+
+        /// One 128-column int2 block into `acc`: `acc[k] += dpbusd(crumbs at bits 2k, plane k)`.
+        ///
+        /// # Safety
+        /// `w` valid for reads of 32 bytes; `p` 32-byte aligned and valid for 128.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn crumb_block(acc: [__m256i; 4], w: *const u8, p: *const i8) -> [__m256i; 4] {
+            let three = _mm256_set1_epi8(3);
+            // SAFETY: the caller's contract.
+            unsafe {
+                let w = _mm256_loadu_si256(w.cast());
+                let x = |k: usize| _mm256_load_si256(p.add(32 * k).cast());
+                [
+                    dpbusd(acc[0], _mm256_and_si256(w, three), x(0)),
+                    dpbusd(acc[1], _mm256_and_si256(_mm256_srli_epi16::<2>(w), three), x(1)),
+                    dpbusd(acc[2], _mm256_and_si256(_mm256_srli_epi16::<4>(w), three), x(2)),
+                    dpbusd(acc[3], _mm256_and_si256(_mm256_srli_epi16::<6>(w), three), x(3)),
+                ]
+            }
+        }
+
+        /// Activation codes [`q8_int2_row`] splits into crumb planes (a multiple of 128).
+        const PLANES: usize = 32 << 10;
+
+        /// A 32-byte-aligned stack buffer for [`q8_int2_row`]'s crumb planes.
+        #[repr(C, align(32))]
+        struct Planes(core::mem::MaybeUninit<[i8; PLANES]>);
+
+        /// int2-row int8-activation kernel (as the AVX-512 one, on 128-column blocks): each
+        /// activation row is split once into the four crumb planes of every block (plane `k`
+        /// = columns `4b + k`, `b < 32`: the crumbs at bits `2k` of the block's 32 weight
+        /// bytes; zero past `I`); then per weight row and block one 32-byte load (the last,
+        /// partial block from a zero-padded copy), three shifts, four `& 3` and four `dpbusd`.
+        /// `d = Σ crumb·x − 2·Σx` is exact, then the reference's epilogue `((0 + d·s) · sx)`.
+        ///
+        /// # Safety
+        /// The arm's features available; shapes as asserted by [`matmul_q8_rows`]; `I ≤
+        /// PLANES`.
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_int2_row(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr) = (m.i(), rows.len());
+            let nb = ni.div_ceil(128);
+            let mut planes = Planes(core::mem::MaybeUninit::uninit());
+            let base = planes.0.as_mut_ptr().cast::<i8>();
+            for si in 0..xq.s() {
+                let (q, sx) = xq.row(si);
+                let xsum: i32 = q.iter().map(|&v| i32::from(v)).sum();
+                for j in 0..nb {
+                    for k in 0..4 {
+                        for b in 0..32 {
+                            let c = 128 * j + 4 * b + k;
+                            // SAFETY: 128·j + 32·k + b < 128 · nb ≤ PLANES (I ≤ PLANES, a
+                            // multiple of 128): within the buffer.
+                            unsafe {
+                                base.add(128 * j + 32 * k + b)
+                                    .write(q.get(c).copied().unwrap_or(0));
+                            }
+                        }
+                    }
+                }
+                for (r, o) in rows.clone().enumerate() {
+                    let row = m.row_bytes(o);
+                    let mut a = [_mm256_setzero_si256(); 4];
+                    let full = ni / 128;
+                    for j in 0..full {
+                        // SAFETY: 128·j + 128 ≤ I: the 32 bytes at 32·j are in the row; the
+                        // planes of block j were written above.
+                        a = unsafe { crumb_block(a, row.as_ptr().add(32 * j), base.add(128 * j)) };
+                    }
+                    if full < nb {
+                        // The partial last block from a zero-padded copy (outside the loop:
+                        // a call there clobbers every ymm register).
+                        let mut tail = [0u8; 32];
+                        tail[..row.len() - 32 * full].copy_from_slice(&row[32 * full..]);
+                        // SAFETY: the copy holds 32 bytes; the planes of block `full` were
+                        // written above.
+                        a = unsafe { crumb_block(a, tail.as_ptr(), base.add(128 * full)) };
+                    }
+                    let [a0, a1, a2, a3] = a;
+                    let d = hsum_epi32(_mm256_add_epi32(
+                        _mm256_add_epi32(a0, a1),
+                        _mm256_add_epi32(a2, a3),
+                    )) - 2 * xsum;
+                    let sc = scalar::group_scale_q8(m, o, 0);
+                    let mut acc = 0.0f32;
+                    if ni > 0 {
+                        #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                        let df = d as f32;
+                        acc += df * sc;
+                    }
+                    y[si * nr + r] = acc * sx;
+                }
             }
         }
 

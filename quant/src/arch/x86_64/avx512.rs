@@ -1511,22 +1511,22 @@ macro_rules! avx512_arm {
         /// plus 4 KiB of per-block corrections).
         const QC: usize = 8192;
 
-/// Whether [`q8_g32_rows16`] takes int4-grouped with group length `gs`: a multiple of
-/// 32 (whole subgroups) that divides [`QC`] (a chunk never splits a group), i.e. 32,
-/// 64, 128, …, 8192.
-const fn g32_multiple(gs: usize) -> bool {
-    gs != 0 && gs % 32 == 0 && QC % gs == 0
-}
+        /// Whether [`q8_g32_rows16`] takes int4-grouped with group length `gs`: a multiple of
+        /// 32 (whole subgroups) that divides [`QC`] (a chunk never splits a group), i.e. 32,
+        /// 64, 128, …, 8192.
+        const fn g32_multiple(gs: usize) -> bool {
+            gs != 0 && gs % 32 == 0 && QC % gs == 0
+        }
 
-/// Splits 128 activation codes (`x0` = columns 0..64, `x1` = 64..128 of a block) into
-/// the 64 even and the 64 odd columns, in order: the layout of the low and high
-/// nibbles of the block's 64 weight bytes. `vpshufb` gathers the 8 even then the 8 odd
-/// bytes of each 16-byte lane, two `vpermd` (the second merged under a mask) put the
-/// qwords in column order.
-#[inline]
-#[target_feature(enable = $feat)]
-fn split_even_odd(x0: __m512i, x1: __m512i) -> (__m512i, __m512i) {
-    #[rustfmt::skip]
+        /// Splits 128 activation codes (`x0` = columns 0..64, `x1` = 64..128 of a block) into
+        /// the 64 even and the 64 odd columns, in order: the layout of the low and high
+        /// nibbles of the block's 64 weight bytes. `vpshufb` gathers the 8 even then the 8 odd
+        /// bytes of each 16-byte lane, two `vpermd` (the second merged under a mask) put the
+        /// qwords in column order.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn split_even_odd(x0: __m512i, x1: __m512i) -> (__m512i, __m512i) {
+            #[rustfmt::skip]
                     let pat = _mm512_broadcast_i32x4(_mm_setr_epi8(
                         0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
             ));
