@@ -35,9 +35,12 @@
 //! - int2-row, int8-activation path: the activation row split once into the four crumb planes
 //!   of each 256-column block, then per 64 weight bytes three shifts, four `& 3` and four
 //!   `dpbusd` (`q8_int2_row`);
-//! - int8, int2 (f32 path, or rows over 32 Ki columns), int3 and int4-grouped with a group size
-//!   that is not a multiple of 32: a 256-column chunk decoded into an L1 buffer, then 512-bit
-//!   dot products per group segment.
+//! - int3-g64, int8-activation path: four groups per step, the low planes as crumbs against
+//!   the same crumb planes of the activations, the high planes widened to nibbles whose bit
+//!   `k` is the third bit of plane `k` (`q8_int3_g64`);
+//! - int8, int2 and int3 (f32 path, or rows over 32 Ki columns) and int4-grouped with a group
+//!   size that is not a multiple of 32: a 256-column chunk decoded into an L1 buffer, then
+//!   512-bit dot products per group segment.
 //!
 //! Group tails never read past a row: partial vectors use zero-masked loads (`vmovdqu8`/
 //! `vmovups` with a mask), which do not touch (or fault on) masked-off bytes.
@@ -1209,6 +1212,8 @@ macro_rules! avx512_arm {
                 Format::Int8Row => unsafe { q8_int8_row(m, xq, rows, y) },
                 // SAFETY: same contract.
                 Format::Int2Row if m.i() <= XA => unsafe { q8_int2_row(m, xq, rows, y) },
+                // SAFETY: same contract.
+                Format::Int3G64 if m.i() <= XA => unsafe { q8_int3_g64(m, xq, rows, y) },
                 Format::Mxfp4 => {
                     // SAFETY: same contract (VBMI detected where its variant runs).
                     unsafe {
@@ -1413,18 +1418,8 @@ macro_rules! avx512_arm {
             for si in 0..xq.s() {
                 let (q, sx) = xq.row(si);
                 let xsum: i32 = q.iter().map(|&v| i32::from(v)).sum();
-                for j in 0..nb {
-                    for k in 0..4 {
-                        for b in 0..64 {
-                            let c = 256 * j + 4 * b + k;
-                            // SAFETY: 256·j + 64·k + b < 256 · nb ≤ XA (I ≤ XA, and XA is a
-                            // multiple of 256): within the buffer.
-                            unsafe {
-                                base.add(256 * j + 64 * k + b).write(q.get(c).copied().unwrap_or(0))
-                            };
-                        }
-                    }
-                }
+                // SAFETY: the buffer holds XA ≥ 256 · nb bytes (I ≤ XA, a multiple of 256).
+                unsafe { crumb_planes(q, base) };
                 for (r, o) in rows.clone().enumerate() {
                     let row = m.row_bytes(o).as_ptr();
                     let z = _mm512_setzero_si512();
@@ -1474,6 +1469,153 @@ macro_rules! avx512_arm {
                     y[si * nr + r] = epilogue_row(d - 2 * xsum, sc, sx, ni);
                 }
             }
+        }
+
+        /// Splits activation row `q` into the four crumb planes of every 256-column block at
+        /// `base` (plane `k` byte `b` = column `256j + 4b + k`, zero past `I`; the layout of
+        /// [`q8_int2_row`] and [`q8_int3_g64`]).
+        ///
+        /// # Safety
+        /// `base` valid for writes of `256 · ceil(I/256)` bytes (`I = q.len()`).
+        unsafe fn crumb_planes(q: &[i8], base: *mut i8) {
+            for j in 0..q.len().div_ceil(256) {
+                for k in 0..4 {
+                    for b in 0..64 {
+                        let c = 256 * j + 4 * b + k;
+                        // SAFETY: 256·j + 64·k + b < 256 · ceil(I/256): the caller's contract.
+                        unsafe {
+                            base.add(256 * j + 64 * k + b).write(q.get(c).copied().unwrap_or(0))
+                        };
+                    }
+                }
+            }
+        }
+
+        /// int3-g64 int8-activation kernel, four 64-column groups (96 weight bytes) per step.
+        /// The activation row is split once into crumb planes ([`crumb_planes`]), and its
+        /// per-group sums kept. A step loads the four 16-byte low planes into one vector
+        /// (group `g` in 128-bit lane `g`) and the four 8-byte high planes into 32 bytes,
+        /// which widen to 64 nibbles (`nib64`: byte `16g + b` = bits `4b .. 4b + 4` of group
+        /// `g`'s high plane, i.e. the high bits of columns `4b + k`). Per plane `k` (one
+        /// `vpternlogd`, `a | (b & c)`): `u = ((lo
+        /// ≫ 2k) & 3) | (bit k of the nibble) · 4 ∈ [0, 7]`, one `dpbusd` against plane `k`.
+        /// Each 128-bit lane then sums to its group's `Σ u·x`; `d = Σ u·x − 4·Σx` (exact), and
+        /// the reference's epilogue runs per group in order (`acc = acc + (d as f32) · s`, then
+        /// `acc · sx`). A last step of fewer than four groups reads a zero-padded copy.
+        ///
+        /// # Safety
+        /// Features available; shapes as asserted by [`matmul_q8_rows`]; `I ≤ XA`.
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_int3_g64(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (nr, ng) = (rows.len(), m.groups_per_row());
+            let Scales::F32(sf) = m.scales() else {
+                unreachable!("scale kind checked by Matrix::new")
+            };
+            let (full, nq) = (ng / 4, ng.div_ceil(4));
+            let mut planes = AlignedActs(core::mem::MaybeUninit::uninit());
+            let base = planes.0.as_mut_ptr().cast::<i8>();
+            let mut gsum = [0i32; XA / 64];
+            for si in 0..xq.s() {
+                let (q, sx) = xq.row(si);
+                // SAFETY: the buffer holds XA ≥ 256 · ceil(I/256) bytes (I ≤ XA, XA a
+                // multiple of 256).
+                unsafe { crumb_planes(q, base) };
+                for (g, c) in q.chunks(64).enumerate() {
+                    gsum[g] = c.iter().map(|&v| i32::from(v)).sum();
+                }
+                for (r, o) in rows.clone().enumerate() {
+                    let row = m.row_bytes(o);
+                    let mut acc = 0.0f32;
+                    let mut epilogue = |d: [i32; 4], g0: usize, n: usize| {
+                        for (k, &dk) in d.iter().enumerate().take(n) {
+                            #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                            let df = (dk - 4 * gsum[g0 + k]) as f32;
+                            acc += df * sf[o * ng + g0 + k];
+                        }
+                    };
+                    for qi in 0..full {
+                        // SAFETY: groups 4qi .. 4qi + 4 exist: 96 bytes at 96·qi are in the
+                        // row; the planes of block qi were written above.
+                        let d = unsafe { int3_quad(row.as_ptr().add(96 * qi), base.add(256 * qi)) };
+                        epilogue(d, 4 * qi, 4);
+                    }
+                    if full < nq {
+                        let mut tail = [0u8; 96];
+                        tail[..row.len() - 96 * full].copy_from_slice(&row[96 * full..]);
+                        // SAFETY: the copy holds 96 bytes; the planes of block `full` were
+                        // written above.
+                        let d = unsafe { int3_quad(tail.as_ptr(), base.add(256 * full)) };
+                        epilogue(d, 4 * full, ng - 4 * full);
+                    }
+                    y[si * nr + r] = acc * sx;
+                }
+            }
+        }
+
+        /// `Σ u·x` of four int3-g64 groups (96 bytes at `w`) against their crumb planes (256
+        /// bytes at `p`), one sum per group; see [`q8_int3_g64`].
+        ///
+        /// # Safety
+        /// `w` valid for reads of 96 bytes; `p` 64-byte aligned and valid for 256.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn int3_quad(w: *const u8, p: *const i8) -> [i32; 4] {
+            // SAFETY: the caller's contract: group g's planes are at 24·g (16 bytes low, then
+            // 8 bytes high), g < 4.
+            let (lo, hi) = unsafe {
+                let l = |g: usize| _mm_loadu_si128(w.add(24 * g).cast());
+                let lo = _mm512_inserti32x4::<3>(
+                    _mm512_inserti32x4::<2>(
+                        _mm512_inserti32x4::<1>(_mm512_castsi128_si512(l(0)), l(1)),
+                        l(2),
+                    ),
+                    l(3),
+                );
+                let h = |g: usize| w.add(24 * g + 16).cast::<i64>().read_unaligned();
+                (lo, _mm256_setr_epi64x(h(0), h(1), h(2), h(3)))
+            };
+            let nib = nib64(hi);
+            let three = _mm512_set1_epi8(3);
+            let four = _mm512_set1_epi8(4);
+            let u = [
+                _mm512_ternarylogic_epi32::<0xF8>(
+                    _mm512_and_si512(_mm512_slli_epi16::<2>(nib), four),
+                    lo,
+                    three,
+                ),
+                _mm512_ternarylogic_epi32::<0xF8>(
+                    _mm512_and_si512(_mm512_slli_epi16::<1>(nib), four),
+                    _mm512_srli_epi16::<2>(lo),
+                    three,
+                ),
+                _mm512_ternarylogic_epi32::<0xF8>(
+                    _mm512_and_si512(nib, four),
+                    _mm512_srli_epi16::<4>(lo),
+                    three,
+                ),
+                _mm512_ternarylogic_epi32::<0xF8>(
+                    _mm512_and_si512(_mm512_srli_epi16::<1>(nib), four),
+                    _mm512_srli_epi16::<6>(lo),
+                    three,
+                ),
+            ];
+            let mut acc = _mm512_setzero_si512();
+            for (k, uk) in u.iter().enumerate() {
+                // SAFETY: plane k of the block: 64 bytes at 64·k, aligned.
+                acc = dpbusd(acc, *uk, unsafe { _mm512_load_si512(p.add(64 * k).cast()) });
+            }
+            // Each 128-bit lane (one group) to its sum, in every dword of the lane.
+            let t = _mm512_add_epi32(acc, _mm512_shuffle_epi32::<0x4E>(acc));
+            let t = _mm512_add_epi32(t, _mm512_shuffle_epi32::<0xB1>(t));
+            let mut out = [0i32; 16];
+            // SAFETY: out holds 16 i32.
+            unsafe { _mm512_storeu_si512(out.as_mut_ptr().cast(), t) };
+            [out[0], out[4], out[8], out[12]]
         }
 
         /// int8-row int8-activation kernel: one exact dot product per row and activation row.
