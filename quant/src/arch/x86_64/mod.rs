@@ -15,8 +15,8 @@ use core::ops::Range;
 use crate::kernels::{Matrix, Scales};
 
 /// Whether a kernel call over `m` streams its weights from beyond the caches (more
-/// than [`STREAM_BYTES`]), so its loops prefetch (`avx512::prefetch_l2`, [`BandPrefetch`]). The whole matrix
-/// counts, not `rows`: threads splitting the rows share the caches.
+/// than [`STREAM_BYTES`]), so its loops prefetch (`avx512::prefetch_l2`, [`BandPrefetch`]).
+/// The whole matrix counts, not `rows`: threads splitting the rows share the caches.
 pub(crate) fn streams(m: &Matrix<'_>) -> bool {
     m.weights().len() > STREAM_BYTES
 }
@@ -38,11 +38,9 @@ const STREAM_BYTES: usize = 24 << 20;
 /// The pointers are only ever offset with wrapping arithmetic and handed to prefetch
 /// instructions, which never fault and read nothing the program sees.
 ///
-/// Below the threshold the plan is `None` and nothing is prefetched. The AVX2 kernel takes
-/// that as a const parameter (a second instance per format); the AVX-512 kernel checks it once
-/// per block at run time, because a second instance there made LLVM stop inlining its scale
-/// helpers, whose out-of-line calls clobber every zmm register (the cached case lost 2–4 %
-/// to the check instead).
+/// Below the threshold nothing is prefetched: both kernels run a second instance (`STREAM` in
+/// AVX2, `SPECIAL` in AVX-512, which also copies rows a multiple of 4 KiB apart) only for such
+/// matrices, since even a per-block check of the plan cost the cached case 2–4 %.
 ///
 /// One band ahead is far enough: two bands ahead measured the same.
 pub(crate) struct BandPrefetch<const N: usize> {
