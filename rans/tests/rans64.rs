@@ -450,3 +450,86 @@ fn miri_small_blob_every_arm() {
         assert_eq!(out, src, "{arm}");
     }
 }
+
+/// The chunk a refusal names (head, stream and seal classes).
+fn chunk_of(e: &Error) -> Option<usize> {
+    match *e {
+        Error::Table { chunk, .. }
+        | Error::WayLengths { chunk, .. }
+        | Error::StateRange { chunk, .. }
+        | Error::Overrun { chunk, .. }
+        | Error::Leftover { chunk, .. }
+        | Error::FinalState { chunk, .. } => Some(chunk),
+        _ => None,
+    }
+}
+
+/// Offset of chunk `c`'s body in a blob of `n_chunks` chunks.
+fn chunk_body(blob: &[u8], n_chunks: usize, c: usize) -> usize {
+    let mut at = 16 + 4 * n_chunks;
+    for i in 0..c {
+        let s = 16 + 4 * i;
+        at += u32::from_le_bytes(blob[s..s + 4].try_into().unwrap()) as usize;
+    }
+    at
+}
+
+/// The AVX-512 arm decodes whole blobs two chunks at a time. Odd and even chunk counts, a
+/// raw chunk inside a pair, a short last chunk: every arm equals the scalar decoder.
+#[test]
+fn chunk_pairs_round_trip_on_every_arm() {
+    let mut rng = StdRng::seed_from_u64(31);
+    for k in 1..=5usize {
+        for raw_at in [None, Some(0), Some(k / 2)] {
+            let mut src = gaussian_int4(k * 4096 - 37, 200, k as u64);
+            if let Some(c) = raw_at {
+                let end = ((c + 1) * 4096).min(src.len());
+                src[c * 4096..end].iter_mut().for_each(|b| *b = rng.random());
+            }
+            let blob = encode(&src, 12);
+            assert_eq!(decode_all(&blob, src.len()).unwrap(), src, "k = {k}, raw {raw_at:?}");
+        }
+    }
+}
+
+/// Refusals come out in chunk order whichever chunk of a pair is corrupt: a decode error in
+/// chunk 1 names chunk 1; a head error in chunk 1 waits until chunk 0 has decoded, so a
+/// decode error in chunk 0 wins over it; and chunk 2's head error is reported after chunks
+/// 0 and 1 decode.
+#[test]
+fn chunk_pairs_refuse_in_chunk_order_on_every_arm() {
+    let src = gaussian_int4(4 * 4096, 256, 77);
+    let good = encode(&src, 12);
+    let body = |c: usize| chunk_body(&good, 4, c);
+    // A flip in chunk c's words that the decoder refuses (almost every flip is refused).
+    let broken_words = |blob: &mut Vec<u8>, c: usize| {
+        let at = body(c) + 304 + 101;
+        for bit in 0..8 {
+            let mut b = blob.clone();
+            b[at] ^= 1 << bit;
+            if decode_all(&b, src.len()).is_err() {
+                *blob = b;
+                return;
+            }
+        }
+        panic!("no refused flip at chunk {c}");
+    };
+    for c in 0..4 {
+        let mut bad = good.clone();
+        broken_words(&mut bad, c);
+        let err = decode_all(&bad, src.len()).unwrap_err();
+        assert_eq!(chunk_of(&err), Some(c), "words of chunk {c}: {err:?}");
+    }
+    for c in 0..4 {
+        let mut bad = good.clone();
+        bad[body(c)] ^= 1; // frequency of symbol 0 off by one
+        let err = decode_all(&bad, src.len()).unwrap_err();
+        assert_eq!((err.class(), chunk_of(&err)), ("E_TABLE", Some(c)), "{err:?}");
+    }
+    let mut bad = good.clone();
+    bad[body(1)] ^= 1;
+    broken_words(&mut bad, 0);
+    let err = decode_all(&bad, src.len()).unwrap_err();
+    assert_eq!(chunk_of(&err), Some(0), "chunk 0's decode error comes first: {err:?}");
+    assert_ne!(err.class(), "E_TABLE");
+}

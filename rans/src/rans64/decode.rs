@@ -10,7 +10,7 @@
 
 use core::sync::atomic::{AtomicU8, Ordering};
 
-use super::arch;
+use super::arch::{self, Side};
 use super::format::{Blob, Chunk, ChunkBody};
 use super::model::Model;
 use super::{Error, LANES, RANS_L, WAY_LANES, WAYS};
@@ -166,8 +166,34 @@ fn decode_blob(arm: Arm, blob: &[u8], out: &mut [u8]) -> Result<(), Error> {
         return Err(Error::OutputLength { got: out.len() as u64, expected: blob.n_bytes() });
     }
     let step = 1usize << blob.chunk_shift();
-    for (chunk, dst) in blob.chunks().zip(out.chunks_mut(step.max(1))) {
-        ChunkDecoder::with_arm(chunk?, arm).decode_next(dst)?;
+    decode_run(arm, blob.chunks(), out.chunks_mut(step.max(1)))
+}
+
+/// Decodes a run of chunks, in order, into their output pieces: two at a time where `arm`
+/// has a paired kernel (the AVX-512 arm), one after the other otherwise. Errors come out in
+/// chunk order, exactly as decoding the chunks one by one reports them: a chunk's head error
+/// is returned only after every earlier chunk has decoded and passed its seal.
+fn decode_run<'a, 'o>(
+    arm: Arm,
+    chunks: impl Iterator<Item = Result<Chunk<'a>, Error>>,
+    outs: impl Iterator<Item = &'o mut [u8]>,
+) -> Result<(), Error> {
+    let mut it = chunks.zip(outs);
+    while let Some((first, da)) = it.next() {
+        let mut a = ChunkDecoder::with_arm(first?, arm);
+        match it.next() {
+            None => return a.decode_next(da),
+            Some((Err(e), _)) => {
+                a.decode_next(da)?;
+                return Err(e);
+            }
+            Some((Ok(second), db)) => {
+                let mut b = ChunkDecoder::with_arm(second, arm);
+                let n = ChunkDecoder::pair_rounds(&mut a, da, &mut b, db);
+                a.decode_next(&mut da[n * LANES..])?;
+                b.decode_next(&mut db[n * LANES..])?;
+            }
+        }
     }
     Ok(())
 }
@@ -219,6 +245,32 @@ impl<'a> ChunkDecoder<'a> {
     /// Bytes still to decode.
     pub fn remaining(&self) -> usize {
         self.chunk.raw_len - self.done
+    }
+
+    /// Runs the arm's paired kernel over the first whole rounds of two fresh coded chunks
+    /// whose outputs are `da` and `db` (each the chunk's full raw length); returns how many
+    /// rounds each decoded (0 when the arm has no paired kernel or a chunk is raw). The
+    /// decoders continue from there with [`ChunkDecoder::decode_next`] on the rest.
+    fn pair_rounds(a: &mut Self, da: &mut [u8], b: &mut Self, db: &mut [u8]) -> usize {
+        let fresh = |d: &Self, out: &[u8]| d.done == 0 && !d.failed && out.len() == d.chunk.raw_len;
+        if !fresh(a, da) || !fresh(b, db) {
+            return 0;
+        }
+        let (
+            ChunkBody::Coded { model: ma, ways: wa, .. },
+            ChunkBody::Coded { model: mb, ways: wb, .. },
+        ) = (&a.chunk.body, &b.chunk.body)
+        else {
+            return 0;
+        };
+        let n = arch::pair_rounds(
+            a.arm,
+            Side { model: ma, st: &mut a.states, ways: wa, pos: &mut a.pos, out: da },
+            Side { model: mb, st: &mut b.states, ways: wb, pos: &mut b.pos, out: db },
+        );
+        a.done += n * LANES;
+        b.done += n * LANES;
+        n
     }
 
     /// Decodes the next `out.len()` bytes. `out.len()` must be a multiple of 64 or reach the
@@ -340,10 +392,7 @@ pub fn decode_threads(blob: &[u8], out: &mut [u8], threads: usize) -> Result<(),
         for (t, dst) in out.chunks_mut(per * step).enumerate() {
             let parsed = &parsed;
             handles.push(scope.spawn(move || -> Result<(), Error> {
-                for (chunk, piece) in parsed.chunks().skip(t * per).zip(dst.chunks_mut(step)) {
-                    ChunkDecoder::with_arm(chunk?, arm).decode_next(piece)?;
-                }
-                Ok(())
+                decode_run(arm, parsed.chunks().skip(t * per), dst.chunks_mut(step))
             }));
         }
         let mut result = Ok(());

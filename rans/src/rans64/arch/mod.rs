@@ -29,6 +29,35 @@ pub(super) fn detected(arm: Arm) -> bool {
     }
 }
 
+/// One chunk's part of a paired decode ([`pair_rounds`]): its model, states, ways, way
+/// positions and output.
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    allow(dead_code) // only the x86-64 AVX-512 arm has a paired kernel
+)]
+pub(super) struct Side<'m, 'w> {
+    pub(super) model: &'m Model,
+    pub(super) st: &'m mut [u32; LANES],
+    pub(super) ways: &'m [&'w [u8]; WAYS],
+    pub(super) pos: &'m mut [usize; WAYS],
+    pub(super) out: &'m mut [u8],
+}
+
+/// Decodes whole rounds of two chunks at once with `arm`, under the same contract as
+/// [`rounds`] for each; returns how many rounds each got. Only the AVX-512 arm has a paired
+/// kernel (its single-chunk loop is bound by the latency of four chains); every other arm
+/// returns 0 and the caller decodes the chunks one after the other.
+pub(super) fn pair_rounds(arm: Arm, a: Side<'_, '_>, b: Side<'_, '_>) -> usize {
+    match arm {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx512 => x86_64::pair_rounds_avx512(a, b),
+        _ => {
+            let _ = (a, b);
+            0
+        }
+    }
+}
+
 /// Decodes whole rounds with `arm`; returns the number of rounds done (0 for the scalar arm,
 /// which the caller runs itself).
 pub(super) fn rounds(

@@ -5,7 +5,8 @@
 //! all `vpermd` looks at) and `xs = x << 20` (the slot in the top 12 bits):
 //! 1. `upper = xs ≥ thr[t]` — one permute, one unsigned compare (AVX2: two permutes and a
 //!    blend on bit 31 of `xs`, i.e. bucket bit 3, then `max`/`cmpeq` for the unsigned test);
-//! 2. `e = upper ? hi[t] : lo[t]` — AVX-512: a permute and a merge-masked permute;
+//! 2. `e = upper ? hi[t] : lo[t]` — AVX-512: two permutes (issued beside the compare) and a
+//!    blend under its mask;
 //! 3. `x = (e & 0xFFF)·(x >> 12) + (x & 0xFFF) + (e >>s 16)` — and, shift, `vpmulld`, two adds;
 //! 4. refill: lanes with `x < 2^16` take the next words of the way in lane order. AVX-512: a
 //!    compare into a mask, a 32-byte load widened to 16 dwords, `vpexpandd` under the mask,
@@ -15,6 +16,14 @@
 //! Per round a way does two steps (low nibble, high nibble) and its 16 output bytes come from
 //! the two entries' symbol fields with two shifts, one `vpternlogd` and one `vpmovdb`
 //! (AVX2: shifts, masks, two packs and a `vpermd`). The four ways are independent chains.
+//!
+//! **Latency, not throughput, bounds one chunk on AVX-512.** A step's result feeds the next
+//! step through about a dozen dependent operations, the refill's `vpexpandd` among them, and
+//! four chains do not hide that: with the refill's data replaced by a constant (the expand
+//! then folds away) the loop ran 2.3× faster, while replacing the expand by a
+//! popcount-rank + `vpermd` (more operations, same latency) was slower. So whole blobs
+//! decode two chunks per loop ([`pair_rounds_avx512`]): eight chains, +22 % (measured in
+//! docs/PERFORMANCE.md).
 
 use core::arch::x86_64::{__m128i, _mm_loadu_si128};
 use core::arch::x86_64::{
@@ -26,13 +35,14 @@ use core::arch::x86_64::{
     _mm256_setzero_si256, _mm256_slli_epi32, _mm256_srai_epi32, _mm256_srli_epi32,
     _mm256_storeu_si256, _mm512_add_epi32, _mm512_and_si512, _mm512_cmpge_epu32_mask,
     _mm512_cmplt_epu32_mask, _mm512_cvtepi32_epi8, _mm512_cvtepu16_epi32, _mm512_loadu_si512,
-    _mm512_mask_permutexvar_epi32, _mm512_mask_slli_epi32, _mm512_maskz_expand_epi32,
-    _mm512_mullo_epi32, _mm512_or_si512, _mm512_permutexvar_epi32, _mm512_set1_epi32,
-    _mm512_srai_epi32, _mm512_srli_epi32, _mm512_storeu_si512, _mm512_ternarylogic_epi32,
+    _mm512_mask_blend_epi32, _mm512_mask_slli_epi32, _mm512_maskz_expand_epi32, _mm512_mullo_epi32,
+    _mm512_or_si512, _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_srai_epi32,
+    _mm512_srli_epi32, _mm512_storeu_si512, _mm512_ternarylogic_epi32,
 };
 
 use super::super::model::Model;
 use super::super::{LANES, WAY_LANES, WAYS};
+use super::Side;
 
 /// Bytes a way must hold unread at the start of a round for the round's loads to stay inside
 /// it: the first step loads 32 bytes and consumes at most 32, the second loads 32 more.
@@ -93,6 +103,98 @@ fn round_fits(ways: &[&[u8]; WAYS], off: &[usize; WAYS]) -> bool {
     (0..WAYS).all(|w| ways[w].len() - off[w] >= ROUND_SLACK)
 }
 
+/// Whole rounds of two coded chunks at once with AVX-512 (eight independent vector chains
+/// instead of four); returns how many rounds each got (0 if the CPU lacks AVX-512). Each
+/// chunk's lanes, ways and output are its own; the result is exactly what two
+/// [`rounds_avx512`] calls would give for that many rounds.
+pub(super) fn pair_rounds_avx512(a: Side<'_, '_>, b: Side<'_, '_>) -> usize {
+    if !avx512_detected() {
+        return 0;
+    }
+    // SAFETY: the CPU supports AVX-512 F and BW (checked just above).
+    unsafe { rounds512_pair(a, b) }
+}
+
+/// Loads one chunk's tables, states and positions into locals named by the caller (`$t`: the
+/// tables, `$x`: the four ways' state vectors, `$o`: the four way offsets).
+macro_rules! load512 {
+    ($model:expr, $st:expr, $pos:expr, $t:ident, [$x0:ident, $x1:ident, $x2:ident, $x3:ident],
+     [$o0:ident, $o1:ident, $o2:ident, $o3:ident]) => {
+        // SAFETY: each table is 16 u32 = 64 bytes, an unaligned 512-bit load reads exactly them.
+        let $t = unsafe {
+            (
+                _mm512_loadu_si512($model.thr.as_ptr().cast()),
+                _mm512_loadu_si512($model.lo.as_ptr().cast()),
+                _mm512_loadu_si512($model.hi.as_ptr().cast()),
+            )
+        };
+        let st: &[u32; LANES] = $st;
+        // SAFETY: `st` has 64 u32; lanes 16w..16w+16 are in bounds for w < 4.
+        let load = |w: usize| unsafe {
+            _mm512_loadu_si512(st.as_ptr().wrapping_add(w * WAY_LANES).cast())
+        };
+        let (mut $x0, mut $x1, mut $x2, mut $x3) = (load(0), load(1), load(2), load(3));
+        let [mut $o0, mut $o1, mut $o2, mut $o3] = *$pos;
+    };
+}
+
+/// One step of one chunk's four ways with their refills; evaluates to the four entry
+/// vectors (whose symbol fields are the step's nibbles). The caller has checked that the
+/// round fits (`round_fits`).
+macro_rules! step4 {
+    ($t:ident, [$x0:ident, $x1:ident, $x2:ident, $x3:ident], $ways:expr,
+     [$o0:ident, $o1:ident, $o2:ident, $o3:ident]) => {{
+        let (thr, lo, hi) = $t;
+        let [w0, w1, w2, w3] = *$ways;
+        let (e0, y0) = step512($x0, thr, lo, hi);
+        let (e1, y1) = step512($x1, thr, lo, hi);
+        let (e2, y2) = step512($x2, thr, lo, hi);
+        let (e3, y3) = step512($x3, thr, lo, hi);
+        $x0 = refill512(y0, w0, &mut $o0);
+        $x1 = refill512(y1, w1, &mut $o1);
+        $x2 = refill512(y2, w2, &mut $o2);
+        $x3 = refill512(y3, w3, &mut $o3);
+        [e0, e1, e2, e3]
+    }};
+}
+
+/// Writes one round's 64 bytes at round `r` of `out` from the entries of its two steps.
+#[target_feature(enable = "avx512f,avx512bw,popcnt")]
+#[inline]
+fn emit512(first: [__m512i; 4], second: [__m512i; 4], out: &mut [u8], r: usize) {
+    assert!(LANES * r + LANES <= out.len());
+    for (w, (e0, e1)) in first.into_iter().zip(second).enumerate() {
+        // Low byte of each lane: bits 0..4 from e0's symbol, 4..8 from e1's.
+        let bytes = _mm512_ternarylogic_epi32::<0xE4>(
+            _mm512_srli_epi32::<12>(e0),
+            _mm512_srli_epi32::<8>(e1),
+            _mm512_set1_epi32(0x0F),
+        );
+        let packed = _mm512_cvtepi32_epi8(bytes);
+        // SAFETY: bytes 64r .. 64r + 64 are in `out` (asserted above), so 64r + 16w .. + 16
+        // are for w < 4.
+        unsafe {
+            _mm_storeu_si128(
+                out.as_mut_ptr().wrapping_add(LANES * r + WAY_LANES * w).cast(),
+                packed,
+            )
+        };
+    }
+}
+
+/// Stores one chunk's state vectors and way offsets back.
+macro_rules! store512 {
+    ($st:expr, $pos:expr, [$x0:ident, $x1:ident, $x2:ident, $x3:ident],
+     [$o0:ident, $o1:ident, $o2:ident, $o3:ident]) => {{
+        let st: &mut [u32; LANES] = $st;
+        for (w, v) in [$x0, $x1, $x2, $x3].into_iter().enumerate() {
+            // SAFETY: `st` has 64 u32; lanes 16w..16w+16 are in bounds for w < 4.
+            unsafe { _mm512_storeu_si512(st.as_mut_ptr().wrapping_add(w * WAY_LANES).cast(), v) };
+        }
+        *$pos = [$o0, $o1, $o2, $o3];
+    }};
+}
+
 #[target_feature(enable = "avx512f,avx512bw,popcnt")]
 fn rounds512(
     model: &Model,
@@ -101,67 +203,47 @@ fn rounds512(
     pos: &mut [usize; WAYS],
     out: &mut [u8],
 ) -> usize {
-    // SAFETY: each table is 16 u32 = 64 bytes, an unaligned 512-bit load reads exactly them.
-    let thr = unsafe { _mm512_loadu_si512(model.thr.as_ptr().cast()) };
-    // SAFETY: as above.
-    let lo = unsafe { _mm512_loadu_si512(model.lo.as_ptr().cast()) };
-    // SAFETY: as above.
-    let hi = unsafe { _mm512_loadu_si512(model.hi.as_ptr().cast()) };
-    // SAFETY: `st` has 64 u32; lanes 16w..16w+16 are in bounds for w < 4.
-    let load =
-        |w: usize| unsafe { _mm512_loadu_si512(st.as_ptr().wrapping_add(w * WAY_LANES).cast()) };
-    let (mut x0, mut x1, mut x2, mut x3) = (load(0), load(1), load(2), load(3));
-    let nib = _mm512_set1_epi32(0x0F);
-    let [mut o0, mut o1, mut o2, mut o3] = *pos;
-    let [w0, w1, w2, w3] = *ways;
+    load512!(model, st, pos, t, [x0, x1, x2, x3], [o0, o1, o2, o3]);
     let rounds = out.len() / LANES;
     let mut r = 0;
     // The four ways are written out (not a loop over an array) so that their states stay in
     // registers and the four chains interleave.
     while r < rounds && round_fits(ways, &[o0, o1, o2, o3]) {
-        let (e00, y0) = step512(x0, thr, lo, hi);
-        let (e01, y1) = step512(x1, thr, lo, hi);
-        let (e02, y2) = step512(x2, thr, lo, hi);
-        let (e03, y3) = step512(x3, thr, lo, hi);
-        let y0 = refill512(y0, w0, &mut o0);
-        let y1 = refill512(y1, w1, &mut o1);
-        let y2 = refill512(y2, w2, &mut o2);
-        let y3 = refill512(y3, w3, &mut o3);
-        let (e10, y0) = step512(y0, thr, lo, hi);
-        let (e11, y1) = step512(y1, thr, lo, hi);
-        let (e12, y2) = step512(y2, thr, lo, hi);
-        let (e13, y3) = step512(y3, thr, lo, hi);
-        x0 = refill512(y0, w0, &mut o0);
-        x1 = refill512(y1, w1, &mut o1);
-        x2 = refill512(y2, w2, &mut o2);
-        x3 = refill512(y3, w3, &mut o3);
-        for (w, e0, e1) in [(0, e00, e10), (1, e01, e11), (2, e02, e12), (3, e03, e13)] {
-            // Low byte of each lane: bits 0..4 from e0's symbol, 4..8 from e1's.
-            let bytes = _mm512_ternarylogic_epi32::<0xE4>(
-                _mm512_srli_epi32::<12>(e0),
-                _mm512_srli_epi32::<8>(e1),
-                nib,
-            );
-            let packed = _mm512_cvtepi32_epi8(bytes);
-            // SAFETY: r < rounds = out.len() / 64, so bytes 64r + 16w .. + 16 are in `out`.
-            unsafe {
-                _mm_storeu_si128(
-                    out.as_mut_ptr().wrapping_add(LANES * r + WAY_LANES * w).cast(),
-                    packed,
-                )
-            };
-        }
+        let first = step4!(t, [x0, x1, x2, x3], ways, [o0, o1, o2, o3]);
+        let second = step4!(t, [x0, x1, x2, x3], ways, [o0, o1, o2, o3]);
+        emit512(first, second, out, r);
         r += 1;
     }
-    for (w, v) in [x0, x1, x2, x3].into_iter().enumerate() {
-        // SAFETY: as for the loads above.
-        unsafe { _mm512_storeu_si512(st.as_mut_ptr().wrapping_add(w * WAY_LANES).cast(), v) };
-    }
-    *pos = [o0, o1, o2, o3];
+    store512!(st, pos, [x0, x1, x2, x3], [o0, o1, o2, o3]);
     r
 }
 
-/// One decode step of 16 lanes: `(entry, next state before refill)`. Twelve operations.
+/// Two chunks' rounds in one loop: one chunk alone is four chains of dependent steps whose
+/// latency the core cannot hide; two give the scheduler eight.
+#[target_feature(enable = "avx512f,avx512bw,popcnt")]
+fn rounds512_pair(a: Side<'_, '_>, b: Side<'_, '_>) -> usize {
+    load512!(a.model, a.st, a.pos, ta, [a0, a1, a2, a3], [p0, p1, p2, p3]);
+    load512!(b.model, b.st, b.pos, tb, [b0, b1, b2, b3], [q0, q1, q2, q3]);
+    let rounds = (a.out.len() / LANES).min(b.out.len() / LANES);
+    let mut r = 0;
+    while r < rounds
+        && round_fits(a.ways, &[p0, p1, p2, p3])
+        && round_fits(b.ways, &[q0, q1, q2, q3])
+    {
+        let fa = step4!(ta, [a0, a1, a2, a3], a.ways, [p0, p1, p2, p3]);
+        let fb = step4!(tb, [b0, b1, b2, b3], b.ways, [q0, q1, q2, q3]);
+        let sa = step4!(ta, [a0, a1, a2, a3], a.ways, [p0, p1, p2, p3]);
+        let sb = step4!(tb, [b0, b1, b2, b3], b.ways, [q0, q1, q2, q3]);
+        emit512(fa, sa, a.out, r);
+        emit512(fb, sb, b.out, r);
+        r += 1;
+    }
+    store512!(a.st, a.pos, [a0, a1, a2, a3], [p0, p1, p2, p3]);
+    store512!(b.st, b.pos, [b0, b1, b2, b3], [q0, q1, q2, q3]);
+    r
+}
+
+/// One decode step of 16 lanes: `(entry, next state before refill)`. Thirteen operations.
 #[target_feature(enable = "avx512f,avx512bw,popcnt")]
 #[inline]
 fn step512(x: __m512i, thr: __m512i, lo: __m512i, hi: __m512i) -> (__m512i, __m512i) {
@@ -169,7 +251,12 @@ fn step512(x: __m512i, thr: __m512i, lo: __m512i, hi: __m512i) -> (__m512i, __m5
     let low12 = _mm512_set1_epi32(0xFFF);
     let slot = _mm512_and_si512(x, low12);
     let upper = _mm512_cmpge_epu32_mask(slot, _mm512_permutexvar_epi32(t, thr));
-    let e = _mm512_mask_permutexvar_epi32(_mm512_permutexvar_epi32(t, lo), upper, t, hi);
+    // Both halves are looked up while the compare runs; only the blend waits for it.
+    let e = _mm512_mask_blend_epi32(
+        upper,
+        _mm512_permutexvar_epi32(t, lo),
+        _mm512_permutexvar_epi32(t, hi),
+    );
     let f = _mm512_and_si512(e, low12);
     let q = _mm512_srli_epi32::<12>(x);
     let c = _mm512_srai_epi32::<16>(e);
