@@ -348,16 +348,20 @@ fn rounds256(
     let rounds = out.len() / LANES;
     let mut r = 0;
     while r < rounds && round_fits(ways, &off) {
+        // All eight vectors step before any refills, so the core sees eight independent
+        // chains; the refills then run in the format's order (per way: lanes 0..8, 8..16).
+        let mut e = [[_mm256_setzero_si256(); 2 * WAYS]; 2];
+        for es in &mut e {
+            let mut y = [_mm256_setzero_si256(); 2 * WAYS];
+            for v in 0..2 * WAYS {
+                (es[v], y[v]) = step256(x[v], &tables);
+            }
+            for v in 0..2 * WAYS {
+                x[v] = refill256(y[v], ways[v / 2], &mut off[v / 2]);
+            }
+        }
         for w in 0..WAYS {
-            let (e0a, xa) = step256(x[2 * w], &tables);
-            let xa = refill256(xa, ways[w], &mut off[w]);
-            let (e0b, xb) = step256(x[2 * w + 1], &tables);
-            let xb = refill256(xb, ways[w], &mut off[w]);
-            let (e1a, xa) = step256(xa, &tables);
-            x[2 * w] = refill256(xa, ways[w], &mut off[w]);
-            let (e1b, xb) = step256(xb, &tables);
-            x[2 * w + 1] = refill256(xb, ways[w], &mut off[w]);
-            let packed = pack16(e0a, e1a, e0b, e1b);
+            let packed = pack16(e[0][2 * w], e[1][2 * w], e[0][2 * w + 1], e[1][2 * w + 1]);
             // SAFETY: r < rounds = out.len() / 64, so bytes 64r + 16w .. + 16 are in `out`.
             unsafe {
                 _mm_storeu_si128(
