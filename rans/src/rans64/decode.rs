@@ -26,6 +26,11 @@ pub enum Arm {
     /// x86-64 AVX-512 F+BW: a way is one 16-lane vector; lookups are single `vpermd`s,
     /// refills one load + `vpexpandd`.
     Avx512,
+    /// x86-64 AVX-512 F+BW with VBMI, VBMI2 and BMI2 (Ice Lake, Zen 4 and later): the
+    /// `avx512` arm with the refill's word expanded by `vpexpandw` into place and shifted in
+    /// by `vpshldd`, and a round's bytes gathered by `vpermt2b`; fewer vector operations per
+    /// step.
+    Avx512Vbmi,
     /// aarch64 NEON: a way is four 4-lane vectors; lookups are `tbl` byte permutes.
     Neon,
 }
@@ -36,19 +41,21 @@ impl core::fmt::Display for Arm {
     }
 }
 
-static SELFTEST: [AtomicU8; 4] =
-    [AtomicU8::new(0), AtomicU8::new(0), AtomicU8::new(0), AtomicU8::new(0)];
+static SELFTEST: [AtomicU8; 5] =
+    [AtomicU8::new(0), AtomicU8::new(0), AtomicU8::new(0), AtomicU8::new(0), AtomicU8::new(0)];
 
 impl Arm {
     /// Every arm this build knows.
-    pub const ALL: &'static [Arm] = &[Arm::Scalar, Arm::Avx2, Arm::Avx512, Arm::Neon];
+    pub const ALL: &'static [Arm] =
+        &[Arm::Scalar, Arm::Avx2, Arm::Avx512, Arm::Avx512Vbmi, Arm::Neon];
 
-    /// The arm's name (`scalar`, `avx2`, `avx512`, `neon`).
+    /// The arm's name (`scalar`, `avx2`, `avx512`, `avx512-vbmi`, `neon`).
     pub fn name(self) -> &'static str {
         match self {
             Arm::Scalar => "scalar",
             Arm::Avx2 => "avx2",
             Arm::Avx512 => "avx512",
+            Arm::Avx512Vbmi => "avx512-vbmi",
             Arm::Neon => "neon",
         }
     }
@@ -63,7 +70,8 @@ impl Arm {
             Arm::Scalar => 0,
             Arm::Avx2 => 1,
             Arm::Avx512 => 2,
-            Arm::Neon => 3,
+            Arm::Avx512Vbmi => 3,
+            Arm::Neon => 4,
         }
     }
 
@@ -102,17 +110,17 @@ impl Arm {
         }
     }
 
-    /// The fastest available arm (AVX-512, then AVX2, then NEON, else scalar).
+    /// The fastest available arm (AVX-512 VBMI, AVX-512, then AVX2, then NEON, else scalar).
     pub fn best() -> Arm {
         static BEST: AtomicU8 = AtomicU8::new(u8::MAX);
         if let Some(&arm) = Arm::ALL.get(usize::from(BEST.load(Ordering::Relaxed))) {
             return arm;
         }
-        let arm = [Arm::Avx512, Arm::Avx2, Arm::Neon]
+        let arm = [Arm::Avx512Vbmi, Arm::Avx512, Arm::Avx2, Arm::Neon]
             .into_iter()
             .find(|a| a.is_available())
             .unwrap_or(Arm::Scalar);
-        #[allow(clippy::cast_possible_truncation)] // < 4 arms
+        #[allow(clippy::cast_possible_truncation)] // < 5 arms
         BEST.store(arm.index() as u8, Ordering::Relaxed);
         arm
     }

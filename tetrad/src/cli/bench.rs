@@ -43,7 +43,8 @@ pub enum Which {
 /// Options of `tetrad bench`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
---isa forces one arm: a rANS decode arm (scalar, scalar-bf, avx2, avx512, neon) or a kernel ISA (scalar, avx2, …);
+--isa forces one arm: a rANS decode arm (scalar, scalar-bf, avx2, avx512, neon; int4-rans64-t1 also avx512-vbmi)
+or a kernel ISA (scalar, avx2, …);
 an unavailable arm is a refusal, never a silent downgrade. Without it every available arm runs.
 --input takes a safetensors container (file or directory: its int4 weights, decoded if
 entropy-coded) or a raw file of packed int4 bytes. The --json schema is in docs/CLI.md.
@@ -219,9 +220,11 @@ fn codecs(args: &BenchArgs, arm: Option<Arm>, out: &mut Vec<Value>) -> Result<()
     let record =
         Record::parse_format(&blob[..len]).map_err(|e| Refusal::new(e.class(), e.to_string()))?;
     let mut back = vec![0u8; n];
-    let arms: Vec<Arm> = match arm {
-        Some(a) => vec![a],
-        None => Arm::ALL.iter().copied().filter(|a| a.is_available()).collect(),
+    let arms: Vec<Arm> = match (arm, &args.isa) {
+        (Some(a), _) => vec![a],
+        // --isa names an arm only int4-rans64-t1 has (such as avx512-vbmi).
+        (None, Some(_)) => Vec::new(),
+        (None, None) => Arm::ALL.iter().copied().filter(|a| a.is_available()).collect(),
     };
     for a in arms {
         let mut err = None;
@@ -596,18 +599,27 @@ fn adapter(
     Ok(())
 }
 
+/// Whether `name` is an arm of int4-rans64-t1 (which has one the compat decoder lacks).
+fn is_rans64_arm(name: &str) -> bool {
+    tetrad_rans::rans64::Arm::from_name(name).is_some()
+}
+
 fn bench(args: &BenchArgs) -> Result<Value, Refusal> {
     let (mut arm, mut isa) = (None, None);
     if let Some(name) = &args.isa {
         arm = Arm::from_name(name);
         isa = Isa::from_name(name);
-        if arm.is_none() && isa.is_none() {
+        let arm64 = tetrad_rans::rans64::Arm::from_name(name);
+        if arm.is_none() && isa.is_none() && arm64.is_none() {
             return Err(Refusal::new(
                 "E_ARM_UNKNOWN",
                 format!("{name:?} is neither a rANS decode arm nor a kernel ISA"),
             ));
         }
-        if arm.is_some_and(|a| !a.is_available()) || isa.is_some_and(|i| !i.is_available()) {
+        if arm.is_some_and(|a| !a.is_available())
+            || isa.is_some_and(|i| !i.is_available())
+            || arm64.is_some_and(|a| !a.is_available())
+        {
             return Err(Refusal::new(
                 "E_ARM_UNAVAILABLE",
                 format!("{name} is not available on this machine"),
@@ -618,7 +630,7 @@ fn bench(args: &BenchArgs) -> Result<Value, Refusal> {
     let mut results = Vec::new();
     let mut unavailable = Vec::new();
     if matches!(w, Which::Codecs | Which::All) {
-        if args.isa.is_some() && arm.is_none() {
+        if args.isa.is_some() && arm.is_none() && !args.isa.as_deref().is_some_and(is_rans64_arm) {
             unavailable.push(json!({"what": "decode", "reason": "--isa names a kernel ISA, not a rANS arm; codecs skipped"}));
         } else {
             codecs(args, arm, &mut results)?;
@@ -635,7 +647,11 @@ fn bench(args: &BenchArgs) -> Result<Value, Refusal> {
         }
     }
     if matches!(w, Which::Adapter | Which::All) {
-        adapter(args, isa, arm, &mut results)?;
+        if args.isa.is_some() && arm.is_none() && isa.is_none() {
+            unavailable.push(json!({"what": "adapter", "reason": "--isa names an int4-rans64-t1 arm only; adapter skipped"}));
+        } else {
+            adapter(args, isa, arm, &mut results)?;
+        }
     }
     Ok(json!({"machine": machine(), "results": results, "unavailable": unavailable}))
 }

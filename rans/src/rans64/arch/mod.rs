@@ -23,6 +23,8 @@ pub(super) fn detected(arm: Arm) -> bool {
         Arm::Avx2 => x86_64::avx2_detected(),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Arm::Avx512 => x86_64::avx512_detected(),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx512Vbmi => x86_64::avx512_vbmi_detected(),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))]
         Arm::Neon => aarch64::neon_detected(),
         _ => false,
@@ -45,12 +47,15 @@ pub(super) struct Side<'m, 'w> {
 
 /// Decodes whole rounds of two chunks at once with `arm`, under the same contract as
 /// [`rounds`] for each; returns how many rounds each got. Only the AVX-512 arm has a paired
-/// kernel (its single-chunk loop is bound by the latency of four chains); every other arm
+/// and AVX-512 VBMI arms have a paired
+/// kernel (their single-chunk loop is bound by the latency of four chains); every other arm
 /// returns 0 and the caller decodes the chunks one after the other.
 pub(super) fn pair_rounds(arm: Arm, a: Side<'_, '_>, b: Side<'_, '_>) -> usize {
     match arm {
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Arm::Avx512 => x86_64::pair_rounds_avx512(a, b),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx512Vbmi => x86_64::pair_rounds_avx512_vbmi(a, b),
         _ => {
             let _ = (a, b);
             0
@@ -73,6 +78,8 @@ pub(super) fn rounds(
         Arm::Avx2 => x86_64::rounds_avx2(model, st, ways, pos, out),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Arm::Avx512 => x86_64::rounds_avx512(model, st, ways, pos, out),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx512Vbmi => x86_64::rounds_avx512_vbmi(model, st, ways, pos, out),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))]
         Arm::Neon => aarch64::rounds_neon(model, st, ways, pos, out),
         _ => {

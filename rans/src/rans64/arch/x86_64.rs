@@ -1,5 +1,5 @@
-//! x86-64 arms: AVX-512 (one way = one 16-lane vector) and AVX2 (one way = two 8-lane
-//! vectors). Both mirror `Model::step` and the scalar refill exactly.
+//! x86-64 arms: AVX-512 (one way = one 16-lane vector), in two builds, and AVX2 (one way =
+//! two 8-lane vectors). All mirror `Model::step` and the scalar refill exactly.
 //!
 //! One decode step of a vector of states `x`, with `t = x >> 8` (bucket in bits 0..4, which is
 //! all `vpermd` looks at) and `xs = x << 20` (the slot in the top 12 bits):
@@ -10,20 +10,27 @@
 //! 3. `x = (e & 0xFFF)·(x >> 12) + (x & 0xFFF) + (e >>s 16)` — and, shift, `vpmulld`, two adds;
 //! 4. refill: lanes with `x < 2^16` take the next words of the way in lane order. AVX-512: a
 //!    compare into a mask, a 32-byte load widened to 16 dwords, `vpexpandd` under the mask,
-//!    a masked shift and an OR; the way pointer advances by `2·popcount(mask)`. AVX2: a
+//!    a masked shift and an OR; the way pointer advances by `2·popcount(mask)`. The
+//!    `avx512-vbmi` build ([`refill512_vbmi`]) compares 16-bit words instead, expands the
+//!    loaded words straight into the lanes' high halves with `vpexpandw` and shifts them in
+//!    with one masked `vpshldd`, the lane mask coming from `pext` on the scalar side. AVX2: a
 //!    `movmskps` selects a `vpermd` pattern from a 256-entry table instead of the expand.
 //!
 //! Per round a way does two steps (low nibble, high nibble) and its 16 output bytes come from
 //! the two entries' symbol fields with two shifts, one `vpternlogd` and one `vpmovdb`
-//! (AVX2: shifts, masks, two packs and a `vpermd`). The four ways are independent chains.
+//! (`avx512-vbmi`: a round's 64 bytes from four `vpermt2b`, see [`emit512_vbmi`]; AVX2:
+//! shifts, masks, two packs and a `vpermd`). The four ways are independent chains.
 //!
-//! **Latency, not throughput, bounds one chunk on AVX-512.** A step's result feeds the next
-//! step through about a dozen dependent operations, the refill's `vpexpandd` among them, and
-//! four chains do not hide that: with the refill's data replaced by a constant (the expand
-//! then folds away) the loop ran 2.3× faster, while replacing the expand by a
-//! popcount-rank + `vpermd` (more operations, same latency) was slower. So whole blobs
-//! decode two chunks per loop ([`pair_rounds_avx512`]): eight chains, +22 % (measured in
-//! docs/PERFORMANCE.md).
+//! **Chains first, then operations.** One chunk on AVX-512 is four chains of a dozen
+//! dependent operations per step, too few to hide their latency, so whole blobs decode two
+//! chunks per loop ([`pair_rounds_avx512`]: eight chains, +22 %). With eight chains the loop
+//! is bound by the vector ports instead (3.66 GHz here, about 15 cycles per 16-lane step and
+//! 20 vector operations, the compares, shifts and permutes sharing ports), so the
+//! `avx512-vbmi` build trims operations: no widening, no OR, one compare fewer per refill
+//! and a quarter of the output shifts (+24 %). The AVX2 arm steps all eight vectors of a
+//! round before any of their refills (eight chains, +38 % over stepping one way at a time);
+//! pairing chunks there is slower (16 ymm registers: the states spill). Measurements in
+//! docs/PERFORMANCE.md.
 
 use core::arch::x86_64::{__m128i, _mm_loadu_si128};
 use core::arch::x86_64::{
@@ -38,6 +45,11 @@ use core::arch::x86_64::{
     _mm512_mask_blend_epi32, _mm512_mask_slli_epi32, _mm512_maskz_expand_epi32, _mm512_mullo_epi32,
     _mm512_or_si512, _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_srai_epi32,
     _mm512_srli_epi32, _mm512_storeu_si512, _mm512_ternarylogic_epi32,
+};
+use core::arch::x86_64::{
+    _mm512_mask_blend_epi64, _mm512_mask_cmpeq_epi16_mask, _mm512_mask_shldi_epi32,
+    _mm512_maskz_expand_epi16, _mm512_permutex2var_epi8, _mm512_set1_epi8, _mm512_setzero_si512,
+    _mm512_srli_epi16, _mm512_zextsi256_si512, _pext_u32,
 };
 
 use super::super::model::Model;
@@ -66,6 +78,28 @@ pub(super) fn avx512_detected() -> bool {
             target_feature = "avx512f",
             target_feature = "avx512bw",
             target_feature = "popcnt"
+        ))
+    }
+}
+
+/// Whether this CPU runs the `avx512-vbmi` arm: AVX-512 F + BW with VBMI, VBMI2 and BMI2
+/// (never under Miri, as for [`avx512_detected`]).
+pub(super) fn avx512_vbmi_detected() -> bool {
+    if !avx512_detected() {
+        return false;
+    }
+    #[cfg(feature = "std")]
+    {
+        std::is_x86_feature_detected!("avx512vbmi")
+            && std::is_x86_feature_detected!("avx512vbmi2")
+            && std::is_x86_feature_detected!("bmi2")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(all(
+            target_feature = "avx512vbmi",
+            target_feature = "avx512vbmi2",
+            target_feature = "bmi2"
         ))
     }
 }
@@ -115,6 +149,30 @@ pub(super) fn pair_rounds_avx512(a: Side<'_, '_>, b: Side<'_, '_>) -> usize {
     unsafe { rounds512_pair(a, b) }
 }
 
+/// [`rounds_avx512`] for the `avx512-vbmi` arm (0 if the CPU lacks it).
+pub(super) fn rounds_avx512_vbmi(
+    model: &Model,
+    st: &mut [u32; LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    if !avx512_vbmi_detected() {
+        return 0;
+    }
+    // SAFETY: the CPU supports AVX-512 F, BW, VBMI, VBMI2 and BMI2 (checked just above).
+    unsafe { rounds512_vbmi(model, st, ways, pos, out) }
+}
+
+/// [`pair_rounds_avx512`] for the `avx512-vbmi` arm (0 if the CPU lacks it).
+pub(super) fn pair_rounds_avx512_vbmi(a: Side<'_, '_>, b: Side<'_, '_>) -> usize {
+    if !avx512_vbmi_detected() {
+        return 0;
+    }
+    // SAFETY: the CPU supports AVX-512 F, BW, VBMI, VBMI2 and BMI2 (checked just above).
+    unsafe { rounds512_vbmi_pair(a, b) }
+}
+
 /// Loads one chunk's tables, states and positions into locals named by the caller (`$t`: the
 /// tables, `$x`: the four ways' state vectors, `$o`: the four way offsets).
 macro_rules! load512 {
@@ -138,11 +196,11 @@ macro_rules! load512 {
     };
 }
 
-/// One step of one chunk's four ways with their refills; evaluates to the four entry
+/// One step of one chunk's four ways with their refills (by `$refill`); evaluates to the four entry
 /// vectors (whose symbol fields are the step's nibbles). The caller has checked that the
 /// round fits (`round_fits`).
 macro_rules! step4 {
-    ($t:ident, [$x0:ident, $x1:ident, $x2:ident, $x3:ident], $ways:expr,
+    ($refill:ident, $t:ident, [$x0:ident, $x1:ident, $x2:ident, $x3:ident], $ways:expr,
      [$o0:ident, $o1:ident, $o2:ident, $o3:ident]) => {{
         let (thr, lo, hi) = $t;
         let [w0, w1, w2, w3] = *$ways;
@@ -150,10 +208,10 @@ macro_rules! step4 {
         let (e1, y1) = step512($x1, thr, lo, hi);
         let (e2, y2) = step512($x2, thr, lo, hi);
         let (e3, y3) = step512($x3, thr, lo, hi);
-        $x0 = refill512(y0, w0, &mut $o0);
-        $x1 = refill512(y1, w1, &mut $o1);
-        $x2 = refill512(y2, w2, &mut $o2);
-        $x3 = refill512(y3, w3, &mut $o3);
+        $x0 = $refill(y0, w0, &mut $o0);
+        $x1 = $refill(y1, w1, &mut $o1);
+        $x2 = $refill(y2, w2, &mut $o2);
+        $x3 = $refill(y3, w3, &mut $o3);
         [e0, e1, e2, e3]
     }};
 }
@@ -195,53 +253,68 @@ macro_rules! store512 {
     }};
 }
 
-#[target_feature(enable = "avx512f,avx512bw,popcnt")]
-fn rounds512(
-    model: &Model,
-    st: &mut [u32; LANES],
-    ways: &[&[u8]; WAYS],
-    pos: &mut [usize; WAYS],
-    out: &mut [u8],
-) -> usize {
-    load512!(model, st, pos, t, [x0, x1, x2, x3], [o0, o1, o2, o3]);
-    let rounds = out.len() / LANES;
-    let mut r = 0;
-    // The four ways are written out (not a loop over an array) so that their states stay in
-    // registers and the four chains interleave.
-    while r < rounds && round_fits(ways, &[o0, o1, o2, o3]) {
-        let first = step4!(t, [x0, x1, x2, x3], ways, [o0, o1, o2, o3]);
-        let second = step4!(t, [x0, x1, x2, x3], ways, [o0, o1, o2, o3]);
-        emit512(first, second, out, r);
-        r += 1;
-    }
-    store512!(st, pos, [x0, x1, x2, x3], [o0, o1, o2, o3]);
-    r
+/// The single-chunk and the paired loop of an AVX-512 arm, from its target features, its
+/// refill and its round writer (the step is shared).
+macro_rules! avx512_loops {
+    ($features:literal, $single:ident, $pair:ident, $refill:ident, $emit:ident) => {
+        #[target_feature(enable = $features)]
+        fn $single(
+            model: &Model,
+            st: &mut [u32; LANES],
+            ways: &[&[u8]; WAYS],
+            pos: &mut [usize; WAYS],
+            out: &mut [u8],
+        ) -> usize {
+            load512!(model, st, pos, t, [x0, x1, x2, x3], [o0, o1, o2, o3]);
+            let rounds = out.len() / LANES;
+            let mut r = 0;
+            // The four ways are written out (not a loop over an array) so that their states
+            // stay in registers and the four chains interleave.
+            while r < rounds && round_fits(ways, &[o0, o1, o2, o3]) {
+                let first = step4!($refill, t, [x0, x1, x2, x3], ways, [o0, o1, o2, o3]);
+                let second = step4!($refill, t, [x0, x1, x2, x3], ways, [o0, o1, o2, o3]);
+                $emit(first, second, out, r);
+                r += 1;
+            }
+            store512!(st, pos, [x0, x1, x2, x3], [o0, o1, o2, o3]);
+            r
+        }
+
+        /// Two chunks' rounds in one loop: one chunk alone is four chains of dependent
+        /// steps whose latency the core cannot hide; two give the scheduler eight.
+        #[target_feature(enable = $features)]
+        fn $pair(a: Side<'_, '_>, b: Side<'_, '_>) -> usize {
+            load512!(a.model, a.st, a.pos, ta, [a0, a1, a2, a3], [p0, p1, p2, p3]);
+            load512!(b.model, b.st, b.pos, tb, [b0, b1, b2, b3], [q0, q1, q2, q3]);
+            let rounds = (a.out.len() / LANES).min(b.out.len() / LANES);
+            let mut r = 0;
+            while r < rounds
+                && round_fits(a.ways, &[p0, p1, p2, p3])
+                && round_fits(b.ways, &[q0, q1, q2, q3])
+            {
+                let fa = step4!($refill, ta, [a0, a1, a2, a3], a.ways, [p0, p1, p2, p3]);
+                let fb = step4!($refill, tb, [b0, b1, b2, b3], b.ways, [q0, q1, q2, q3]);
+                let sa = step4!($refill, ta, [a0, a1, a2, a3], a.ways, [p0, p1, p2, p3]);
+                let sb = step4!($refill, tb, [b0, b1, b2, b3], b.ways, [q0, q1, q2, q3]);
+                $emit(fa, sa, a.out, r);
+                $emit(fb, sb, b.out, r);
+                r += 1;
+            }
+            store512!(a.st, a.pos, [a0, a1, a2, a3], [p0, p1, p2, p3]);
+            store512!(b.st, b.pos, [b0, b1, b2, b3], [q0, q1, q2, q3]);
+            r
+        }
+    };
 }
 
-/// Two chunks' rounds in one loop: one chunk alone is four chains of dependent steps whose
-/// latency the core cannot hide; two give the scheduler eight.
-#[target_feature(enable = "avx512f,avx512bw,popcnt")]
-fn rounds512_pair(a: Side<'_, '_>, b: Side<'_, '_>) -> usize {
-    load512!(a.model, a.st, a.pos, ta, [a0, a1, a2, a3], [p0, p1, p2, p3]);
-    load512!(b.model, b.st, b.pos, tb, [b0, b1, b2, b3], [q0, q1, q2, q3]);
-    let rounds = (a.out.len() / LANES).min(b.out.len() / LANES);
-    let mut r = 0;
-    while r < rounds
-        && round_fits(a.ways, &[p0, p1, p2, p3])
-        && round_fits(b.ways, &[q0, q1, q2, q3])
-    {
-        let fa = step4!(ta, [a0, a1, a2, a3], a.ways, [p0, p1, p2, p3]);
-        let fb = step4!(tb, [b0, b1, b2, b3], b.ways, [q0, q1, q2, q3]);
-        let sa = step4!(ta, [a0, a1, a2, a3], a.ways, [p0, p1, p2, p3]);
-        let sb = step4!(tb, [b0, b1, b2, b3], b.ways, [q0, q1, q2, q3]);
-        emit512(fa, sa, a.out, r);
-        emit512(fb, sb, b.out, r);
-        r += 1;
-    }
-    store512!(a.st, a.pos, [a0, a1, a2, a3], [p0, p1, p2, p3]);
-    store512!(b.st, b.pos, [b0, b1, b2, b3], [q0, q1, q2, q3]);
-    r
-}
+avx512_loops!("avx512f,avx512bw,popcnt", rounds512, rounds512_pair, refill512, emit512);
+avx512_loops!(
+    "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2,popcnt",
+    rounds512_vbmi,
+    rounds512_vbmi_pair,
+    refill512_vbmi,
+    emit512_vbmi
+);
 
 /// One decode step of 16 lanes: `(entry, next state before refill)`. Thirteen operations.
 #[target_feature(enable = "avx512f,avx512bw,popcnt")]
@@ -275,6 +348,64 @@ fn refill512(x: __m512i, way: &[u8], off: &mut usize) -> __m512i {
     let fresh = _mm512_maskz_expand_epi32(need, _mm512_cvtepu16_epi32(words));
     *off += 2 * need.count_ones() as usize;
     _mm512_or_si512(_mm512_mask_slli_epi32::<16>(x, need, x), fresh)
+}
+
+/// [`refill512`] with VBMI2: the lanes below `2^16` are those whose high word is zero, so
+/// one 16-bit compare on the odd words gives a mask with a bit at each such lane's high
+/// word, which is where `vpexpandw` puts the lane's fresh word straight from the load (no
+/// widening); a masked `vpshldd` then shifts it in below the state. The lane mask for that
+/// shift comes from the word mask by `pext` (scalar, off the vector ports): this form has one
+/// vector compare and no widening or OR where [`refill512`] has a compare, a widening, a
+/// shift and an OR.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi2,bmi2,popcnt")]
+#[inline]
+fn refill512_vbmi(x: __m512i, way: &[u8], off: &mut usize) -> __m512i {
+    let need_hi = _mm512_mask_cmpeq_epi16_mask(0xAAAA_AAAA, x, _mm512_setzero_si512());
+    #[allow(clippy::cast_possible_truncation)] // one bit per lane: 16 bits
+    let need = _pext_u32(need_hi, 0xAAAA_AAAA) as u16;
+    // SAFETY: as in `refill512`: [off, off + 32) is in `way`.
+    let words = unsafe { _mm256_loadu_si256(way.as_ptr().wrapping_add(*off).cast()) };
+    let fresh = _mm512_maskz_expand_epi16(need_hi, _mm512_zextsi256_si512(words));
+    *off += 2 * need_hi.count_ones() as usize;
+    // Lanes in `need`: (x << 16) | (fresh >> 16), i.e. the state shifted up and its word.
+    _mm512_mask_shldi_epi32::<16>(x, need, x, fresh)
+}
+
+/// Byte 1 of each lane of two entry vectors: the first's 16 lanes to bytes 0..16, the
+/// second's to 16..32, repeated in bytes 32..64 (for `vpermt2b`).
+static BYTE1_OF_TWO: [u8; 64] = {
+    let mut t = [0u8; 64];
+    let mut j = 0;
+    while j < 64 {
+        #[allow(clippy::cast_possible_truncation)] // < 64
+        let k = (j % 32) as u8;
+        t[j] = if k < 16 { 4 * k + 1 } else { 64 + 4 * (k - 16) + 1 };
+        j += 1;
+    }
+    t
+};
+
+/// [`emit512`] with VBMI: byte 1 of an entry holds its symbol in the high nibble, so two
+/// `vpermt2b` per step gather the round's 64 symbol bytes (ways 0–1 in the low half, 2–3
+/// in the high half, joined by a blend) and one shift, one `vpternlogd` and one 64-byte
+/// store write the round; [`emit512`] needs eight shifts, four `vpmovdb` and four stores.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline]
+fn emit512_vbmi(first: [__m512i; 4], second: [__m512i; 4], out: &mut [u8], r: usize) {
+    assert!(LANES * r + LANES <= out.len());
+    // SAFETY: the table is 64 bytes, one unaligned 512-bit load.
+    let idx = unsafe { _mm512_loadu_si512(BYTE1_OF_TWO.as_ptr().cast()) };
+    let gather = |e: [__m512i; 4]| {
+        let low = _mm512_permutex2var_epi8(e[0], idx, e[1]);
+        let high = _mm512_permutex2var_epi8(e[2], idx, e[3]);
+        _mm512_mask_blend_epi64(0xF0, low, high)
+    };
+    let (a, b) = (gather(first), gather(second));
+    // Low nibble: the first step's symbol (moved down from bits 4..8); high: the second's.
+    let bytes =
+        _mm512_ternarylogic_epi32::<0xE4>(_mm512_srli_epi16::<4>(a), b, _mm512_set1_epi8(0x0F));
+    // SAFETY: bytes 64r .. 64r + 64 are in `out` (asserted above).
+    unsafe { _mm512_storeu_si512(out.as_mut_ptr().wrapping_add(LANES * r).cast(), bytes) };
 }
 
 /// Whole rounds with AVX2; returns how many (0 if the CPU lacks it).
