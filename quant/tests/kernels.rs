@@ -251,13 +251,16 @@ fn required(isa: Isa) -> bool {
 }
 
 /// Every name in `TETRAD_REQUIRE_ISA` is a kernel arm of this crate or a decode arm of
-/// tetrad-rans, so a misspelt name cannot silently require nothing.
+/// tetrad-rans (`int4-rans256-g0` or `int4-rans64-t1`), so a misspelt name cannot silently
+/// require nothing.
 #[test]
 fn required_arm_names_are_known() {
     let Ok(v) = std::env::var("TETRAD_REQUIRE_ISA") else { return };
     for name in v.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         assert!(
-            Isa::from_name(name).is_some() || tetrad_rans::Arm::from_name(name).is_some(),
+            Isa::from_name(name).is_some()
+                || tetrad_rans::Arm::from_name(name).is_some()
+                || tetrad_rans::rans64::Arm::from_name(name).is_some(),
             "TETRAD_REQUIRE_ISA names {name:?}, an arm of neither tetrad-quant nor tetrad-rans"
         );
     }

@@ -70,6 +70,14 @@ fn scalar_arm_is_always_available_and_best_is_available() {
     assert!(Arm::Scalar.is_available());
     assert!(Arm::best().is_available());
     assert_eq!(Arm::from_name("avx512"), Some(Arm::Avx512));
+    assert_eq!(Arm::from_name("avx512-vbmi"), Some(Arm::Avx512Vbmi));
+    for &arm in Arm::ALL {
+        assert_eq!(Arm::from_name(arm.name()), Some(arm));
+    }
+    // The VBMI build is the fastest x86 arm wherever it runs.
+    if Arm::Avx512Vbmi.is_available() {
+        assert_eq!(Arm::best(), Arm::Avx512Vbmi);
+    }
 }
 
 #[test]
