@@ -196,9 +196,9 @@ macro_rules! load512 {
     };
 }
 
-/// One step of one chunk's four ways with their refills (by `$refill`); evaluates to the four entry
-/// vectors (whose symbol fields are the step's nibbles). The caller has checked that the
-/// round fits (`round_fits`).
+/// One step of one chunk's four ways with their refills (by `$refill`); evaluates to the
+/// four entry vectors (whose symbol fields are the step's nibbles). The caller has checked
+/// that the round fits (`round_fits`).
 macro_rules! step4 {
     ($refill:ident, $t:ident, [$x0:ident, $x1:ident, $x2:ident, $x3:ident], $ways:expr,
      [$o0:ident, $o1:ident, $o2:ident, $o3:ident]) => {{
