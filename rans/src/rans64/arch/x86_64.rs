@@ -60,117 +60,42 @@ use super::Side;
 /// it: the first step loads 32 bytes and consumes at most 32, the second loads 32 more.
 const ROUND_SLACK: usize = 64;
 
+/// Whether every named target feature is on: detected at run time with `std`, else
+/// whether the build enables it.
+macro_rules! has_features {
+    ($($f:tt),+) => {{
+        #[cfg(feature = "std")]
+        {
+            true $(&& std::is_x86_feature_detected!($f))+
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            cfg!(all($(target_feature = $f),+))
+        }
+    }};
+}
+
 /// Whether this CPU runs AVX-512 F + BW (never under Miri, which has no shim for
 /// `vpexpandd`; the arm is tested natively wherever the CPU has it).
 pub(super) fn avx512_detected() -> bool {
-    if cfg!(miri) {
-        return false;
-    }
-    #[cfg(feature = "std")]
-    {
-        std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512bw")
-            && std::is_x86_feature_detected!("popcnt")
-    }
-    #[cfg(not(feature = "std"))]
-    {
-        cfg!(all(
-            target_feature = "avx512f",
-            target_feature = "avx512bw",
-            target_feature = "popcnt"
-        ))
-    }
+    !cfg!(miri) && has_features!("avx512f", "avx512bw", "popcnt")
 }
 
 /// Whether this CPU runs the `avx512-vbmi` arm: AVX-512 F + BW with VBMI, VBMI2 and BMI2
 /// (never under Miri, as for [`avx512_detected`]).
 pub(super) fn avx512_vbmi_detected() -> bool {
-    if !avx512_detected() {
-        return false;
-    }
-    #[cfg(feature = "std")]
-    {
-        std::is_x86_feature_detected!("avx512vbmi")
-            && std::is_x86_feature_detected!("avx512vbmi2")
-            && std::is_x86_feature_detected!("bmi2")
-    }
-    #[cfg(not(feature = "std"))]
-    {
-        cfg!(all(
-            target_feature = "avx512vbmi",
-            target_feature = "avx512vbmi2",
-            target_feature = "bmi2"
-        ))
-    }
+    avx512_detected() && has_features!("avx512vbmi", "avx512vbmi2", "bmi2")
 }
 
 /// Whether this CPU runs AVX2.
 pub(super) fn avx2_detected() -> bool {
-    #[cfg(feature = "std")]
-    {
-        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt")
-    }
-    #[cfg(not(feature = "std"))]
-    {
-        cfg!(all(target_feature = "avx2", target_feature = "popcnt"))
-    }
-}
-
-/// Whole rounds with AVX-512; returns how many (0 if the CPU lacks it).
-pub(super) fn rounds_avx512(
-    model: &Model,
-    st: &mut [u32; LANES],
-    ways: &[&[u8]; WAYS],
-    pos: &mut [usize; WAYS],
-    out: &mut [u8],
-) -> usize {
-    if !avx512_detected() {
-        return 0;
-    }
-    // SAFETY: the CPU supports AVX-512 F and BW (checked just above).
-    unsafe { rounds512(model, st, ways, pos, out) }
+    has_features!("avx2", "popcnt")
 }
 
 /// Whether every way holds a full round's slack.
 #[inline(always)]
 fn round_fits(ways: &[&[u8]; WAYS], off: &[usize; WAYS]) -> bool {
     (0..WAYS).all(|w| ways[w].len() - off[w] >= ROUND_SLACK)
-}
-
-/// Whole rounds of two coded chunks at once with AVX-512 (eight independent vector chains
-/// instead of four); returns how many rounds each got (0 if the CPU lacks AVX-512). Each
-/// chunk's lanes, ways and output are its own; the result is exactly what two
-/// [`rounds_avx512`] calls would give for that many rounds.
-pub(super) fn pair_rounds_avx512(a: Side<'_, '_>, b: Side<'_, '_>) -> usize {
-    if !avx512_detected() {
-        return 0;
-    }
-    // SAFETY: the CPU supports AVX-512 F and BW (checked just above).
-    unsafe { rounds512_pair(a, b) }
-}
-
-/// [`rounds_avx512`] for the `avx512-vbmi` arm (0 if the CPU lacks it).
-pub(super) fn rounds_avx512_vbmi(
-    model: &Model,
-    st: &mut [u32; LANES],
-    ways: &[&[u8]; WAYS],
-    pos: &mut [usize; WAYS],
-    out: &mut [u8],
-) -> usize {
-    if !avx512_vbmi_detected() {
-        return 0;
-    }
-    // SAFETY: the CPU supports AVX-512 F, BW, VBMI, VBMI2 and BMI2 (checked just above).
-    unsafe { rounds512_vbmi(model, st, ways, pos, out) }
-}
-
-/// [`pair_rounds_avx512`] for the `avx512-vbmi` arm (0 if the CPU lacks it).
-pub(super) fn pair_rounds_avx512_vbmi(a: Side<'_, '_>, b: Side<'_, '_>) -> usize {
-    if !avx512_vbmi_detected() {
-        return 0;
-    }
-    // SAFETY: the CPU supports AVX-512 F, BW, VBMI, VBMI2 and BMI2 (checked just above).
-    unsafe { rounds512_vbmi_pair(a, b) }
 }
 
 /// Loads one chunk's tables, states and positions into locals named by the caller (`$t`: the
@@ -256,7 +181,35 @@ macro_rules! store512 {
 /// The single-chunk and the paired loop of an AVX-512 arm, from its target features, its
 /// refill and its round writer (the step is shared).
 macro_rules! avx512_loops {
-    ($features:literal, $single:ident, $pair:ident, $refill:ident, $emit:ident) => {
+    ($name:literal, $detected:ident, $features:literal,
+     $entry:ident, $pair_entry:ident, $single:ident, $pair:ident, $refill:ident, $emit:ident) => {
+        #[doc = concat!("Whole rounds with the `", $name, "` arm; returns how many (0 if the CPU lacks it).")]
+        pub(super) fn $entry(
+            model: &Model,
+            st: &mut [u32; LANES],
+            ways: &[&[u8]; WAYS],
+            pos: &mut [usize; WAYS],
+            out: &mut [u8],
+        ) -> usize {
+            if !$detected() {
+                return 0;
+            }
+            // SAFETY: the CPU has every feature `$single` enables (checked just above).
+            unsafe { $single(model, st, ways, pos, out) }
+        }
+
+        #[doc = concat!("Whole rounds of two coded chunks at once with the `", $name, "` arm")]
+        /// (eight independent vector chains instead of four); returns how many rounds each
+        /// got (0 if the CPU lacks the arm). Each chunk's lanes, ways and output are its own;
+        /// the result is exactly what two single-chunk calls would give for that many rounds.
+        pub(super) fn $pair_entry(a: Side<'_, '_>, b: Side<'_, '_>) -> usize {
+            if !$detected() {
+                return 0;
+            }
+            // SAFETY: the CPU has every feature `$pair` enables (checked just above).
+            unsafe { $pair(a, b) }
+        }
+
         #[target_feature(enable = $features)]
         fn $single(
             model: &Model,
@@ -307,9 +260,23 @@ macro_rules! avx512_loops {
     };
 }
 
-avx512_loops!("avx512f,avx512bw,popcnt", rounds512, rounds512_pair, refill512, emit512);
 avx512_loops!(
+    "avx512",
+    avx512_detected,
+    "avx512f,avx512bw,popcnt",
+    rounds_avx512,
+    pair_rounds_avx512,
+    rounds512,
+    rounds512_pair,
+    refill512,
+    emit512
+);
+avx512_loops!(
+    "avx512-vbmi",
+    avx512_vbmi_detected,
     "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2,popcnt",
+    rounds_avx512_vbmi,
+    pair_rounds_avx512_vbmi,
     rounds512_vbmi,
     rounds512_vbmi_pair,
     refill512_vbmi,
