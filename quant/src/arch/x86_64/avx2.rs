@@ -25,7 +25,9 @@
 //!   bits, shifted left by 7 and masked with `0xBF80` (the f16 `e4m3 · 2⁻⁸`, subnormals
 //!   included), `vcvtph2ps`, `× 2⁸` (all exact; no float operand is ever subnormal, see
 //!   `fp8x8`); NaN codes (`|b| = 0x7F`) are OR-ed to all-ones where a block holds one;
-//! - int8: used in place; int2 / int3: the portable decoder of `crate::arch`.
+//! - int8: used in place; int2 / int3: 64 columns at a time with SSE2
+//!   (`crate::arch::x86_64::small_codes64`: crumb planes interleaved back by unpacking, int3's
+//!   third bits by byte replication and a compare), fused into the f32 path (`small_row_f32`).
 //!
 //! f32 path (the same code in both arms): `part += w · x` with FMA over 32 columns at a time (4
 //! accumulators), a masked load for the tail of each group segment, `acc = fma(part, scale,
@@ -40,6 +42,10 @@
 //! operand `code + offset` with the accumulator starting at `−offset · Σx`, a pack/madd
 //! reduction to one vector of exact group sums per group, and the epilogue as lane-wise f32
 //! operations in the reference's order (each lane does exactly its row's operations).
+//! int2-row and int3-g64 (`q8_int2_row`, `q8_int3_g64`): each activation row split once into
+//! the crumb planes of 128-column blocks, then per block one weight load, shifts and masks
+//! into `u ∈ [0, 3]` (int3: `[0, 7]`, the third bit from the high plane's nibbles) and one
+//! `dpbusd` per plane; the offset (`2·Σx`, `4·Σx` per group) subtracted exactly.
 //!
 //! The `vnni` arm is compiled with `avx2,fma,f16c,avxvnni` only (no AVX-512 feature), so LLVM
 //! cannot emit an EVEX instruction in it and it runs on any AVX-VNNI CPU (Intel Alder Lake and
@@ -327,7 +333,7 @@ macro_rules! avx2_arm {
                         buf[k] = c;
                     }
                 }
-                _ => crate::arch::decode_small_ints(m, row, c0, &mut buf[..n]),
+                _ => crate::arch::x86_64::decode_small_ints(m, row, c0, &mut buf[..n]),
             }
             buf.as_ptr()
         }
@@ -385,7 +391,7 @@ macro_rules! avx2_arm {
         #[target_feature(enable = $feat)]
         unsafe fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
             let nibble_fast = match m.format() {
-                Format::Int4Row | Format::Mxfp4 => true,
+                Format::Int4Row | Format::Mxfp4 | Format::Int2Row | Format::Int3G64 => true,
                 Format::Int4Grouped => m.group_len().is_multiple_of(32),
                 _ => false,
             };
@@ -467,6 +473,11 @@ macro_rules! avx2_arm {
             if m.format() == Format::Int2Row && m.i() <= PLANES {
                 // SAFETY: same contract, and I ≤ PLANES.
                 unsafe { q8_int2_row(m, xq, rows, y) };
+                return;
+            }
+            if m.format() == Format::Int3G64 && m.i() <= PLANES {
+                // SAFETY: same contract, and I ≤ PLANES.
+                unsafe { q8_int3_g64(m, xq, rows, y) };
                 return;
             }
             match m.format() {
@@ -685,6 +696,26 @@ macro_rules! avx2_arm {
         #[repr(C, align(32))]
         struct Planes(core::mem::MaybeUninit<[i8; PLANES]>);
 
+        /// Splits activation row `q` into the four crumb planes of every 128-column block at
+        /// `base` (plane `k` byte `b` = column `128j + 4b + k`, zero past `I`): the layout of
+        /// [`q8_int2_row`] and [`q8_int3_g64`].
+        ///
+        /// # Safety
+        /// `base` valid for writes of `128 · ceil(I/128)` bytes (`I = q.len()`).
+        unsafe fn crumb_planes(q: &[i8], base: *mut i8) {
+            for j in 0..q.len().div_ceil(128) {
+                for k in 0..4 {
+                    for b in 0..32 {
+                        let c = 128 * j + 4 * b + k;
+                        // SAFETY: 128·j + 32·k + b < 128 · ceil(I/128): the caller's contract.
+                        unsafe {
+                            base.add(128 * j + 32 * k + b).write(q.get(c).copied().unwrap_or(0));
+                        }
+                    }
+                }
+            }
+        }
+
         /// int2-row int8-activation kernel (as the AVX-512 one, on 128-column blocks): each
         /// activation row is split once into the four crumb planes of every block (plane `k`
         /// = columns `4b + k`, `b < 32`: the crumbs at bits `2k` of the block's 32 weight
@@ -709,19 +740,9 @@ macro_rules! avx2_arm {
             for si in 0..xq.s() {
                 let (q, sx) = xq.row(si);
                 let xsum: i32 = q.iter().map(|&v| i32::from(v)).sum();
-                for j in 0..nb {
-                    for k in 0..4 {
-                        for b in 0..32 {
-                            let c = 128 * j + 4 * b + k;
-                            // SAFETY: 128·j + 32·k + b < 128 · nb ≤ PLANES (I ≤ PLANES, a
-                            // multiple of 128): within the buffer.
-                            unsafe {
-                                base.add(128 * j + 32 * k + b)
-                                    .write(q.get(c).copied().unwrap_or(0));
-                            }
-                        }
-                    }
-                }
+                // SAFETY: the buffer holds PLANES ≥ 128 · ceil(I/128) bytes (I ≤ PLANES, a
+                // multiple of 128).
+                unsafe { crumb_planes(q, base) };
                 for (r, o) in rows.clone().enumerate() {
                     let row = m.row_bytes(o);
                     let mut a = [_mm256_setzero_si256(); 4];
@@ -755,6 +776,115 @@ macro_rules! avx2_arm {
                     y[si * nr + r] = acc * sx;
                 }
             }
+        }
+
+        /// int3-g64 int8-activation kernel (as the AVX-512 one, two 64-column groups — 48
+        /// weight bytes — per step instead of four). The activation row is split once into
+        /// the crumb planes of [`crumb_planes`] (a 128-column block is two groups, group `g`
+        /// of the pair in 128-bit lane `g`), and its per-group sums kept. A step loads the two
+        /// 16-byte low planes into one vector and the two 8-byte high planes into 16 bytes,
+        /// which widen to 32 nibbles ([`nibbles`]: byte `b` of lane `g` = bits `4b .. 4b + 4`
+        /// of group `g`'s high plane, the high bits of columns `4b + k`). Per plane `k`:
+        /// `u = ((lo ≫ 2k) & 3) | (bit k of the nibble) · 4 ∈ [0, 7]` and one `dpbusd`
+        /// against plane `k`. Each lane then sums to its group's `Σ u·x`; `d = Σ u·x − 4·Σx`
+        /// (exact), and the reference's epilogue runs per group in order (`acc = acc + (d as
+        /// f32) · s`, then `acc · sx`). A last step of one group reads a zero-padded copy.
+        ///
+        /// # Safety
+        /// The arm's features available; shapes as asserted by [`matmul_q8_rows`]; `I ≤
+        /// PLANES`.
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_int3_g64(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (nr, ng) = (rows.len(), m.groups_per_row());
+            let Scales::F32(sf) = m.scales() else {
+                unreachable!("scale kind checked by Matrix::new")
+            };
+            let full = ng / 2;
+            let mut planes = Planes(core::mem::MaybeUninit::uninit());
+            let base = planes.0.as_mut_ptr().cast::<i8>();
+            let mut gsum = [0i32; PLANES / 64];
+            for si in 0..xq.s() {
+                let (q, sx) = xq.row(si);
+                // SAFETY: the buffer holds PLANES ≥ 128 · ceil(I/128) bytes (I ≤ PLANES, a
+                // multiple of 128).
+                unsafe { crumb_planes(q, base) };
+                for (g, c) in q.chunks(64).enumerate() {
+                    gsum[g] = c.iter().map(|&v| i32::from(v)).sum();
+                }
+                for (r, o) in rows.clone().enumerate() {
+                    let row = m.row_bytes(o);
+                    let sc = &sf[o * ng..(o + 1) * ng];
+                    let mut acc = 0.0f32;
+                    for j in 0..full {
+                        // SAFETY: groups 2j and 2j + 1 exist: 48 bytes at 48·j are in the row;
+                        // the planes of block j were written above.
+                        let d = unsafe { int3_pair(row.as_ptr().add(48 * j), base.add(128 * j)) };
+                        for (k, &dk) in d.iter().enumerate() {
+                            #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                            let df = (dk - 4 * gsum[2 * j + k]) as f32;
+                            acc += df * sc[2 * j + k];
+                        }
+                    }
+                    if full < ng.div_ceil(2) {
+                        // The last, single group, from a zero-padded copy (outside the loop:
+                        // a call there clobbers every ymm register).
+                        let mut tail = [0u8; 48];
+                        tail[..24].copy_from_slice(&row[48 * full..]);
+                        // SAFETY: the copy holds 48 bytes; the planes of block `full` were
+                        // written above.
+                        let d = unsafe { int3_pair(tail.as_ptr(), base.add(128 * full)) };
+                        #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                        let df = (d[0] - 4 * gsum[2 * full]) as f32;
+                        acc += df * sc[2 * full];
+                    }
+                    y[si * nr + r] = acc * sx;
+                }
+            }
+        }
+
+        /// `Σ u·x` of two int3-g64 groups (48 bytes at `w`) against their crumb planes (128
+        /// bytes at `p`), one sum per group; see [`q8_int3_g64`].
+        ///
+        /// # Safety
+        /// `w` valid for reads of 48 bytes; `p` 32-byte aligned and valid for 128.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn int3_pair(w: *const u8, p: *const i8) -> [i32; 2] {
+            // SAFETY: the caller's contract: group g's planes are at 24·g (16 bytes low, then
+            // 8 bytes high), g < 2.
+            let (lo, hi) = unsafe {
+                let lo = _mm256_loadu2_m128i(w.add(24).cast(), w.cast());
+                let h = |g: usize| w.add(24 * g + 16).cast::<i64>().read_unaligned();
+                (lo, _mm_set_epi64x(h(1), h(0)))
+            };
+            let (n0, n1) = nibbles(hi);
+            let nib = _mm256_set_m128i(n1, n0);
+            let three = _mm256_set1_epi8(3);
+            let four = _mm256_set1_epi8(4);
+            let u = |crumbs: __m256i, high: __m256i| {
+                _mm256_or_si256(_mm256_and_si256(crumbs, three), _mm256_and_si256(high, four))
+            };
+            let u = [
+                u(lo, _mm256_slli_epi16::<2>(nib)),
+                u(_mm256_srli_epi16::<2>(lo), _mm256_slli_epi16::<1>(nib)),
+                u(_mm256_srli_epi16::<4>(lo), nib),
+                u(_mm256_srli_epi16::<6>(lo), _mm256_srli_epi16::<1>(nib)),
+            ];
+            let mut acc = _mm256_setzero_si256();
+            for (k, uk) in u.iter().enumerate() {
+                // SAFETY: plane k of the block: 32 bytes at 32·k, aligned.
+                acc = dpbusd(acc, *uk, unsafe { _mm256_load_si256(p.add(32 * k).cast()) });
+            }
+            // Each 128-bit lane (one group) to its sum.
+            let t = _mm256_add_epi32(acc, _mm256_shuffle_epi32::<0x4E>(acc));
+            let t = _mm256_add_epi32(t, _mm256_shuffle_epi32::<0xB1>(t));
+            let (l0, l1) = (_mm256_castsi256_si128(t), _mm256_extracti128_si256::<1>(t));
+            [_mm_cvtsi128_si32(l0), _mm_cvtsi128_si32(l1)]
         }
 
         /// One 32-column block of a nibble row as 4 × 8 f32 values (`nib − 8`, or `±2·e2m1`).
@@ -834,6 +964,91 @@ macro_rules! avx2_arm {
             out
         }
 
+        /// Fused f32-activation kernel for int2-row and int3-g64, for `T` activation rows
+        /// sharing each weight decode: per 64-column unit (16 bytes of int2, or one 24-byte
+        /// int3 group) the SSE2 decode of `crate::arch::x86_64::small_codes64` into 64 integer
+        /// codes, widened to 8 × 8 f32, then 8 FMAs per activation row; the group's partial
+        /// sum is scaled at each group end (int2-row: one group, the row). A last partial unit
+        /// runs scalar. Returns `y` for the `T` rows.
+        ///
+        /// # Safety
+        /// The arm's features available; every `xs[k]` points at `I` values.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn small_row_f32<const T: usize>(
+            m: &Matrix<'_>,
+            o: usize,
+            xs: [*const f32; T],
+        ) -> [f32; T] {
+            let (ni, gl) = (m.i(), m.group_len());
+            let row = m.row_bytes(o);
+            let int3 = m.format() == Format::Int3G64;
+            let unit = if int3 { 24 } else { 16 };
+            // Independent FMA chains per activation row: four for one row (a 64-column int3
+            // group is then two dependent FMAs deep), two for more (registers).
+            let chains = if T == 1 { 4 } else { 2 };
+            let Scales::F32(sf) = m.scales() else {
+                unreachable!("scale kind checked by Matrix::new")
+            };
+            let ng = m.groups_per_row();
+            let sc_row = &sf[o * ng..(o + 1) * ng];
+            let mut acc = [_mm256_setzero_ps(); T];
+            let mut tail_acc = [0f32; T];
+            for (g, &sc) in sc_row.iter().enumerate() {
+                let (c0, c1) = (g * gl, ((g + 1) * gl).min(ni));
+                let nfull = (c1 - c0) / 64;
+                let mut p = [[_mm256_setzero_ps(); 4]; T];
+                for b in 0..nfull {
+                    let col = c0 + 64 * b;
+                    // col + 64 ≤ I: the unit's bytes are within the row.
+                    let codes = crate::arch::x86_64::small_codes64(&row[unit * (col / 64)..], int3);
+                    let f = |t: __m128i| _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(t));
+                    let w = [
+                        f(codes[0]),
+                        f(_mm_srli_si128::<8>(codes[0])),
+                        f(codes[1]),
+                        f(_mm_srli_si128::<8>(codes[1])),
+                        f(codes[2]),
+                        f(_mm_srli_si128::<8>(codes[2])),
+                        f(codes[3]),
+                        f(_mm_srli_si128::<8>(codes[3])),
+                    ];
+                    for k in 0..T {
+                        // SAFETY: col + 64 ≤ I values of xs[k].
+                        unsafe {
+                            let xp = xs[k].add(col);
+                            for (h, wh) in w.iter().enumerate() {
+                                let q = &mut p[k][h % chains];
+                                *q = _mm256_fmadd_ps(*wh, _mm256_loadu_ps(xp.add(8 * h)), *q);
+                            }
+                        }
+                    }
+                }
+                let scv = _mm256_set1_ps(sc);
+                for k in 0..T {
+                    let mut tail = 0.0f32;
+                    for c in c0 + 64 * nfull..c1 {
+                        let v = scalar::code_i8(m, o, c).unwrap_or(0);
+                        // SAFETY: c < I.
+                        tail += f32::from(v) * unsafe { *xs[k].add(c) };
+                    }
+                    let [q0, q1, q2, q3] = p[k];
+                    let part = if chains == 4 {
+                        _mm256_add_ps(_mm256_add_ps(q0, q1), _mm256_add_ps(q2, q3))
+                    } else {
+                        _mm256_add_ps(q0, q1)
+                    };
+                    acc[k] = _mm256_fmadd_ps(part, scv, acc[k]);
+                    tail_acc[k] += tail * sc;
+                }
+            }
+            let mut out = [0f32; T];
+            for k in 0..T {
+                out[k] = hsum_ps(acc[k]) + tail_acc[k];
+            }
+            out
+        }
+
         /// # Safety
         /// The arm's features available; shapes as asserted by [`matmul_f32_rows`].
         #[target_feature(enable = $feat)]
@@ -845,6 +1060,7 @@ macro_rules! avx2_arm {
             y: &mut [f32],
         ) {
             let (ni, nr) = (m.i(), rows.len());
+            let small = matches!(m.format(), Format::Int2Row | Format::Int3G64);
             let mut s0 = 0;
             while s0 < s {
                 let st = if s - s0 >= 4 {
@@ -859,11 +1075,17 @@ macro_rules! avx2_arm {
                     // SAFETY: each pointer addresses the I values of activation row s0 + k.
                     let v: [f32; 4] = unsafe {
                         match st {
+                            4 if small => small_row_f32::<4>(m, o, [xp(0), xp(1), xp(2), xp(3)]),
                             4 => nibble_row_f32::<4>(m, o, [xp(0), xp(1), xp(2), xp(3)]),
                             2 => {
-                                let v = nibble_row_f32::<2>(m, o, [xp(0), xp(1)]);
+                                let v = if small {
+                                    small_row_f32::<2>(m, o, [xp(0), xp(1)])
+                                } else {
+                                    nibble_row_f32::<2>(m, o, [xp(0), xp(1)])
+                                };
                                 [v[0], v[1], 0.0, 0.0]
                             }
+                            _ if small => [small_row_f32::<1>(m, o, [xp(0)])[0], 0.0, 0.0, 0.0],
                             _ => [nibble_row_f32::<1>(m, o, [xp(0)])[0], 0.0, 0.0, 0.0],
                         }
                     };

@@ -334,7 +334,9 @@ macro_rules! avx512_arm {
         }
 
         /// Decodes columns `c0 .. c0 + n` (`c0` a multiple of [`CH`], `n ≤ CH`) of `row` into
-        /// integer codes in `buf` (portable; the generic paths only).
+        /// integer codes in `buf` (the generic paths only; int2 and int3 with SSE2).
+        #[inline]
+        #[target_feature(enable = $feat)]
         fn decode_codes(m: &Matrix<'_>, row: &[u8], c0: usize, n: usize, buf: &mut [i8; CH]) {
             match m.format() {
                 Format::Int8Row => {
@@ -356,7 +358,7 @@ macro_rules! avx512_arm {
                         };
                     }
                 }
-                _ => crate::arch::decode_small_ints(m, row, c0, &mut buf[..n]),
+                _ => crate::arch::x86_64::decode_small_ints(m, row, c0, &mut buf[..n]),
             }
         }
 

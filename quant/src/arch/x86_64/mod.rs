@@ -10,9 +10,102 @@
 pub(crate) mod avx2;
 pub(crate) mod avx512;
 
+use core::arch::x86_64::{
+    __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_loadl_epi64, _mm_loadu_si128, _mm_or_si128,
+    _mm_set1_epi8, _mm_setr_epi8, _mm_srli_epi16, _mm_storeu_si128, _mm_sub_epi8,
+    _mm_unpackhi_epi8, _mm_unpackhi_epi16, _mm_unpackhi_epi32, _mm_unpacklo_epi8,
+    _mm_unpacklo_epi16, _mm_unpacklo_epi32,
+};
 use core::ops::Range;
 
+use crate::format::Format;
 use crate::kernels::{Matrix, Scales};
+
+/// 16 bytes of 2-bit fields (field `k` of byte `j` = column `4j + k`) → the 64 fields in
+/// column order, as four 16-byte vectors: the four planes `(v ≫ 2k) & 3`, interleaved back
+/// byte-wise (`k = 0, 1` and `2, 3`), then 16-bit-wise.
+#[inline]
+#[target_feature(enable = "sse2")]
+fn crumbs64(v: __m128i) -> [__m128i; 4] {
+    let three = _mm_set1_epi8(3);
+    let p0 = _mm_and_si128(v, three);
+    let p1 = _mm_and_si128(_mm_srli_epi16::<2>(v), three);
+    let p2 = _mm_and_si128(_mm_srli_epi16::<4>(v), three);
+    let p3 = _mm_and_si128(_mm_srli_epi16::<6>(v), three);
+    let (a, b) = (_mm_unpacklo_epi8(p0, p1), _mm_unpacklo_epi8(p2, p3)); // columns 0..32
+    let (c, d) = (_mm_unpackhi_epi8(p0, p1), _mm_unpackhi_epi8(p2, p3)); // columns 32..64
+    [
+        _mm_unpacklo_epi16(a, b),
+        _mm_unpackhi_epi16(a, b),
+        _mm_unpacklo_epi16(c, d),
+        _mm_unpackhi_epi16(c, d),
+    ]
+}
+
+/// 8 bytes of bits (bit `i` of byte `j` = column `8j + i`, in the low half of `v`) → 64
+/// bytes in column order, `4` where the bit is set and `0` where not: each byte repeated
+/// eight times by three rounds of unpacking, tested against its bit.
+#[inline]
+#[target_feature(enable = "sse2")]
+fn bits64_times4(v: __m128i) -> [__m128i; 4] {
+    let bit = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+    let four = _mm_set1_epi8(4);
+    let x1 = _mm_unpacklo_epi8(v, v); // b0 b0 b1 b1 … b7 b7
+    let (lo, hi) = (_mm_unpacklo_epi16(x1, x1), _mm_unpackhi_epi16(x1, x1)); // b0..3, b4..7 ×4
+    let spread = |b: __m128i| {
+        // Where the bit is set, `b & bit == bit`: all-ones, then 4.
+        _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(b, bit), bit), four)
+    };
+    [
+        spread(_mm_unpacklo_epi32(lo, lo)),
+        spread(_mm_unpackhi_epi32(lo, lo)),
+        spread(_mm_unpacklo_epi32(hi, hi)),
+        spread(_mm_unpackhi_epi32(hi, hi)),
+    ]
+}
+
+/// The 64 integer codes (stored value minus offset) of one 64-column unit of an int2-row row
+/// (16 bytes) or an int3-g64 row (one 24-byte group), in column order as four 16-byte vectors.
+///
+/// # Panics
+/// If `unit` is shorter than 16 bytes (24 for int3).
+#[inline]
+#[target_feature(enable = "sse2")]
+pub(crate) fn small_codes64(unit: &[u8], int3: bool) -> [__m128i; 4] {
+    assert!(unit.len() >= if int3 { 24 } else { 16 });
+    // SAFETY: `unit` holds at least 16 bytes (asserted).
+    let low = unsafe { _mm_loadu_si128(unit.as_ptr().cast()) };
+    let mut codes = crumbs64(low);
+    if int3 {
+        // SAFETY: bytes 16..24 of the unit (asserted).
+        let high = unsafe { _mm_loadl_epi64(unit[16..].as_ptr().cast()) };
+        for (c, h) in codes.iter_mut().zip(bits64_times4(high)) {
+            *c = _mm_or_si128(*c, h);
+        }
+    }
+    let off = _mm_set1_epi8(if int3 { 4 } else { 2 });
+    codes.map(|c| _mm_sub_epi8(c, off))
+}
+
+/// [`crate::arch::decode_small_ints`] with SSE2 (every x86-64 CPU): columns `c0 .. c0 +
+/// out.len()` of `row` of an int2-row or int3-g64 matrix as integer codes, 64 columns
+/// ([`small_codes64`]) per step; a last partial 64 columns through the portable decoder.
+/// `c0` is a multiple of 64. The generic (decode-then-dot) paths of the x86 arms use it.
+#[target_feature(enable = "sse2")]
+pub(crate) fn decode_small_ints(m: &Matrix<'_>, row: &[u8], c0: usize, out: &mut [i8]) {
+    debug_assert_eq!(c0 % 64, 0);
+    let (int2, int3) = (m.format() == Format::Int2Row, m.format() == Format::Int3G64);
+    let full = if int2 || int3 { out.len() / 64 } else { 0 };
+    let unit = if int3 { 24 } else { 16 };
+    for (b, dst) in out.chunks_exact_mut(64).take(full).enumerate() {
+        let codes = small_codes64(&row[unit * (c0 / 64 + b)..], int3);
+        for (k, c) in codes.into_iter().enumerate() {
+            // SAFETY: `dst` is 64 bytes; 16 bytes at 16k, k < 4.
+            unsafe { _mm_storeu_si128(dst[16 * k..].as_mut_ptr().cast(), c) };
+        }
+    }
+    crate::arch::decode_small_ints(m, row, c0 + 64 * full, &mut out[64 * full..]);
+}
 
 /// Whether a kernel call over `m` streams its weights from beyond the caches (more
 /// than [`STREAM_BYTES`]), so its loops prefetch (`avx512::prefetch_l2`, [`BandPrefetch`]).
@@ -87,5 +180,53 @@ impl<const N: usize> BandPrefetch<N> {
             s,
             line_cols,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SSE2 decoder equals the portable one on every chunk position the arms use (256-column
+    /// chunks, so `c0` a multiple of 256, and lengths with and without a partial 64-column
+    /// tail), for int2-row and int3-g64 rows of pseudo-random bytes that include all-zero and
+    /// all-one bytes (codes −2/1 and −4/3).
+    #[test]
+    fn sse2_small_int_decode_matches_the_portable_one() {
+        let mut seed = 0x1234_5678_9abc_def0u64;
+        let mut byte = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            match seed % 5 {
+                0 => 0x00,
+                1 => 0xFF,
+                _ => seed.to_le_bytes()[3],
+            }
+        };
+        for (format, i) in
+            [(Format::Int2Row, 1000usize), (Format::Int3G64, 1000), (Format::Int3G64, 64)]
+        {
+            let (bytes, groups) = match format {
+                Format::Int2Row => (i.div_ceil(4), 1),
+                _ => (i.div_ceil(64) * 24, i.div_ceil(64)),
+            };
+            let w: std::vec::Vec<u8> = (0..2 * bytes).map(|_| byte()).collect();
+            let sc = std::vec![1.0f32; 2 * groups];
+            let m = Matrix::new(format, &w, Scales::F32(&sc), 2, i, 0).unwrap();
+            for o in 0..2 {
+                let row = m.row_bytes(o);
+                for c0 in (0..i).step_by(256) {
+                    for n in [1, 63, 64, 65, 128, 200, 256] {
+                        let n = n.min(i - c0);
+                        let (mut a, mut b) = ([0i8; 256], [0i8; 256]);
+                        // SAFETY: SSE2 is part of x86-64.
+                        unsafe { decode_small_ints(&m, row, c0, &mut a[..n]) };
+                        crate::arch::decode_small_ints(&m, row, c0, &mut b[..n]);
+                        assert_eq!(a[..n], b[..n], "{format:?} row {o} c0 {c0} n {n}");
+                    }
+                }
+            }
+        }
     }
 }
