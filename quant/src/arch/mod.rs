@@ -6,8 +6,9 @@
 //! and return `false` (never run) when they are missing, so a `#[target_feature]` body can
 //! never execute on a CPU without the feature.
 //!
-//! Shared here: portable helpers that decode one chunk of a weight row into integer codes,
-//! used by the arms for the formats whose unpacking has no SIMD fast path (int2, int3).
+//! Shared here: the portable decoder of int2 / int3 codes, the reference for the arms' SIMD
+//! decoders of those formats (SSE2 `x86_64::small_codes64`, NEON `aarch64::neon`) and their
+//! fallback for a last partial 64 columns; and the UE8M0 half-scale table.
 #![allow(unsafe_code)]
 
 use crate::format::Format;

@@ -11,7 +11,8 @@
 //! int8-activation path of every arm for int4-row, mxfp4 and int4-grouped with `gs % 32 == 0`
 //! (the 4-bit LLM formats) unpacks nibbles in registers with no buffer and shares each weight
 //! load between up to 4 activation rows (`neon::q8_nibbles`, `i8mm::q8_nibbles`); likewise the
-//! f32 path of those formats and of fp8 (`neon::f32_fused`, used by all three arms).
+//! f32 path of those formats, of fp8, int2-row and int3-g64 (`neon::f32_fused`, used by all
+//! three arms).
 //!
 //! The arms differ only in the exact i32 dot product of the int8-activation path:
 //! - [`neon`]: `SMULL`/`SMULL2` (i8 × i8 → i16, at most 128 · 127 = 16256, no overflow) and

@@ -10,13 +10,19 @@
 //!   and masked with `0x87F0_0000`, which puts sign, exponent and mantissa in f32 position: the
 //!   f32 with those bits is exactly `e4m3 · 2⁻¹²⁰`, subnormals included; one multiplication by
 //!   `2¹²⁰` (exact) gives the value; NaN codes (`|b| = 0x7F`) are OR-ed to all-ones;
-//! - int8: used in place; int2 / int3: the portable decoder of `crate::arch`; f32 weights:
-//!   copied out of the (possibly unaligned) byte row.
+//! - int2-row / int3-g64, 64 columns per step ([`small_codes64`]): the 16 crumb bytes split
+//!   into four planes `(v >> 2k) & 3` (`USHR`, `AND`), put back in column order by `ZIP1`/`ZIP2`
+//!   byte-wise (planes 0, 1 and 2, 3) then 16-bit-wise; for int3 the 8 third-bit bytes are each
+//!   repeated 8 times by `TBL`, tested against `1 << (k % 8)` (`CMTST`) and masked to 4, then
+//!   OR-ed in; minus 2 (int2) or 4 (int3). A last partial 64 columns goes through the portable
+//!   decoder of `crate::arch`;
+//! - int8: used in place; f32 weights: copied out of the (possibly unaligned) byte row.
 //!
-//! f32 path, int4-row / mxfp4 / int4-grouped `gs % 32 == 0` / fp8 ([`f32_fused`]): decoded in
-//! registers, 32 columns at a time, each block shared by up to 4 activation rows, 2 `FMLA`
-//! accumulators per row, `acc = fma(part, scale, acc)` per group, the columns past a group's last
-//! full block summed on the side.
+//! f32 path, int4-row / mxfp4 / int4-grouped `gs % 32 == 0` / fp8 / int2-row / int3-g64
+//! ([`f32_fused`]): decoded in registers, 32 columns at a time (int2 / int3: 8 crumb bytes and,
+//! for int3, 4 bit bytes per block, [`small_codes32`]), each block shared by up to 4 activation
+//! rows, 2 `FMLA` accumulators per row, `acc = fma(part, scale, acc)` per group, the columns past
+//! a group's last full block summed on the side.
 //!
 //! f32 path, other formats ([`f32_chunked`]): `part += w · x` with `FMLA` over 16 columns at a
 //! time (4 accumulators of 4 lanes),
@@ -42,12 +48,13 @@
 
 use core::arch::aarch64::{
     float32x4_t, int8x8_t, int8x16_t, int32x4_t, uint8x16_t, vaddq_f32, vaddq_s32, vaddvq_f32,
-    vaddvq_s32, vandq_u8, vandq_u32, vceqq_u32, vcvtq_f32_s32, vdupq_n_f32, vdupq_n_s8,
-    vdupq_n_s32, vdupq_n_u8, vdupq_n_u32, vfmaq_f32, vget_low_s8, vget_low_s16, vld1_s8, vld1q_f32,
-    vld1q_s8, vld1q_u8, vmovl_high_s8, vmovl_high_s16, vmovl_s8, vmovl_s16, vmull_high_s8,
-    vmull_s8, vmulq_f32, vorrq_u32, vpadalq_s16, vqtbl1q_s8, vreinterpretq_f32_u32,
-    vreinterpretq_s8_u8, vreinterpretq_u32_f32, vreinterpretq_u32_s32, vshlq_n_s32, vshrq_n_u8,
-    vst1q_f32, vst1q_s8, vsubq_s8, vzip1q_u8, vzip2q_u8,
+    vaddvq_s32, vandq_u8, vandq_u32, vceqq_u32, vcombine_u8, vcvtq_f32_s32, vdup_n_u8, vdupq_n_f32,
+    vdupq_n_s8, vdupq_n_s32, vdupq_n_u8, vdupq_n_u32, vfmaq_f32, vget_low_s8, vget_low_s16,
+    vld1_s8, vld1_u8, vld1q_f32, vld1q_s8, vld1q_u8, vmovl_high_s8, vmovl_high_s16, vmovl_s8,
+    vmovl_s16, vmull_high_s8, vmull_s8, vmulq_f32, vorrq_u8, vorrq_u32, vpadalq_s16, vqtbl1q_s8,
+    vqtbl1q_u8, vreinterpretq_f32_u32, vreinterpretq_s8_u8, vreinterpretq_u8_u16,
+    vreinterpretq_u16_u8, vreinterpretq_u32_f32, vreinterpretq_u32_s32, vshlq_n_s32, vshrq_n_u8,
+    vst1q_f32, vst1q_s8, vsubq_s8, vtstq_u8, vzip1q_u8, vzip1q_u16, vzip2q_u8, vzip2q_u16,
 };
 use core::ops::Range;
 
@@ -159,6 +166,111 @@ pub(super) fn nibble_codes(v: uint8x16_t, mx: bool, lut: int8x16_t) -> (int8x16_
     }
 }
 
+/// 16 bytes of 2-bit fields (field `k` of byte `j` = column `4j + k`) → the 64 fields in
+/// column order, as four 16-byte vectors: the four planes `(v ≫ 2k) & 3` (`USHR`, `AND`),
+/// interleaved back byte-wise (`ZIP1`/`ZIP2` of planes 0, 1 and of planes 2, 3), then
+/// 16-bit-wise. Vectors 0 and 1 depend only on bytes 0..8 of `v`.
+#[inline]
+#[target_feature(enable = "neon")]
+fn crumbs64(v: uint8x16_t) -> [uint8x16_t; 4] {
+    let three = vdupq_n_u8(3);
+    let p0 = vandq_u8(v, three);
+    let p1 = vandq_u8(vshrq_n_u8::<2>(v), three);
+    let p2 = vandq_u8(vshrq_n_u8::<4>(v), three);
+    let p3 = vshrq_n_u8::<6>(v);
+    let (a, b) = (vzip1q_u8(p0, p1), vzip1q_u8(p2, p3)); // columns 0..32 (bytes 0..8)
+    let (c, d) = (vzip2q_u8(p0, p1), vzip2q_u8(p2, p3)); // columns 32..64 (bytes 8..16)
+    let (a, b) = (vreinterpretq_u16_u8(a), vreinterpretq_u16_u8(b));
+    let (c, d) = (vreinterpretq_u16_u8(c), vreinterpretq_u16_u8(d));
+    [
+        vreinterpretq_u8_u16(vzip1q_u16(a, b)),
+        vreinterpretq_u8_u16(vzip2q_u16(a, b)),
+        vreinterpretq_u8_u16(vzip1q_u16(c, d)),
+        vreinterpretq_u8_u16(vzip2q_u16(c, d)),
+    ]
+}
+
+/// `1 << (k % 8)` in byte `k`: the bit each replicated byte is tested against.
+static BIT_OF_LANE: [u8; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128];
+
+/// Bytes `first .. first + 8` of `v` as bits (bit `i` of byte `first + j` = column `8j + i`) →
+/// 64 bytes in column order, `4` where the bit is set and `0` where not: each byte repeated
+/// eight times by a `TBL` (index vector `[first + 2k; 8] ++ [first + 2k + 1; 8]` for output
+/// vector `k`), tested against its bit (`CMTST`), masked to `4`. Vectors 0 and 1 depend only
+/// on bytes `first .. first + 4`.
+#[inline]
+#[target_feature(enable = "neon")]
+fn bits64_times4(v: uint8x16_t, first: u8) -> [uint8x16_t; 4] {
+    // SAFETY: BIT_OF_LANE has 16 bytes.
+    let bit = unsafe { vld1q_u8(BIT_OF_LANE.as_ptr()) };
+    let four = vdupq_n_u8(4);
+    core::array::from_fn(|k| {
+        #[allow(clippy::cast_possible_truncation)] // k < 4
+        let j = first + 2 * k as u8;
+        let spread = vqtbl1q_u8(v, vcombine_u8(vdup_n_u8(j), vdup_n_u8(j + 1)));
+        vandq_u8(vtstq_u8(spread, bit), four)
+    })
+}
+
+/// The codes (stored value minus offset) from crumb bytes `low` and, for int3, third-bit bytes
+/// `high` (from byte `first` on, see [`bits64_times4`]), as four 16-byte vectors in column order.
+#[inline]
+#[target_feature(enable = "neon")]
+fn small_codes(low: uint8x16_t, high: Option<(uint8x16_t, u8)>) -> [int8x16_t; 4] {
+    let mut u = crumbs64(low);
+    if let Some((h, first)) = high {
+        for (c, b) in u.iter_mut().zip(bits64_times4(h, first)) {
+            *c = vorrq_u8(*c, b);
+        }
+    }
+    let off = vdupq_n_s8(if high.is_some() { 4 } else { 2 });
+    u.map(|c| vsubq_s8(vreinterpretq_s8_u8(c), off))
+}
+
+/// The 64 integer codes (stored value minus offset) of one 64-column unit of an int2-row row
+/// (16 bytes) or an int3-g64 row (one 24-byte group), in column order as four 16-byte vectors.
+///
+/// # Panics
+/// If `unit` is shorter than 16 bytes (24 for int3).
+#[inline]
+#[target_feature(enable = "neon")]
+fn small_codes64(unit: &[u8], int3: bool) -> [int8x16_t; 4] {
+    assert!(unit.len() >= if int3 { 24 } else { 16 });
+    // SAFETY: `unit` holds at least 16 bytes (asserted).
+    let low = unsafe { vld1q_u8(unit.as_ptr()) };
+    let high = if int3 {
+        // SAFETY: bytes 16..24 of the unit (asserted).
+        let h = unsafe { vld1_u8(unit.as_ptr().add(16)) };
+        Some((vcombine_u8(h, h), 0))
+    } else {
+        None
+    };
+    small_codes(low, high)
+}
+
+/// The 32 integer codes of columns `col .. col + 32` (`col` a multiple of 32, `col + 32 ≤ I`)
+/// of an int2-row or int3-g64 `row`, in column order as two 16-byte vectors: 8 crumb bytes
+/// (and for int3 the 4 third-bit bytes of that half group) through [`small_codes`].
+#[inline]
+#[target_feature(enable = "neon")]
+fn small_codes32(m: &Matrix<'_>, row: &[u8], col: usize) -> [int8x16_t; 2] {
+    let (low, high) = if m.format() == Format::Int3G64 {
+        let (unit, half) = (&row[24 * (col / 64)..][..24], (col / 32) % 2);
+        // SAFETY: `unit` holds 24 bytes: 8 crumb bytes at 8·half ≤ 8 and the bit bytes 16..24.
+        let (l, h) =
+            unsafe { (vld1_u8(unit.as_ptr().add(8 * half)), vld1_u8(unit.as_ptr().add(16))) };
+        #[allow(clippy::cast_possible_truncation)] // half < 2
+        let first = 4 * half as u8;
+        (l, Some((vcombine_u8(h, h), first)))
+    } else {
+        let b = &row[col / 4..col / 4 + 8];
+        // SAFETY: `b` holds 8 bytes.
+        (unsafe { vld1_u8(b.as_ptr()) }, None)
+    };
+    let [a, b, ..] = small_codes(vcombine_u8(low, low), high);
+    [a, b]
+}
+
 /// Decodes columns `c0 .. c0 + n` (`c0` a multiple of [`CH`], `n ≤ CH`) of `row` into integer
 /// codes: a view of `row` itself for int8-row, else the first `n` codes of `buf`.
 #[inline]
@@ -189,6 +301,23 @@ pub(super) fn decode_i8<'b>(
             }
             for k in 32 * full..n {
                 buf[k] = nibble_code(bytes[k / 2] >> (4 * (k % 2)), mx);
+            }
+        }
+        Format::Int2Row | Format::Int3G64 => {
+            let int3 = m.format() == Format::Int3G64;
+            let unit = if int3 { 24 } else { 16 };
+            let full = n / 64;
+            for b in 0..full {
+                // c0 is a multiple of 64, so unit c0/64 + b starts at column c0 + 64·b.
+                let codes = small_codes64(&row[unit * (c0 / 64 + b)..], int3);
+                for (k, c) in codes.into_iter().enumerate() {
+                    // SAFETY: 64·b + 16·k + 16 ≤ 64·full ≤ n ≤ CH, so the 16 codes stored at
+                    // 64·b + 16·k lie within `buf`.
+                    unsafe { vst1q_s8(buf.as_mut_ptr().add(64 * b + 16 * k), c) };
+                }
+            }
+            if 64 * full < n {
+                super::super::decode_small_ints(m, row, c0 + 64 * full, &mut buf[64 * full..n]);
             }
         }
         _ => super::super::decode_small_ints(m, row, c0, &mut buf[..n]),
@@ -357,68 +486,78 @@ pub(super) fn dot_i8(w: &[i8], x: &[i8]) -> i32 {
     vaddvq_s32(vaddq_s32(a0, a1))
 }
 
-/// The f32-activation kernel: [`f32_fused`] for the nibble formats of [`nibble_blocks`] and
-/// fp8, chunked decode (batch tiles of [`ST`] activation rows) for the rest.
+/// The f32-activation kernel: [`f32_fused`] for the nibble formats of [`nibble_blocks`], fp8,
+/// int2-row and int3-g64, chunked decode (batch tiles of [`ST`] activation rows) for the rest.
 #[target_feature(enable = "neon")]
 fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
-    if nibble_blocks(m) || m.format() == Format::Fp8E4m3B128 {
+    if nibble_blocks(m)
+        || matches!(m.format(), Format::Fp8E4m3B128 | Format::Int2Row | Format::Int3G64)
+    {
         f32_fused(m, x, s, rows, y);
     } else {
         f32_chunked(m, x, s, rows, y);
     }
 }
 
-/// Weights decoded in registers for the f32 path: a 32-column nibble block (16 bytes) as 8 × 4
-/// f32 codes (`nib − 8`, or `±2·e2m1`), or 32 fp8 bytes as 8 × 4 exact values.
+/// Weights decoded in registers for the f32 path: a 32-column block as 8 × 4 f32 values: the
+/// codes of 16 nibble bytes (`nib − 8`, or `±2·e2m1`), of 8 int2 bytes or of half an int3 group
+/// ([`small_codes32`]), or 32 fp8 bytes as exact values.
 #[inline]
 #[target_feature(enable = "neon")]
 fn block_f32(m: &Matrix<'_>, row: &[u8], col: usize, lut: int8x16_t) -> [float32x4_t; 8] {
-    if m.format() == Format::Fp8E4m3B128 {
-        let b = &as_i8(row)[col..col + 32];
-        // SAFETY: `b` holds 32 bytes; each load reads 8 of them.
-        let (v0, v1, v2, v3) = unsafe {
-            (
-                fp8x8(vld1_s8(b.as_ptr())),
-                fp8x8(vld1_s8(b.as_ptr().add(8))),
-                fp8x8(vld1_s8(b.as_ptr().add(16))),
-                fp8x8(vld1_s8(b.as_ptr().add(24))),
-            )
-        };
-        [v0.0, v0.1, v1.0, v1.1, v2.0, v2.1, v3.0, v3.1]
-    } else {
-        let b = &row[col / 2..col / 2 + 16];
-        // SAFETY: `b` holds 16 bytes.
-        let v = unsafe { vld1q_u8(b.as_ptr()) };
-        let (a, c) = nibble_codes(v, m.format() == Format::Mxfp4, lut);
-        let f = |v: int8x16_t| {
-            let (l, h) = (vmovl_s8(vget_low_s8(v)), vmovl_high_s8(v));
-            [
-                vcvtq_f32_s32(vmovl_s16(vget_low_s16(l))),
-                vcvtq_f32_s32(vmovl_high_s16(l)),
-                vcvtq_f32_s32(vmovl_s16(vget_low_s16(h))),
-                vcvtq_f32_s32(vmovl_high_s16(h)),
-            ]
-        };
-        let (fa, fc) = (f(a), f(c));
-        [fa[0], fa[1], fa[2], fa[3], fc[0], fc[1], fc[2], fc[3]]
-    }
+    let (a, c) = match m.format() {
+        Format::Fp8E4m3B128 => {
+            let b = &as_i8(row)[col..col + 32];
+            // SAFETY: `b` holds 32 bytes; each load reads 8 of them.
+            let (v0, v1, v2, v3) = unsafe {
+                (
+                    fp8x8(vld1_s8(b.as_ptr())),
+                    fp8x8(vld1_s8(b.as_ptr().add(8))),
+                    fp8x8(vld1_s8(b.as_ptr().add(16))),
+                    fp8x8(vld1_s8(b.as_ptr().add(24))),
+                )
+            };
+            return [v0.0, v0.1, v1.0, v1.1, v2.0, v2.1, v3.0, v3.1];
+        }
+        Format::Int2Row | Format::Int3G64 => {
+            let [a, c] = small_codes32(m, row, col);
+            (a, c)
+        }
+        _ => {
+            let b = &row[col / 2..col / 2 + 16];
+            // SAFETY: `b` holds 16 bytes.
+            let v = unsafe { vld1q_u8(b.as_ptr()) };
+            nibble_codes(v, m.format() == Format::Mxfp4, lut)
+        }
+    };
+    let f = |v: int8x16_t| {
+        let (l, h) = (vmovl_s8(vget_low_s8(v)), vmovl_high_s8(v));
+        [
+            vcvtq_f32_s32(vmovl_s16(vget_low_s16(l))),
+            vcvtq_f32_s32(vmovl_high_s16(l)),
+            vcvtq_f32_s32(vmovl_s16(vget_low_s16(h))),
+            vcvtq_f32_s32(vmovl_high_s16(h)),
+        ]
+    };
+    let (fa, fc) = (f(a), f(c));
+    [fa[0], fa[1], fa[2], fa[3], fc[0], fc[1], fc[2], fc[3]]
 }
 
-/// The unscaled f32 value of column `c` of `row` as [`block_f32`] gives it.
+/// The unscaled f32 value of column `c` of row `o` (bytes `row`) as [`block_f32`] gives it.
 #[inline]
-fn value_f32(m: &Matrix<'_>, row: &[u8], c: usize) -> f32 {
-    if m.format() == Format::Fp8E4m3B128 {
-        scalar::e4m3_to_f32(row[c])
-    } else {
-        f32::from(nibble_code(row[c / 2] >> (4 * (c % 2)), m.format() == Format::Mxfp4))
+fn value_f32(m: &Matrix<'_>, o: usize, row: &[u8], c: usize) -> f32 {
+    match m.format() {
+        Format::Fp8E4m3B128 => scalar::e4m3_to_f32(row[c]),
+        Format::Int2Row | Format::Int3G64 => scalar::code_value(m, o, c),
+        f => f32::from(nibble_code(row[c / 2] >> (4 * (c % 2)), f == Format::Mxfp4)),
     }
 }
 
-/// Fused f32-activation kernel for the formats of [`nibble_blocks`] and fp8-e4m3-b128 (groups
-/// start on 32-column blocks): weights are decoded in registers ([`block_f32`]), each 32-column
-/// block shared by up to 4 activation rows, 2 FMA accumulators per row, `acc = fma(part, scale,
-/// acc)` per group; the columns past a group's last full block are summed in f32 on the side.
-/// Within the documented tolerance.
+/// Fused f32-activation kernel for the formats of [`nibble_blocks`], fp8-e4m3-b128, int2-row
+/// and int3-g64 (groups start on 32-column blocks): weights are decoded in registers
+/// ([`block_f32`]), each 32-column block shared by up to 4 activation rows, 2 FMA accumulators
+/// per row, `acc = fma(part, scale, acc)` per group; the columns past a group's last full block
+/// are summed in f32 on the side. Within the documented tolerance.
 #[target_feature(enable = "neon")]
 fn f32_fused(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
     let (ni, nr) = (m.i(), rows.len());
@@ -489,7 +628,7 @@ fn fused_row_f32<const T: usize>(m: &Matrix<'_>, o: usize, xs: [&[f32]; T]) -> [
         for k in 0..T {
             let mut tail = 0.0f32;
             for (c, &xc) in xs[k].iter().enumerate().take(c1).skip(c0 + 32 * nfull) {
-                tail += value_f32(m, row, c) * xc;
+                tail += value_f32(m, o, row, c) * xc;
             }
             acc[k] = vfmaq_f32(acc[k], vaddq_f32(p0[k], p1[k]), scv);
             tail_acc[k] += tail * sc;
@@ -722,6 +861,65 @@ mod tests {
                 w[..n].iter().zip(&x[..n]).map(|(&a, &b)| i32::from(a) * i32::from(b)).sum();
             // SAFETY: NEON is a target feature of this build.
             assert_eq!(unsafe { dot_i8(&w[..n], &x[..n]) }, want, "n = {n}");
+        }
+    }
+
+    /// The NEON int2 / int3 decoder ([`decode_i8`] via [`small_codes64`]) equals the portable
+    /// one on every chunk position the kernels use ([`CH`]-column chunks, so `c0` a multiple of
+    /// 256, and lengths with and without a partial 64-column tail), and the 32-column block
+    /// decoder of the fused f32 path ([`small_codes32`]) equals it on every full block, for
+    /// int2-row and int3-g64 rows of pseudo-random bytes that include all-zero and all-one bytes
+    /// (codes −2/1 and −4/3).
+    #[test]
+    fn neon_small_int_decode_matches_the_portable_one() {
+        let mut seed = 0x1234_5678_9abc_def0u64;
+        let mut byte = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            match seed % 5 {
+                0 => 0x00,
+                1 => 0xFF,
+                _ => seed.to_le_bytes()[3],
+            }
+        };
+        for (format, i) in
+            [(Format::Int2Row, 1000usize), (Format::Int3G64, 1000), (Format::Int3G64, 64)]
+        {
+            let (bytes, groups) = match format {
+                Format::Int2Row => (i.div_ceil(4), 1),
+                _ => (i.div_ceil(64) * 24, i.div_ceil(64)),
+            };
+            let w: std::vec::Vec<u8> = (0..2 * bytes).map(|_| byte()).collect();
+            let sc = std::vec![1.0f32; 2 * groups];
+            let m = Matrix::new(format, &w, Scales::F32(&sc), 2, i, 0).unwrap();
+            for o in 0..2 {
+                let row = m.row_bytes(o);
+                let mut want = std::vec![0i8; i];
+                crate::arch::decode_small_ints(&m, row, 0, &mut want);
+                for c0 in (0..i).step_by(CH) {
+                    for n in [1, 63, 64, 65, 128, 200, 256] {
+                        let n = n.min(i - c0);
+                        let (mut a, mut b) = ([0i8; CH], [0i8; CH]);
+                        // SAFETY: NEON is a target feature of this build.
+                        let got = unsafe { decode_i8(&m, row, c0, n, &mut a) };
+                        crate::arch::decode_small_ints(&m, row, c0, &mut b[..n]);
+                        assert_eq!(got, &b[..n], "{format:?} row {o} c0 {c0} n {n}");
+                        assert_eq!(got, &want[c0..c0 + n], "{format:?} row {o} c0 {c0} n {n}");
+                    }
+                }
+                for col in (0..i / 32).map(|b| 32 * b) {
+                    // SAFETY: NEON is a target feature of this build; `out` holds 32 codes.
+                    let out = unsafe {
+                        let v = small_codes32(&m, row, col);
+                        let mut out = [0i8; 32];
+                        vst1q_s8(out.as_mut_ptr(), v[0]);
+                        vst1q_s8(out.as_mut_ptr().add(16), v[1]);
+                        out
+                    };
+                    assert_eq!(out[..], want[col..col + 32], "{format:?} row {o} block {col}");
+                }
+            }
         }
     }
 
