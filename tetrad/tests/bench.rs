@@ -85,6 +85,14 @@ fn forced_arm_and_refusals() {
         .collect();
     assert_eq!(decodes.len(), 1);
     assert_eq!(decodes[0]["arm"], "scalar-bf");
+    // int4-rans64-t1 has no arm of that name: its decode is skipped, and said so.
+    let results = v["results"].as_array().unwrap();
+    assert!(!results.iter().any(|r| r["what"] == "decode" && r["codec"] == "int4-rans64-t1"));
+    let skipped = v["unavailable"].as_array().unwrap();
+    assert!(
+        skipped.iter().any(|u| u["what"] == "decode" && u["codec"] == "int4-rans64-t1"),
+        "{skipped:?}"
+    );
     let (code, out) = bench(&["--isa", "no-such-arm", "codecs"]);
     assert_eq!(code, Some(1));
     assert!(out.starts_with("REFUSED E_ARM_UNKNOWN:"), "{out}");

@@ -194,7 +194,12 @@ fn input_bytes(args: &BenchArgs) -> Result<(Vec<u8>, String), Refusal> {
     }
 }
 
-fn codecs(args: &BenchArgs, arm: Option<Arm>, out: &mut Vec<Value>) -> Result<(), Refusal> {
+fn codecs(
+    args: &BenchArgs,
+    forced: &Forced,
+    out: &mut Vec<Value>,
+    unavailable: &mut Vec<Value>,
+) -> Result<(), Refusal> {
     let (data, source) = input_bytes(args)?;
     let n = data.len();
     let runs = args.runs;
@@ -220,10 +225,13 @@ fn codecs(args: &BenchArgs, arm: Option<Arm>, out: &mut Vec<Value>) -> Result<()
     let record =
         Record::parse_format(&blob[..len]).map_err(|e| Refusal::new(e.class(), e.to_string()))?;
     let mut back = vec![0u8; n];
-    let arms: Vec<Arm> = match (arm, &args.isa) {
+    let arms: Vec<Arm> = match (forced.arm, &args.isa) {
         (Some(a), _) => vec![a],
         // --isa names an arm only int4-rans64-t1 has (such as avx512-vbmi).
-        (None, Some(_)) => Vec::new(),
+        (None, Some(name)) => {
+            unavailable.push(skipped("decode", "int4-rans256-g0", name));
+            Vec::new()
+        }
         (None, None) => Arm::ALL.iter().copied().filter(|a| a.is_available()).collect(),
     };
     for a in arms {
@@ -274,11 +282,14 @@ fn codecs(args: &BenchArgs, arm: Option<Arm>, out: &mut Vec<Value>) -> Result<()
         return Err(Refusal::new(e.class(), e.to_string()));
     }
     out.push(base("encode", rans64::FORMAT_NAME, "scalar", t, rlen));
-    let arms64: Vec<rans64::Arm> = match &args.isa {
-        Some(name) => {
-            rans64::Arm::from_name(name).filter(|a| a.is_available()).into_iter().collect()
+    let arms64: Vec<rans64::Arm> = match (forced.arm64, &args.isa) {
+        (Some(a), _) => vec![a],
+        // --isa names an arm only int4-rans256-g0 has (such as scalar-bf).
+        (None, Some(name)) => {
+            unavailable.push(skipped("decode", rans64::FORMAT_NAME, name));
+            Vec::new()
         }
-        None => rans64::Arm::ALL.iter().copied().filter(|a| a.is_available()).collect(),
+        (None, None) => rans64::Arm::ALL.iter().copied().filter(|a| a.is_available()).collect(),
     };
     for a in arms64 {
         let mut derr = None;
@@ -599,26 +610,39 @@ fn adapter(
     Ok(())
 }
 
-/// Whether `name` is an arm of int4-rans64-t1 (which has one the compat decoder lacks).
-fn is_rans64_arm(name: &str) -> bool {
-    tetrad_rans::rans64::Arm::from_name(name).is_some()
+/// What `--isa NAME` forces, resolved once: the int4-rans256-g0 decode arm, the kernel ISA
+/// and the int4-rans64-t1 decode arm of that name (each `None` where that family has no arm
+/// of that name; all `None` without `--isa`).
+struct Forced {
+    arm: Option<Arm>,
+    isa: Option<Isa>,
+    arm64: Option<tetrad_rans::rans64::Arm>,
+}
+
+/// The `unavailable` entry of a decode that `--isa NAME` skips because `codec` has no arm of
+/// that name.
+fn skipped(what: &str, codec: &str, name: &str) -> Value {
+    json!({"what": what, "codec": codec,
+           "reason": format!("{codec} has no decode arm named {name:?}; skipped")})
 }
 
 fn bench(args: &BenchArgs) -> Result<Value, Refusal> {
-    let (mut arm, mut isa) = (None, None);
+    let mut forced = Forced { arm: None, isa: None, arm64: None };
     if let Some(name) = &args.isa {
-        arm = Arm::from_name(name);
-        isa = Isa::from_name(name);
-        let arm64 = tetrad_rans::rans64::Arm::from_name(name);
-        if arm.is_none() && isa.is_none() && arm64.is_none() {
+        forced = Forced {
+            arm: Arm::from_name(name),
+            isa: Isa::from_name(name),
+            arm64: tetrad_rans::rans64::Arm::from_name(name),
+        };
+        if forced.arm.is_none() && forced.isa.is_none() && forced.arm64.is_none() {
             return Err(Refusal::new(
                 "E_ARM_UNKNOWN",
                 format!("{name:?} is neither a rANS decode arm nor a kernel ISA"),
             ));
         }
-        if arm.is_some_and(|a| !a.is_available())
-            || isa.is_some_and(|i| !i.is_available())
-            || arm64.is_some_and(|a| !a.is_available())
+        if forced.arm.is_some_and(|a| !a.is_available())
+            || forced.isa.is_some_and(|i| !i.is_available())
+            || forced.arm64.is_some_and(|a| !a.is_available())
         {
             return Err(Refusal::new(
                 "E_ARM_UNAVAILABLE",
@@ -626,14 +650,15 @@ fn bench(args: &BenchArgs) -> Result<Value, Refusal> {
             ));
         }
     }
+    let (arm, isa) = (forced.arm, forced.isa);
     let w = args.what;
     let mut results = Vec::new();
     let mut unavailable = Vec::new();
     if matches!(w, Which::Codecs | Which::All) {
-        if args.isa.is_some() && arm.is_none() && !args.isa.as_deref().is_some_and(is_rans64_arm) {
+        if args.isa.is_some() && arm.is_none() && forced.arm64.is_none() {
             unavailable.push(json!({"what": "decode", "reason": "--isa names a kernel ISA, not a rANS arm; codecs skipped"}));
         } else {
-            codecs(args, arm, &mut results)?;
+            codecs(args, &forced, &mut results, &mut unavailable)?;
         }
     }
     if w == Which::All {
