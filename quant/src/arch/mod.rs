@@ -83,6 +83,56 @@ pub(crate) static UE8M0_HALF: [f32; 256] = {
     t
 };
 
+/// Inputs shared by the SIMD int2 / int3 decoders' tests (`x86_64`, `aarch64::neon`).
+#[cfg(test)]
+#[cfg_attr(
+    not(any(
+        all(target_arch = "x86_64", target_feature = "sse2"),
+        all(target_arch = "aarch64", target_feature = "neon")
+    )),
+    allow(dead_code)
+)]
+pub(crate) mod small_int_tests {
+    use crate::format::Format;
+
+    /// int2-row `I = 1000`, int3-g64 `I = 1000` and `I = 64`, each two rows of pseudo-random
+    /// bytes of which about a fifth are `0x00` and a fifth `0xFF` (codes −2 / 1 and −4 / 3),
+    /// unit scales: `(format, I, weights, scales)`.
+    pub(crate) fn matrices() -> std::vec::Vec<(Format, usize, std::vec::Vec<u8>, std::vec::Vec<f32>)>
+    {
+        let mut seed = 0x1234_5678_9abc_def0u64;
+        let mut byte = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            match seed % 5 {
+                0 => 0x00,
+                1 => 0xFF,
+                _ => seed.to_le_bytes()[3],
+            }
+        };
+        [(Format::Int2Row, 1000usize), (Format::Int3G64, 1000), (Format::Int3G64, 64)]
+            .into_iter()
+            .map(|(format, i)| {
+                let (bytes, groups) = match format {
+                    Format::Int2Row => (i.div_ceil(4), 1),
+                    _ => (i.div_ceil(64) * 24, i.div_ceil(64)),
+                };
+                let w = (0..2 * bytes).map(|_| byte()).collect();
+                (format, i, w, std::vec![1.0f32; 2 * groups])
+            })
+            .collect()
+    }
+
+    /// The `(c0, n)` column ranges the decoders' tests cover in a row of `i` columns: every
+    /// 256-column chunk start, lengths with and without a partial 64-column unit.
+    pub(crate) fn chunk_ranges(i: usize) -> impl Iterator<Item = (usize, usize)> {
+        (0..i)
+            .step_by(256)
+            .flat_map(move |c0| [1, 63, 64, 65, 128, 200, 256].map(|n| (c0, n.min(i - c0))))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

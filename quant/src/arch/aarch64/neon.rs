@@ -872,41 +872,19 @@ mod tests {
     /// (codes −2/1 and −4/3).
     #[test]
     fn neon_small_int_decode_matches_the_portable_one() {
-        let mut seed = 0x1234_5678_9abc_def0u64;
-        let mut byte = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            match seed % 5 {
-                0 => 0x00,
-                1 => 0xFF,
-                _ => seed.to_le_bytes()[3],
-            }
-        };
-        for (format, i) in
-            [(Format::Int2Row, 1000usize), (Format::Int3G64, 1000), (Format::Int3G64, 64)]
-        {
-            let (bytes, groups) = match format {
-                Format::Int2Row => (i.div_ceil(4), 1),
-                _ => (i.div_ceil(64) * 24, i.div_ceil(64)),
-            };
-            let w: std::vec::Vec<u8> = (0..2 * bytes).map(|_| byte()).collect();
-            let sc = std::vec![1.0f32; 2 * groups];
+        for (format, i, w, sc) in crate::arch::small_int_tests::matrices() {
             let m = Matrix::new(format, &w, Scales::F32(&sc), 2, i, 0).unwrap();
             for o in 0..2 {
                 let row = m.row_bytes(o);
                 let mut want = std::vec![0i8; i];
                 crate::arch::decode_small_ints(&m, row, 0, &mut want);
-                for c0 in (0..i).step_by(CH) {
-                    for n in [1, 63, 64, 65, 128, 200, 256] {
-                        let n = n.min(i - c0);
-                        let (mut a, mut b) = ([0i8; CH], [0i8; CH]);
-                        // SAFETY: NEON is a target feature of this build.
-                        let got = unsafe { decode_i8(&m, row, c0, n, &mut a) };
-                        crate::arch::decode_small_ints(&m, row, c0, &mut b[..n]);
-                        assert_eq!(got, &b[..n], "{format:?} row {o} c0 {c0} n {n}");
-                        assert_eq!(got, &want[c0..c0 + n], "{format:?} row {o} c0 {c0} n {n}");
-                    }
+                for (c0, n) in crate::arch::small_int_tests::chunk_ranges(i) {
+                    let (mut a, mut b) = ([0i8; CH], [0i8; CH]);
+                    // SAFETY: NEON is a target feature of this build.
+                    let got = unsafe { decode_i8(&m, row, c0, n, &mut a) };
+                    crate::arch::decode_small_ints(&m, row, c0, &mut b[..n]);
+                    assert_eq!(got, &b[..n], "{format:?} row {o} c0 {c0} n {n}");
+                    assert_eq!(got, &want[c0..c0 + n], "{format:?} row {o} c0 {c0} n {n}");
                 }
                 for col in (0..i / 32).map(|b| 32 * b) {
                     // SAFETY: NEON is a target feature of this build; `out` holds 32 codes.

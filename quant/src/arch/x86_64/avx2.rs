@@ -89,7 +89,7 @@ macro_rules! avx2_arm {
         use core::ops::Range;
 
         use super::{CH, MASKS, MX_LUT, MX_OFF, QC, ST, g32_multiple};
-        use crate::arch::x86_64::{BandPrefetch, streams};
+        use crate::arch::x86_64::{BandPrefetch, group_sums64, int3_epilogue, streams};
         use crate::format::Format;
         use crate::kernels::{Matrix, QuantizedActs, Scales};
         use crate::scalar;
@@ -702,6 +702,8 @@ macro_rules! avx2_arm {
         ///
         /// # Safety
         /// `base` valid for writes of `128 · ceil(I/128)` bytes (`I = q.len()`).
+        #[inline]
+        #[target_feature(enable = $feat)]
         unsafe fn crumb_planes(q: &[i8], base: *mut i8) {
             for j in 0..q.len().div_ceil(128) {
                 for k in 0..4 {
@@ -813,9 +815,7 @@ macro_rules! avx2_arm {
                 // SAFETY: the buffer holds PLANES ≥ 128 · ceil(I/128) bytes (I ≤ PLANES, a
                 // multiple of 128).
                 unsafe { crumb_planes(q, base) };
-                for (g, c) in q.chunks(64).enumerate() {
-                    gsum[g] = c.iter().map(|&v| i32::from(v)).sum();
-                }
+                group_sums64(q, &mut gsum);
                 for (r, o) in rows.clone().enumerate() {
                     let row = m.row_bytes(o);
                     let sc = &sf[o * ng..(o + 1) * ng];
@@ -824,11 +824,7 @@ macro_rules! avx2_arm {
                         // SAFETY: groups 2j and 2j + 1 exist: 48 bytes at 48·j are in the row;
                         // the planes of block j were written above.
                         let d = unsafe { int3_pair(row.as_ptr().add(48 * j), base.add(128 * j)) };
-                        for (k, &dk) in d.iter().enumerate() {
-                            #[allow(clippy::cast_precision_loss)] // the spec's rounding
-                            let df = (dk - 4 * gsum[2 * j + k]) as f32;
-                            acc += df * sc[2 * j + k];
-                        }
+                        int3_epilogue(&mut acc, &d, &gsum[2 * j..], &sc[2 * j..]);
                     }
                     if full < ng.div_ceil(2) {
                         // The last, single group, from a zero-padded copy (outside the loop:
@@ -838,9 +834,7 @@ macro_rules! avx2_arm {
                         // SAFETY: the copy holds 48 bytes; the planes of block `full` were
                         // written above.
                         let d = unsafe { int3_pair(tail.as_ptr(), base.add(128 * full)) };
-                        #[allow(clippy::cast_precision_loss)] // the spec's rounding
-                        let df = (d[0] - 4 * gsum[2 * full]) as f32;
-                        acc += df * sc[2 * full];
+                        int3_epilogue(&mut acc, &d[..1], &gsum[2 * full..], &sc[2 * full..]);
                     }
                     y[si * nr + r] = acc * sx;
                 }
@@ -902,119 +896,41 @@ macro_rules! avx2_arm {
             [f(a), f(_mm_srli_si128::<8>(a)), f(c), f(_mm_srli_si128::<8>(c))]
         }
 
-        /// Fused f32-activation kernel for int4-row, int4-grouped (`gs` a multiple of 32) and
-        /// mxfp4, for `T` activation rows sharing each weight decode. Returns `y` for the `T` rows.
+        /// The fused f32-activation row kernel shared by the nibble formats and int2 / int3, for
+        /// `T` activation rows sharing each weight decode: per block of `8·V` columns (`V`
+        /// vectors of 8) `block(col)` decodes the weights to f32 in registers, then `V` FMAs per
+        /// activation row into independent chains (four for one row and 64-column blocks — an
+        /// int3 group is then two dependent FMAs deep — else two: registers); the group's
+        /// partial sum is scaled at each group end (`acc = fma(part, scale, acc)`); the columns
+        /// past a group's last full block are summed on the side with `value(c)`. Returns `y`
+        /// for the `T` rows.
         ///
         /// # Safety
-        /// The arm's features available; every `xs[k]` points at `I` values.
+        /// The arm's features available; every `xs[k]` points at `I` values; every group of
+        /// `m` starts on a block (`gs` a multiple of `8·V`).
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn nibble_row_f32<const T: usize>(
+        unsafe fn grouped_row_f32<const T: usize, const V: usize>(
             m: &Matrix<'_>,
             o: usize,
             xs: [*const f32; T],
+            block: impl Fn(usize) -> [__m256; V],
+            value: impl Fn(usize) -> f32,
         ) -> [f32; T] {
             let (ni, gl) = (m.i(), m.group_len());
-            let row = m.row_bytes(o);
-            let mx = m.format() == Format::Mxfp4;
-            // SAFETY: MX_LUT has 16 bytes.
-            let lut = unsafe { _mm_loadu_si128(MX_LUT.as_ptr().cast()) };
+            let chains = if T == 1 && V == 8 { 4 } else { 2 };
             let mut acc = [_mm256_setzero_ps(); T];
             let mut tail_acc = [0f32; T];
             for g in 0..m.groups_per_row() {
                 let (c0, c1) = (g * gl, ((g + 1) * gl).min(ni));
-                let nfull = (c1 - c0) / 32;
-                let mut p0 = [_mm256_setzero_ps(); T];
-                let mut p1 = [_mm256_setzero_ps(); T];
-                for b in 0..nfull {
-                    let col = c0 + 32 * b;
-                    // SAFETY: col + 32 ≤ I, so the 16 bytes at col/2 are within the row.
-                    let v = unsafe { _mm_loadu_si128(row.as_ptr().add(col / 2).cast()) };
-                    let w = nibble_block_f32(v, mx, lut);
-                    for k in 0..T {
-                        // SAFETY: col + 32 ≤ I values of xs[k].
-                        unsafe {
-                            let xp = xs[k].add(col);
-                            p0[k] = _mm256_fmadd_ps(w[0], _mm256_loadu_ps(xp), p0[k]);
-                            p1[k] = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xp.add(8)), p1[k]);
-                            p0[k] = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xp.add(16)), p0[k]);
-                            p1[k] = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xp.add(24)), p1[k]);
-                        }
-                    }
-                }
-                let sc = scale_f32(m, o, g);
-                let scv = _mm256_set1_ps(sc);
-                for k in 0..T {
-                    let mut tail = 0.0f32;
-                    for c in c0 + 32 * nfull..c1 {
-                        let nib = (row[c / 2] >> (4 * (c % 2))) & 0xF;
-                        #[allow(clippy::cast_possible_wrap)] // nibble < 16
-                        let v = if mx { MX_LUT[usize::from(nib)] } else { nib as i8 - 8 };
-                        // SAFETY: c < I.
-                        tail += f32::from(v) * unsafe { *xs[k].add(c) };
-                    }
-                    acc[k] = _mm256_fmadd_ps(_mm256_add_ps(p0[k], p1[k]), scv, acc[k]);
-                    tail_acc[k] += tail * sc;
-                }
-            }
-            let mut out = [0f32; T];
-            for k in 0..T {
-                out[k] = hsum_ps(acc[k]) + tail_acc[k];
-            }
-            out
-        }
-
-        /// Fused f32-activation kernel for int2-row and int3-g64, for `T` activation rows
-        /// sharing each weight decode: per 64-column unit (16 bytes of int2, or one 24-byte
-        /// int3 group) the SSE2 decode of `crate::arch::x86_64::small_codes64` into 64 integer
-        /// codes, widened to 8 × 8 f32, then 8 FMAs per activation row; the group's partial
-        /// sum is scaled at each group end (int2-row: one group, the row). A last partial unit
-        /// runs scalar. Returns `y` for the `T` rows.
-        ///
-        /// # Safety
-        /// The arm's features available; every `xs[k]` points at `I` values.
-        #[inline]
-        #[target_feature(enable = $feat)]
-        unsafe fn small_row_f32<const T: usize>(
-            m: &Matrix<'_>,
-            o: usize,
-            xs: [*const f32; T],
-        ) -> [f32; T] {
-            let (ni, gl) = (m.i(), m.group_len());
-            let row = m.row_bytes(o);
-            let int3 = m.format() == Format::Int3G64;
-            let unit = if int3 { 24 } else { 16 };
-            // Independent FMA chains per activation row: four for one row (a 64-column int3
-            // group is then two dependent FMAs deep), two for more (registers).
-            let chains = if T == 1 { 4 } else { 2 };
-            let Scales::F32(sf) = m.scales() else {
-                unreachable!("scale kind checked by Matrix::new")
-            };
-            let ng = m.groups_per_row();
-            let sc_row = &sf[o * ng..(o + 1) * ng];
-            let mut acc = [_mm256_setzero_ps(); T];
-            let mut tail_acc = [0f32; T];
-            for (g, &sc) in sc_row.iter().enumerate() {
-                let (c0, c1) = (g * gl, ((g + 1) * gl).min(ni));
-                let nfull = (c1 - c0) / 64;
+                let nfull = (c1 - c0) / (8 * V);
                 let mut p = [[_mm256_setzero_ps(); 4]; T];
                 for b in 0..nfull {
-                    let col = c0 + 64 * b;
-                    // col + 64 ≤ I: the unit's bytes are within the row.
-                    let codes = crate::arch::x86_64::small_codes64(&row[unit * (col / 64)..], int3);
-                    let f = |t: __m128i| _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(t));
-                    let w = [
-                        f(codes[0]),
-                        f(_mm_srli_si128::<8>(codes[0])),
-                        f(codes[1]),
-                        f(_mm_srli_si128::<8>(codes[1])),
-                        f(codes[2]),
-                        f(_mm_srli_si128::<8>(codes[2])),
-                        f(codes[3]),
-                        f(_mm_srli_si128::<8>(codes[3])),
-                    ];
+                    let col = c0 + 8 * V * b;
+                    // col + 8·V ≤ I: the block is within the row.
+                    let w = block(col);
                     for k in 0..T {
-                        // SAFETY: col + 64 ≤ I values of xs[k].
+                        // SAFETY: col + 8·V ≤ I values of xs[k].
                         unsafe {
                             let xp = xs[k].add(col);
                             for (h, wh) in w.iter().enumerate() {
@@ -1024,13 +940,13 @@ macro_rules! avx2_arm {
                         }
                     }
                 }
+                let sc = scale_f32(m, o, g);
                 let scv = _mm256_set1_ps(sc);
                 for k in 0..T {
                     let mut tail = 0.0f32;
-                    for c in c0 + 64 * nfull..c1 {
-                        let v = scalar::code_i8(m, o, c).unwrap_or(0);
+                    for c in c0 + 8 * V * nfull..c1 {
                         // SAFETY: c < I.
-                        tail += f32::from(v) * unsafe { *xs[k].add(c) };
+                        tail += value(c) * unsafe { *xs[k].add(c) };
                     }
                     let [q0, q1, q2, q3] = p[k];
                     let part = if chains == 4 {
@@ -1047,6 +963,64 @@ macro_rules! avx2_arm {
                 out[k] = hsum_ps(acc[k]) + tail_acc[k];
             }
             out
+        }
+
+        /// [`grouped_row_f32`] for int4-row, int4-grouped (`gs` a multiple of 32) and mxfp4:
+        /// 32-column blocks of 16 nibble bytes ([`nibble_block_f32`]).
+        ///
+        /// # Safety
+        /// The arm's features available; every `xs[k]` points at `I` values.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn nibble_row_f32<const T: usize>(
+            m: &Matrix<'_>,
+            o: usize,
+            xs: [*const f32; T],
+        ) -> [f32; T] {
+            let row = m.row_bytes(o);
+            let mx = m.format() == Format::Mxfp4;
+            // SAFETY: MX_LUT has 16 bytes.
+            let lut = unsafe { _mm_loadu_si128(MX_LUT.as_ptr().cast()) };
+            let block = |col: usize| {
+                // SAFETY: col + 32 ≤ I, so the 16 bytes at col/2 are within the row.
+                let v = unsafe { _mm_loadu_si128(row.as_ptr().add(col / 2).cast()) };
+                nibble_block_f32(v, mx, lut)
+            };
+            let value = |c: usize| {
+                let nib = (row[c / 2] >> (4 * (c % 2))) & 0xF;
+                #[allow(clippy::cast_possible_wrap)] // nibble < 16
+                let v = if mx { MX_LUT[usize::from(nib)] } else { nib as i8 - 8 };
+                f32::from(v)
+            };
+            // SAFETY: the caller's contract; groups are multiples of 32 columns.
+            unsafe { grouped_row_f32::<T, 4>(m, o, xs, block, value) }
+        }
+
+        /// [`grouped_row_f32`] for int2-row and int3-g64: 64-column blocks (16 bytes of int2,
+        /// or one 24-byte int3 group) decoded with SSE2 (`crate::arch::x86_64::small_codes64`)
+        /// and widened to 8 × 8 f32.
+        ///
+        /// # Safety
+        /// The arm's features available; every `xs[k]` points at `I` values.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn small_row_f32<const T: usize>(
+            m: &Matrix<'_>,
+            o: usize,
+            xs: [*const f32; T],
+        ) -> [f32; T] {
+            let row = m.row_bytes(o);
+            let int3 = m.format() == Format::Int3G64;
+            let unit = if int3 { 24 } else { 16 };
+            let block = |col: usize| {
+                let c = crate::arch::x86_64::small_codes64(&row[unit * (col / 64)..], int3);
+                let f = |t: __m128i| _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(t));
+                let hi = |t: __m128i| f(_mm_srli_si128::<8>(t));
+                [f(c[0]), hi(c[0]), f(c[1]), hi(c[1]), f(c[2]), hi(c[2]), f(c[3]), hi(c[3])]
+            };
+            let value = |c: usize| f32::from(scalar::code_i8(m, o, c).unwrap_or(0));
+            // SAFETY: the caller's contract; int2-row has one group, int3-g64 groups of 64.
+            unsafe { grouped_row_f32::<T, 8>(m, o, xs, block, value) }
         }
 
         /// # Safety

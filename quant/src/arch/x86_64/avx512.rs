@@ -95,7 +95,7 @@ macro_rules! avx512_arm {
         use core::ops::Range;
 
         use super::{CH, I4_F32, I4_MAG, MX_F32, MX_MAG, MX_OFF, ST, mask16, mask64};
-        use crate::arch::x86_64::{BandPrefetch, streams};
+        use crate::arch::x86_64::{BandPrefetch, group_sums64, int3_epilogue, streams};
         use crate::format::Format;
         use crate::kernels::{Matrix, QuantizedActs, Scales};
         use crate::scalar;
@@ -1527,18 +1527,13 @@ macro_rules! avx512_arm {
                 // SAFETY: the buffer holds XA ≥ 256 · ceil(I/256) bytes (I ≤ XA, XA a
                 // multiple of 256).
                 unsafe { crumb_planes(q, base) };
-                for (g, c) in q.chunks(64).enumerate() {
-                    gsum[g] = c.iter().map(|&v| i32::from(v)).sum();
-                }
+                group_sums64(q, &mut gsum);
                 for (r, o) in rows.clone().enumerate() {
                     let row = m.row_bytes(o);
+                    let sc = &sf[o * ng..(o + 1) * ng];
                     let mut acc = 0.0f32;
                     let mut epilogue = |d: [i32; 4], g0: usize, n: usize| {
-                        for (k, &dk) in d.iter().enumerate().take(n) {
-                            #[allow(clippy::cast_precision_loss)] // the spec's rounding
-                            let df = (dk - 4 * gsum[g0 + k]) as f32;
-                            acc += df * sf[o * ng + g0 + k];
-                        }
+                        int3_epilogue(&mut acc, &d[..n], &gsum[g0..], &sc[g0..]);
                     };
                     for qi in 0..full {
                         // SAFETY: groups 4qi .. 4qi + 4 exist: 96 bytes at 96·qi are in the

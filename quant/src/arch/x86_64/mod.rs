@@ -107,6 +107,26 @@ pub(crate) fn decode_small_ints(m: &Matrix<'_>, row: &[u8], c0: usize, out: &mut
     crate::arch::decode_small_ints(m, row, c0 + 64 * full, &mut out[64 * full..]);
 }
 
+/// The exact `Σx` of each 64-column group of activation row `q` into `gsum` (the int3-g64
+/// kernels' offset correction `4·Σx` per group).
+pub(crate) fn group_sums64(q: &[i8], gsum: &mut [i32]) {
+    for (g, c) in q.chunks(64).enumerate() {
+        gsum[g] = c.iter().map(|&v| i32::from(v)).sum();
+    }
+}
+
+/// The reference's int3-g64 int8-path epilogue of consecutive groups, in order: for each
+/// group's exact `Σ u·x` in `d` (unsigned codes `u = code + 4`), `acc = acc + ((d − 4·Σx) as
+/// f32) · s`, with that group's `Σx` from `gsum` and scale from `scales`.
+#[inline]
+pub(crate) fn int3_epilogue(acc: &mut f32, d: &[i32], gsum: &[i32], scales: &[f32]) {
+    for ((&dk, &xs), &sc) in d.iter().zip(gsum).zip(scales) {
+        #[allow(clippy::cast_precision_loss)] // the spec's rounding
+        let df = (dk - 4 * xs) as f32;
+        *acc += df * sc;
+    }
+}
+
 /// Whether a kernel call over `m` streams its weights from beyond the caches (more
 /// than [`STREAM_BYTES`]), so its loops prefetch (`avx512::prefetch_l2`, [`BandPrefetch`]).
 /// The whole matrix counts, not `rows`: threads splitting the rows share the caches.
@@ -193,38 +213,16 @@ mod tests {
     /// all-one bytes (codes −2/1 and −4/3).
     #[test]
     fn sse2_small_int_decode_matches_the_portable_one() {
-        let mut seed = 0x1234_5678_9abc_def0u64;
-        let mut byte = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            match seed % 5 {
-                0 => 0x00,
-                1 => 0xFF,
-                _ => seed.to_le_bytes()[3],
-            }
-        };
-        for (format, i) in
-            [(Format::Int2Row, 1000usize), (Format::Int3G64, 1000), (Format::Int3G64, 64)]
-        {
-            let (bytes, groups) = match format {
-                Format::Int2Row => (i.div_ceil(4), 1),
-                _ => (i.div_ceil(64) * 24, i.div_ceil(64)),
-            };
-            let w: std::vec::Vec<u8> = (0..2 * bytes).map(|_| byte()).collect();
-            let sc = std::vec![1.0f32; 2 * groups];
+        for (format, i, w, sc) in crate::arch::small_int_tests::matrices() {
             let m = Matrix::new(format, &w, Scales::F32(&sc), 2, i, 0).unwrap();
             for o in 0..2 {
                 let row = m.row_bytes(o);
-                for c0 in (0..i).step_by(256) {
-                    for n in [1, 63, 64, 65, 128, 200, 256] {
-                        let n = n.min(i - c0);
-                        let (mut a, mut b) = ([0i8; 256], [0i8; 256]);
-                        // SAFETY: SSE2 is part of x86-64.
-                        unsafe { decode_small_ints(&m, row, c0, &mut a[..n]) };
-                        crate::arch::decode_small_ints(&m, row, c0, &mut b[..n]);
-                        assert_eq!(a[..n], b[..n], "{format:?} row {o} c0 {c0} n {n}");
-                    }
+                for (c0, n) in crate::arch::small_int_tests::chunk_ranges(i) {
+                    let (mut a, mut b) = ([0i8; 256], [0i8; 256]);
+                    // SAFETY: SSE2 is part of x86-64.
+                    unsafe { decode_small_ints(&m, row, c0, &mut a[..n]) };
+                    crate::arch::decode_small_ints(&m, row, c0, &mut b[..n]);
+                    assert_eq!(a[..n], b[..n], "{format:?} row {o} c0 {c0} n {n}");
                 }
             }
         }
