@@ -824,7 +824,7 @@ macro_rules! avx2_arm {
                         // SAFETY: groups 2j and 2j + 1 exist: 48 bytes at 48·j are in the row;
                         // the planes of block j were written above.
                         let d = unsafe { int3_pair(row.as_ptr().add(48 * j), base.add(128 * j)) };
-                        int3_epilogue(&mut acc, &d, &gsum[2 * j..], &sc[2 * j..]);
+                        int3_epilogue(&mut acc, d, 2, &gsum[2 * j..], &sc[2 * j..]);
                     }
                     if full < ng.div_ceil(2) {
                         // The last, single group, from a zero-padded copy (outside the loop:
@@ -834,7 +834,7 @@ macro_rules! avx2_arm {
                         // SAFETY: the copy holds 48 bytes; the planes of block `full` were
                         // written above.
                         let d = unsafe { int3_pair(tail.as_ptr(), base.add(128 * full)) };
-                        int3_epilogue(&mut acc, &d[..1], &gsum[2 * full..], &sc[2 * full..]);
+                        int3_epilogue(&mut acc, d, 1, &gsum[2 * full..], &sc[2 * full..]);
                     }
                     y[si * nr + r] = acc * sx;
                 }

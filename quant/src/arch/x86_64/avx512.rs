@@ -1533,7 +1533,7 @@ macro_rules! avx512_arm {
                     let sc = &sf[o * ng..(o + 1) * ng];
                     let mut acc = 0.0f32;
                     let mut epilogue = |d: [i32; 4], g0: usize, n: usize| {
-                        int3_epilogue(&mut acc, &d[..n], &gsum[g0..], &sc[g0..]);
+                        int3_epilogue(&mut acc, d, n, &gsum[g0..], &sc[g0..]);
                     };
                     for qi in 0..full {
                         // SAFETY: groups 4qi .. 4qi + 4 exist: 96 bytes at 96·qi are in the

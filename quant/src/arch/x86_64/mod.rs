@@ -109,21 +109,31 @@ pub(crate) fn decode_small_ints(m: &Matrix<'_>, row: &[u8], c0: usize, out: &mut
 
 /// The exact `Σx` of each 64-column group of activation row `q` into `gsum` (the int3-g64
 /// kernels' offset correction `4·Σx` per group).
+#[inline]
 pub(crate) fn group_sums64(q: &[i8], gsum: &mut [i32]) {
     for (g, c) in q.chunks(64).enumerate() {
         gsum[g] = c.iter().map(|&v| i32::from(v)).sum();
     }
 }
 
-/// The reference's int3-g64 int8-path epilogue of consecutive groups, in order: for each
-/// group's exact `Σ u·x` in `d` (unsigned codes `u = code + 4`), `acc = acc + ((d − 4·Σx) as
-/// f32) · s`, with that group's `Σx` from `gsum` and scale from `scales`.
-#[inline]
-pub(crate) fn int3_epilogue(acc: &mut f32, d: &[i32], gsum: &[i32], scales: &[f32]) {
-    for ((&dk, &xs), &sc) in d.iter().zip(gsum).zip(scales) {
-        #[allow(clippy::cast_precision_loss)] // the spec's rounding
-        let df = (dk - 4 * xs) as f32;
-        *acc += df * sc;
+/// The reference's int3-g64 int8-path epilogue of `n ≤ N` consecutive groups, in order: for
+/// each group's exact `Σ u·x` in `d` (unsigned codes `u = code + 4`), `acc = acc + ((d −
+/// 4·Σx) as f32) · s`, with that group's `Σx` from `gsum` and scale from `scales`. Always
+/// inlined, `N` known: it runs once per step of the kernels' inner loops.
+#[inline(always)]
+pub(crate) fn int3_epilogue<const N: usize>(
+    acc: &mut f32,
+    d: [i32; N],
+    n: usize,
+    gsum: &[i32],
+    scales: &[f32],
+) {
+    for k in 0..N {
+        if k < n {
+            #[allow(clippy::cast_precision_loss)] // the spec's rounding
+            let df = (d[k] - 4 * gsum[k]) as f32;
+            *acc += df * scales[k];
+        }
     }
 }
 
