@@ -390,14 +390,14 @@ macro_rules! avx2_arm {
         /// The arm's features available; shapes as asserted by [`matmul_f32_rows`].
         #[target_feature(enable = $feat)]
         unsafe fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
-            let nibble_fast = match m.format() {
+            let fused = match m.format() {
                 Format::Int4Row | Format::Mxfp4 | Format::Int2Row | Format::Int3G64 => true,
                 Format::Int4Grouped => m.group_len().is_multiple_of(32),
                 _ => false,
             };
-            if nibble_fast {
+            if fused {
                 // SAFETY: same contract.
-                unsafe { f32_nibbles(m, x, s, rows, y) };
+                unsafe { f32_fused(m, x, s, rows, y) };
                 return;
             }
             if m.format() == Format::Fp8E4m3B128 {
@@ -1023,10 +1023,13 @@ macro_rules! avx2_arm {
             unsafe { grouped_row_f32::<T, 8>(m, o, xs, block, value) }
         }
 
+        /// The fused f32 path ([`nibble_row_f32`], [`small_row_f32`]) over `rows`, activation
+        /// rows 4, 2 or 1 at a time.
+        ///
         /// # Safety
         /// The arm's features available; shapes as asserted by [`matmul_f32_rows`].
         #[target_feature(enable = $feat)]
-        unsafe fn f32_nibbles(
+        unsafe fn f32_fused(
             m: &Matrix<'_>,
             x: &[f32],
             s: usize,
