@@ -73,6 +73,45 @@ impl Model {
         Ok(Model { freq, thr, lo, hi })
     }
 
+    /// The *two-table form* of the decode tables, for arms where a 16-entry lookup is
+    /// expensive (AVX2: two `vpermd` and a blend each): `(low, high)` per bucket, where both
+    /// keep the entry's `f` and symbol in bits 0..16 and the top half holds, for `low`,
+    /// `div[b]` (the bucket's own slot count, which is also the threshold), and for `high`,
+    /// `div[b] + c_hi + 256·b`, the index of the upper part's first slot. Then with
+    /// `d = (x & 255) − div[b]` the step is: upper iff `d ≥ 0`, `e = upper ? high : low`, and
+    /// `x' = f·(x >> 12) + d + (e >> 16)` — two lookups instead of three, and the compare is
+    /// the sign of a subtraction the step needs anyway ([`Model::step_two_table`] is its
+    /// scalar form, checked against [`Model::step`]).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // only the AVX2 arm uses it
+    pub(crate) fn two_table_form(&self) -> ([u32; 16], [u32; 16]) {
+        let mut low = [0u32; 16];
+        let mut high = [0u32; 16];
+        for b in 0..16 {
+            let div = self.thr[b] - BUCKET * small(b);
+            low[b] = (self.lo[b] & 0xFFFF) | (div << 16);
+            // c_hi + 256·b + div = c_hi + thr[b]: the upper part's first index, in 0..4096
+            // (and `div` again when the bucket has no upper part, as `hi == lo` there).
+            #[allow(clippy::cast_sign_loss, clippy::cast_possible_wrap)] // in 0..4096
+            let first = (((self.hi[b] as i32) >> 16) + self.thr[b] as i32) as u32;
+            high[b] = (self.hi[b] & 0xFFFF) | (first << 16);
+        }
+        (low, high)
+    }
+
+    /// [`Model::step`] computed from [`Model::two_table_form`] (the AVX2 arm's formula).
+    #[cfg(test)]
+    fn step_two_table(low: &[u32; 16], high: &[u32; 16], x: u32) -> (u8, u32) {
+        let b = ((x >> 8) & 15) as usize;
+        #[allow(clippy::cast_possible_wrap)] // both below 2^9
+        let d = (x & 0xFF) as i32 - (low[b] >> 16) as i32;
+        let e = if d >= 0 { high[b] } else { low[b] };
+        #[allow(clippy::cast_possible_truncation)] // 4-bit field
+        let sym = ((e >> 12) & 15) as u8;
+        #[allow(clippy::cast_sign_loss, clippy::cast_possible_wrap)] // index ∈ [0, f)
+        let index = (d + (e >> 16) as i32) as u32;
+        (sym, (e & 0xFFF) * (x >> 12) + index)
+    }
+
     /// The 16 frequencies.
     pub fn freq(&self) -> &[u16; 16] {
         &self.freq
@@ -263,6 +302,7 @@ mod tests {
     fn check_bijection(freq: [u16; 16]) {
         let model = Model::new(freq).unwrap();
         let enc = EncodeModel::new(&freq);
+        let (low, high) = model.two_table_form();
         let mut seen = [false; 4096];
         for s in 0..16 {
             let (f, start, _) = enc.sym[s];
@@ -275,6 +315,7 @@ mod tests {
                 let (sym, next) = model.step(x);
                 assert_eq!(usize::from(sym), s);
                 assert_eq!(next, f * 77 + i);
+                assert_eq!(Model::step_two_table(&low, &high, x), (sym, next), "slot {slot}");
             }
         }
         assert!(seen.iter().all(|&v| v));

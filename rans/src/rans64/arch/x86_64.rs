@@ -34,17 +34,17 @@
 
 use core::arch::x86_64::{__m128i, _mm_loadu_si128};
 use core::arch::x86_64::{
-    __m256i, __m512i, _mm_storeu_si128, _mm256_add_epi32, _mm256_and_si256, _mm256_blendv_epi8,
-    _mm256_blendv_ps, _mm256_castps_si256, _mm256_castsi256_ps, _mm256_castsi256_si128,
-    _mm256_cmpeq_epi32, _mm256_cmpgt_epi32, _mm256_cvtepu16_epi32, _mm256_loadu_si256,
-    _mm256_movemask_ps, _mm256_mullo_epi32, _mm256_or_si256, _mm256_packus_epi16,
-    _mm256_packus_epi32, _mm256_permutevar8x32_epi32, _mm256_set1_epi32, _mm256_setr_epi32,
-    _mm256_setzero_si256, _mm256_slli_epi32, _mm256_srai_epi32, _mm256_srli_epi32,
-    _mm256_storeu_si256, _mm512_add_epi32, _mm512_and_si512, _mm512_cmpge_epu32_mask,
-    _mm512_cmplt_epu32_mask, _mm512_cvtepi32_epi8, _mm512_cvtepu16_epi32, _mm512_loadu_si512,
-    _mm512_mask_blend_epi32, _mm512_mask_slli_epi32, _mm512_maskz_expand_epi32, _mm512_mullo_epi32,
-    _mm512_or_si512, _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_srai_epi32,
-    _mm512_srli_epi32, _mm512_storeu_si512, _mm512_ternarylogic_epi32,
+    __m256i, __m512i, _mm_storeu_si128, _mm256_add_epi32, _mm256_and_si256, _mm256_blendv_ps,
+    _mm256_broadcastsi128_si256, _mm256_castps_si256, _mm256_castsi256_ps, _mm256_castsi256_si128,
+    _mm256_cmpeq_epi16, _mm256_loadu_si256, _mm256_movemask_ps, _mm256_mullo_epi32,
+    _mm256_or_si256, _mm256_packus_epi16, _mm256_packus_epi32, _mm256_permutevar8x32_epi32,
+    _mm256_set1_epi32, _mm256_setr_epi32, _mm256_setzero_si256, _mm256_shuffle_epi8,
+    _mm256_slli_epi32, _mm256_srli_epi32, _mm256_storeu_si256, _mm256_sub_epi32, _mm512_add_epi32,
+    _mm512_and_si512, _mm512_cmpge_epu32_mask, _mm512_cmplt_epu32_mask, _mm512_cvtepi32_epi8,
+    _mm512_cvtepu16_epi32, _mm512_loadu_si512, _mm512_mask_blend_epi32, _mm512_mask_slli_epi32,
+    _mm512_maskz_expand_epi32, _mm512_mullo_epi32, _mm512_or_si512, _mm512_permutexvar_epi32,
+    _mm512_set1_epi32, _mm512_srai_epi32, _mm512_srli_epi32, _mm512_storeu_si512,
+    _mm512_ternarylogic_epi32,
 };
 use core::arch::x86_64::{
     _mm512_mask_blend_epi64, _mm512_mask_cmpeq_epi16_mask, _mm512_mask_shldi_epi32,
@@ -390,32 +390,50 @@ pub(super) fn rounds_avx2(
     unsafe { rounds256(model, st, ways, pos, out) }
 }
 
-/// The lookup tables of one model, split in halves for 8-entry `vpermd`s.
+/// The two-table form of one model (`Model::two_table_form`), split in halves for 8-entry
+/// `vpermd`s.
 #[derive(Clone, Copy)]
 struct Tables256 {
-    thr: [__m256i; 2],
     lo: [__m256i; 2],
     hi: [__m256i; 2],
 }
 
-/// For each 8-bit refill mask, the `vpermd` pattern moving word `k` to the lane of the
-/// `k`-th set bit (lanes without a bit get 0 and are masked off).
-static EXPAND8: [[u32; 8]; 256] = {
-    let mut t = [[0u32; 8]; 256];
+/// One row per 8-bit refill mask: two `vpshufb` controls for a 16-byte load of the way
+/// repeated in both 128-bit halves. Bytes 0..32 put word `k` in the low half of the lane of
+/// the mask's `k`-th set bit and zero everywhere else; bytes 32..64 move a refilling lane's
+/// low half to its high half (its high half is zero: the state is below `2^16`) and keep the
+/// other lanes. One 64-byte row is one cache line.
+#[repr(C, align(64))]
+struct Refill8([[u8; 64]; 256]);
+
+static REFILL8: Refill8 = {
+    let mut t = [[0x80u8; 64]; 256];
     let mut m = 0;
     while m < 256 {
-        let mut k = 0u32;
+        let mut k = 0u8;
         let mut lane = 0;
         while lane < 8 {
+            // Byte index of the lane within its 128-bit half (vpshufb does not cross halves).
+            #[allow(clippy::cast_possible_truncation)] // < 16
+            let at = (4 * (lane % 4)) as u8;
             if m & (1 << lane) != 0 {
-                t[m][lane] = k;
+                t[m][4 * lane] = 2 * k;
+                t[m][4 * lane + 1] = 2 * k + 1;
+                t[m][32 + 4 * lane + 2] = at;
+                t[m][32 + 4 * lane + 3] = at + 1;
                 k += 1;
+            } else {
+                let mut j = 0u8;
+                while j < 4 {
+                    t[m][32 + 4 * lane + j as usize] = at + j;
+                    j += 1;
+                }
             }
             lane += 1;
         }
         m += 1;
     }
-    t
+    Refill8(t)
 };
 
 #[target_feature(enable = "avx2,popcnt")]
@@ -430,13 +448,8 @@ fn rounds256(
         // SAFETY: every table is 16 u32; each 256-bit load reads 8 of them at offset 0 or 8.
         unsafe { _mm256_loadu_si256(a.as_ptr().wrapping_add(8 * h).cast()) }
     };
-    let tables = {
-        Tables256 {
-            thr: [load(&model.thr, 0), load(&model.thr, 1)],
-            lo: [load(&model.lo, 0), load(&model.lo, 1)],
-            hi: [load(&model.hi, 0), load(&model.hi, 1)],
-        }
-    };
+    let (lo, hi) = model.two_table_form();
+    let tables = Tables256 { lo: [load(&lo, 0), load(&lo, 1)], hi: [load(&hi, 0), load(&hi, 1)] };
     let mut x = [_mm256_setzero_si256(); 2 * WAYS];
     for (v, xv) in x.iter_mut().enumerate() {
         // SAFETY: `st` has 64 u32; vector v covers lanes 8v..8v+8, in bounds for v < 8.
@@ -491,42 +504,55 @@ fn lookup16(t: __m256i, sel: __m256i, table: &[__m256i; 2]) -> __m256i {
     ))
 }
 
-/// One decode step of 8 lanes: `(entry, next state before refill)`.
+/// One decode step of 8 lanes: `(entry, next state before refill)`, in the two-table form
+/// (`Model::two_table_form`): the lower entry's top half is the bucket's threshold `div`, so
+/// `d = (x & 255) − div` is both the compare (its sign picks the entry) and the index term.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
 fn step256(x: __m256i, tb: &Tables256) -> (__m256i, __m256i) {
     let t = _mm256_srli_epi32::<8>(x);
     // Bit 31 of xs is bit 11 of x: bucket bit 3, which picks the table half.
     let xs = _mm256_slli_epi32::<20>(x);
-    let low12 = _mm256_set1_epi32(0xFFF);
-    let slot = _mm256_and_si256(x, low12);
-    // Both sides are below 2^13, so the signed compare is the unsigned one.
-    let lower = _mm256_cmpgt_epi32(lookup16(t, xs, &tb.thr), slot);
-    let e = _mm256_blendv_epi8(lookup16(t, xs, &tb.hi), lookup16(t, xs, &tb.lo), lower);
-    let f = _mm256_and_si256(e, low12);
+    let low = lookup16(t, xs, &tb.lo);
+    let high = lookup16(t, xs, &tb.hi);
+    // Both terms are below 2^9: d < 0 exactly when the slot is in the lower part.
+    let d = _mm256_sub_epi32(
+        _mm256_and_si256(x, _mm256_set1_epi32(0xFF)),
+        _mm256_srli_epi32::<16>(low),
+    );
+    let e = _mm256_castps_si256(_mm256_blendv_ps(
+        _mm256_castsi256_ps(high),
+        _mm256_castsi256_ps(low),
+        _mm256_castsi256_ps(d),
+    ));
+    let f = _mm256_and_si256(e, _mm256_set1_epi32(0xFFF));
     let q = _mm256_srli_epi32::<12>(x);
-    let c = _mm256_srai_epi32::<16>(e);
-    let next = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(f, q), slot), c);
-    (e, next)
+    let index = _mm256_add_epi32(d, _mm256_srli_epi32::<16>(e));
+    (e, _mm256_add_epi32(_mm256_mullo_epi32(f, q), index))
 }
 
 /// Refills the lanes below `2^16` from `way` at `*off` (lane order), advancing `*off`.
+/// A lane is below `2^16` when its high word is zero, which one 16-bit compare tests in bit
+/// 31 of each lane (what `movmskps` reads); the mask's [`REFILL8`] row then shuffles the
+/// fresh words into place and the refilling states up by 16 bits, with no blend.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
 fn refill256(x: __m256i, way: &[u8], off: &mut usize) -> __m256i {
-    let need = _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>(x), _mm256_setzero_si256());
+    let need = _mm256_cmpeq_epi16(x, _mm256_setzero_si256());
     #[allow(clippy::cast_sign_loss)] // movemask of 8 lanes: 0..=255
-    let bits = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
+    let bits = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize & 255;
     // SAFETY: `rounds256` only starts a round while `way` holds ≥ 64 unread bytes; within the
     // round at most 48 bytes are consumed before this load, so [off, off + 16) is in `way`.
-    let words: __m128i = unsafe { _mm_loadu_si128(way.as_ptr().wrapping_add(*off).cast()) };
-    // SAFETY: EXPAND8 rows are 8 u32 = 32 bytes; the index is masked below 256.
-    let pattern = unsafe { _mm256_loadu_si256(EXPAND8[bits & 255].as_ptr().cast()) };
-    // Lanes that take no word get some other word here; the blend below ignores them.
-    let fresh = _mm256_permutevar8x32_epi32(_mm256_cvtepu16_epi32(words), pattern);
+    let words = _mm256_broadcastsi128_si256(unsafe {
+        _mm_loadu_si128(way.as_ptr().wrapping_add(*off).cast())
+    });
+    let row = &REFILL8.0[bits];
+    // SAFETY: a row is 64 bytes: two 32-byte loads at offsets 0 and 32.
+    let place = unsafe { _mm256_loadu_si256(row.as_ptr().cast()) };
+    // SAFETY: as above.
+    let lift = unsafe { _mm256_loadu_si256(row.as_ptr().wrapping_add(32).cast()) };
     *off += 2 * bits.count_ones() as usize;
-    let shifted = _mm256_or_si256(_mm256_slli_epi32::<16>(x), fresh);
-    _mm256_blendv_epi8(x, shifted, need)
+    _mm256_or_si256(_mm256_shuffle_epi8(x, lift), _mm256_shuffle_epi8(words, place))
 }
 
 /// The 16 output bytes of a way from its four entry vectors (lanes 0..8: `a`, 8..16: `b`).
