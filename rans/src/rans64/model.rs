@@ -80,8 +80,8 @@ impl Model {
     /// `div[b] + c_hi + 256·b`, the index of the upper part's first slot. Then with
     /// `d = (x & 255) − div[b]` the step is: upper iff `d ≥ 0`, `e = upper ? high : low`, and
     /// `x' = f·(x >> 12) + d + (e >> 16)` — two lookups instead of three, and the compare is
-    /// the sign of a subtraction the step needs anyway ([`Model::step_two_table`] is its
-    /// scalar form, checked against [`Model::step`]).
+    /// the sign of a subtraction the step needs anyway (the test helper `step_two_table` is
+    /// its scalar form, checked against [`Model::step`]).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // only the AVX2 arm uses it
     pub(crate) fn two_table_form(&self) -> ([u32; 16], [u32; 16]) {
         let mut low = [0u32; 16];
