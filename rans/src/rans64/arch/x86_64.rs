@@ -582,3 +582,64 @@ fn pack16(e0a: __m256i, e1a: __m256i, e0b: __m256i, e1b: __m256i) -> __m128i {
     let order = _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5);
     _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(bytes, order))
 }
+
+#[cfg(test)]
+mod tests {
+    //! The AVX2 refill against its definition (lanes below `2^16`, in lane order, take the
+    //! way's next words) for every one of the 256 lane masks, so every [`REFILL8`] row is
+    //! checked directly and not only where the round-trip tests happen to reach it.
+    use super::{avx2_detected, refill256};
+    use core::arch::x86_64::{_mm256_loadu_si256, _mm256_storeu_si256};
+
+    #[test]
+    fn avx2_refill_matches_its_definition_for_every_mask() {
+        if !avx2_detected() {
+            let required = std::env::var("TETRAD_REQUIRE_ISA").unwrap_or_default();
+            assert!(!required.split(',').any(|a| a == "avx2"), "avx2 required but not detected");
+            std::eprintln!("avx2 not detected: refill test not run");
+            return;
+        }
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let way: std::vec::Vec<u8> = (0..64).map(|_| next().to_le_bytes()[3]).collect();
+        for mask in 0..256usize {
+            for start in [0usize, 2, 14, 32, 48] {
+                let mut lanes = [0u32; 8];
+                for (lane, x) in lanes.iter_mut().enumerate() {
+                    let r = u32::try_from(next() >> 32).unwrap_or(0);
+                    *x = match ((mask >> lane) & 1 == 1, r % 5) {
+                        (true, 0) => 0,
+                        (true, 1) => 0xFFFF,
+                        (true, _) => r & 0xFFFF,
+                        (false, 0) => 0x1_0000,
+                        (false, 1) => u32::MAX,
+                        (false, _) => r | 0x1_0000,
+                    };
+                }
+                let mut expect = lanes;
+                let mut at = start;
+                for x in &mut expect {
+                    if *x < 0x1_0000 {
+                        *x = (*x << 16) | u32::from(u16::from_le_bytes([way[at], way[at + 1]]));
+                        at += 2;
+                    }
+                }
+                let mut off = start;
+                let mut got = [0u32; 8];
+                // SAFETY: the load covers the 8 u32 of `lanes`.
+                let x = unsafe { _mm256_loadu_si256(lanes.as_ptr().cast()) };
+                // SAFETY: the CPU has AVX2 (checked above); `refill256` reads 16 bytes at
+                // `off ≤ 48` of the way's 64.
+                let y = unsafe { refill256(x, &way, &mut off) };
+                // SAFETY: the store covers the 8 u32 of `got`.
+                unsafe { _mm256_storeu_si256(got.as_mut_ptr().cast(), y) };
+                assert_eq!((got, off), (expect, at), "mask {mask:#010b}, words from {start}");
+            }
+        }
+    }
+}
