@@ -1,4 +1,4 @@
-//! Criterion benchmarks of `int4-rans64-t1` (`tetrad_rans::rans64`): decode per arm, encode,
+//! Criterion benchmarks of `int4-rans64-t1` (`tetrad_rans::rans64`): decode and encode per arm,
 //! and `zstd -d` on the same packed int4 bytes in the same run.
 //!
 //! Data: 64 MiB of `tetrad_benches::synth::int4_bytes` (per-row int4 of Gaussian/Laplace
@@ -84,9 +84,13 @@ fn benches(c: &mut Criterion<Clock>) {
     g.throughput(Throughput::Elements(nibbles));
     g.sample_size(10).measurement_time(Duration::from_secs(10));
     let mut dst = vec![0u8; rans64::max_encoded_len(packed.len(), rans64::DEFAULT_CHUNK_SHIFT)];
-    g.bench_function(BenchmarkId::from_parameter(&name), |b| {
-        b.iter(|| rans64::encode_into(black_box(&packed), rans64::DEFAULT_CHUNK_SHIFT, &mut dst))
-    });
+    for &arm in Arm::ALL.iter().filter(|a| a.can_encode()) {
+        g.bench_function(BenchmarkId::new(arm.name(), &name), |b| {
+            b.iter(|| {
+                rans64::encode_with(arm, black_box(&packed), rans64::DEFAULT_CHUNK_SHIFT, &mut dst)
+            })
+        });
+    }
     g.finish();
 }
 

@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::{Distribution, Normal};
-use tetrad_rans::rans64::{self, Arm, Blob, ChunkDecoder, Error};
+use tetrad_rans::rans64::{self, Arm, Blob, ChunkBody, ChunkDecoder, Error};
 
 /// The arms to compare: every available one. `TETRAD_REQUIRE_ISA` (comma-separated arm
 /// names) turns an unavailable listed arm into a failure instead of a skip.
@@ -44,10 +44,40 @@ fn gaussian_int4(n: usize, row: usize, seed: u64) -> Vec<u8> {
     out
 }
 
+/// The encode arms to compare: every one that can encode here. `TETRAD_REQUIRE_ISA` naming
+/// `avx2` turns an AVX2 encoder that cannot run (on x86-64) into a failure.
+fn encode_arms() -> Vec<Arm> {
+    let required = std::env::var("TETRAD_REQUIRE_ISA").unwrap_or_default();
+    if cfg!(target_arch = "x86_64") && required.split(',').any(|r| r.trim() == "avx2") {
+        assert!(
+            Arm::Avx2.can_encode(),
+            "TETRAD_REQUIRE_ISA requires avx2, which cannot encode here"
+        );
+    }
+    Arm::ALL.iter().copied().filter(|a| a.can_encode()).collect()
+}
+
+/// Encodes with every encode arm; asserts they all produce the scalar encoder's bytes and
+/// returns them. Every test below that encodes thus also checks the encode arms.
 fn encode(src: &[u8], shift: u8) -> Vec<u8> {
-    let mut blob = vec![0u8; rans64::max_encoded_len(src.len(), shift)];
-    let len = rans64::encode_into(src, shift, &mut blob).expect("encode");
-    blob.truncate(len);
+    let mut reference: Option<Vec<u8>> = None;
+    for arm in encode_arms() {
+        let mut blob = vec![0u8; rans64::max_encoded_len(src.len(), shift)];
+        let len = rans64::encode_with(arm, src, shift, &mut blob).expect("encode");
+        blob.truncate(len);
+        match &reference {
+            None => reference = Some(blob),
+            Some(want) => assert!(
+                &blob == want,
+                "encode arm {arm} disagrees with scalar ({} bytes)",
+                src.len()
+            ),
+        }
+    }
+    let blob = reference.expect("the scalar arm always encodes");
+    let mut best = vec![0u8; rans64::max_encoded_len(src.len(), shift)];
+    let len = rans64::encode_into(src, shift, &mut best).expect("encode");
+    assert_eq!(&best[..len], &blob[..], "encode_into disagrees with encode_with");
     blob
 }
 
@@ -91,6 +121,71 @@ fn unavailable_arm_is_refused_by_name() {
             assert_eq!(err.class(), "E_PATH_UNAVAILABLE");
         }
     }
+}
+
+#[test]
+fn encode_arms_and_their_refusals() {
+    let arms = encode_arms();
+    eprintln!("rans64 encode arms: {arms:?}");
+    assert_eq!(arms[0], Arm::Scalar);
+    assert!(Arm::best_encoder().can_encode());
+    let src = [0x12u8; 100];
+    let mut blob = vec![0u8; rans64::max_encoded_len(src.len(), 12)];
+    for &arm in Arm::ALL {
+        let got = rans64::encode_with(arm, &src, 12, &mut blob);
+        if arm.can_encode() {
+            assert!(got.is_ok(), "{arm}");
+        } else {
+            let err = got.unwrap_err();
+            assert_eq!(err, rans64::EncodeError::Unavailable { arm });
+            assert_eq!(err.class(), "E_PATH_UNAVAILABLE");
+            assert!(err.to_string().contains(arm.name()), "{err}");
+        }
+    }
+    // Only scalar and AVX2 have encode kernels, whatever the CPU.
+    for arm in [Arm::Avx512, Arm::Avx512Vbmi, Arm::Neon] {
+        assert!(!arm.can_encode(), "{arm}");
+    }
+}
+
+/// Inputs from about 2.5 to 4 bits of entropy per nibble in 4 KiB chunks: some chunks code, some
+/// go raw, and many end within a few words of the raw size, where the encode arms stop and
+/// the scalar loop checks every word against the floor.
+#[test]
+fn encode_arms_agree_near_the_raw_boundary() {
+    let mut rng = StdRng::seed_from_u64(11);
+    let (mut coded, mut raw, mut closest) = (0, 0, usize::MAX);
+    for skew in 0..80u32 {
+        // With probability skew/150 a nibble is 8, else uniform.
+        let src: Vec<u8> = (0..3 * 4096 + 100)
+            .map(|_| {
+                let mut nib = || {
+                    if rng.random_range(0..150) < skew { 8u8 } else { rng.random_range(0..16u8) }
+                };
+                nib() | (nib() << 4)
+            })
+            .collect();
+        let blob = encode(&src, 12);
+        assert_eq!(decode_all(&blob, src.len()).unwrap(), src, "skew {skew}");
+        let parsed = Blob::parse(&blob).unwrap();
+        for c in 0..parsed.n_chunks() {
+            let chunk = parsed.chunk(c).unwrap();
+            match chunk.body {
+                ChunkBody::Raw(_) => raw += 1,
+                ChunkBody::Coded { ways, .. } => {
+                    coded += 1;
+                    let stored = 304 + ways.iter().map(|w| w.len()).sum::<usize>();
+                    closest = closest.min(chunk.raw_len - stored);
+                }
+            }
+        }
+    }
+    eprintln!(
+        "raw boundary sweep: {coded} chunks coded, {raw} raw, closest {closest} bytes below raw"
+    );
+    assert!(coded > 10 && raw > 10, "coded {coded}, raw {raw}: the sweep missed the boundary");
+    // Within the AVX2 arm's 80-byte round room: its last rounds ran in the scalar loop.
+    assert!(closest < 80, "closest coded chunk is {closest} bytes below raw");
 }
 
 #[test]
@@ -448,6 +543,7 @@ fn miri_small_blob_every_arm() {
             lo | (hi << 4)
         })
         .collect();
+    eprintln!("rans64 encode arms: {:?}", encode_arms());
     let blob = encode(&src, 12);
     assert!(blob.len() < src.len(), "must be a coded chunk");
     let arms = arms();

@@ -126,17 +126,18 @@ impl Arm {
     }
 }
 
-/// Encodes a fixed skewed input (rare symbols, partial rounds, two chunks) and checks that
-/// `arm` decodes it exactly as the scalar decoder does.
-fn selftest(arm: Arm) -> bool {
-    const N: usize = 6000;
-    let mut src = [0u8; N];
+/// Bytes of [`selftest_input`].
+pub(super) const SELFTEST_LEN: usize = 6000;
+
+/// A fixed skewed input for the first-use selftests (rare symbols, partial rounds, two
+/// chunks at shift 12): a peaked nibble distribution with the occasional extreme value.
+pub(super) fn selftest_input() -> [u8; SELFTEST_LEN] {
+    let mut src = [0u8; SELFTEST_LEN];
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
     for b in src.iter_mut() {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        // Two nibbles from a peaked distribution with the occasional extreme value.
         let pick = |v: u64| -> u8 {
             let t = v & 0xFF;
             let n = if t < 3 { (v >> 8) & 15 } else { 6 + (v >> 8) % 4 };
@@ -146,8 +147,16 @@ fn selftest(arm: Arm) -> bool {
         };
         *b = pick(seed) | (pick(seed >> 20) << 4);
     }
+    src
+}
+
+/// Encodes [`selftest_input`] with the scalar encoder and checks that `arm` decodes it
+/// exactly as the scalar decoder does.
+fn selftest(arm: Arm) -> bool {
+    const N: usize = SELFTEST_LEN;
+    let src = selftest_input();
     let mut blob = [0u8; N + 64];
-    let Ok(len) = super::encode_into(&src, 12, &mut blob) else { return false };
+    let Ok(len) = super::encode_with(Arm::Scalar, &src, 12, &mut blob) else { return false };
     let mut a = [0u8; N];
     let mut b = [0xA5u8; N];
     let ra = decode_blob(Arm::Scalar, &blob[..len], &mut a);

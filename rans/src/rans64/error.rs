@@ -200,6 +200,13 @@ pub enum EncodeError {
         /// Bytes required.
         needed: usize,
     },
+    /// A forced arm has no encode kernel in this build or cannot run here
+    /// (`E_PATH_UNAVAILABLE`): never a silent downgrade.
+    #[error("encode arm {arm} is not available on this machine (encode kernels: scalar, avx2)")]
+    Unavailable {
+        /// The arm asked for.
+        arm: Arm,
+    },
 }
 
 impl EncodeError {
@@ -209,6 +216,7 @@ impl EncodeError {
             EncodeError::ChunkShift { .. } => "E_CHUNK_SHIFT",
             EncodeError::TooLarge { .. } => "E_TOO_LARGE",
             EncodeError::OutputTooSmall { .. } => "E_OUTPUT_LENGTH",
+            EncodeError::Unavailable { .. } => "E_PATH_UNAVAILABLE",
         }
     }
 }

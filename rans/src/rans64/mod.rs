@@ -62,7 +62,7 @@ mod model;
 #[cfg(feature = "std")]
 pub use decode::decode_threads;
 pub use decode::{Arm, ChunkDecoder, decode_chunk_with, decode_into, decode_with};
-pub use encode::{encode_into, max_encoded_len};
+pub use encode::{encode_into, encode_with, max_encoded_len};
 pub use error::{EncodeError, Error};
 pub use format::{Blob, Chunk, ChunkBody};
 pub use model::{Model, normalize};

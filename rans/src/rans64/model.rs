@@ -168,8 +168,9 @@ fn alias_layout(freq: &[u16; 16]) -> ([u32; 16], [usize; 16]) {
 pub(crate) struct EncodeModel {
     /// Per symbol: `(f, start of its run in `slots`, reciprocal m = ceil(2^44 / f))`.
     pub(crate) sym: [(u32, u32, u64); 16],
-    /// Concatenated per symbol (in symbol order): the slot of each index `0..f`.
-    pub(crate) slots: [u16; M as usize],
+    /// Concatenated per symbol (in symbol order): the slot of each index `0..f`. Stored as
+    /// u32 so a SIMD arm can gather it directly.
+    pub(crate) slots: [u32; M as usize],
 }
 
 impl EncodeModel {
@@ -184,11 +185,11 @@ impl EncodeModel {
             sym[s] = (f, start, m);
             start += f;
         }
-        let mut slots = [0u16; M as usize];
+        let mut slots = [0u32; M as usize];
         let mut next = [0u32; 16];
         for s in 0..16 {
             for i in 0..div[s] {
-                slots[(sym[s].1 + i) as usize] = slot16(BUCKET * small(s) + i);
+                slots[(sym[s].1 + i) as usize] = BUCKET * small(s) + i;
             }
             next[s] = div[s];
         }
@@ -196,8 +197,7 @@ impl EncodeModel {
             if div[b] < BUCKET {
                 let a = alias[b];
                 for k in 0..BUCKET - div[b] {
-                    slots[(sym[a].1 + next[a] + k) as usize] =
-                        slot16(BUCKET * small(b) + div[b] + k);
+                    slots[(sym[a].1 + next[a] + k) as usize] = BUCKET * small(b) + div[b] + k;
                 }
                 next[a] += BUCKET - div[b];
             }
@@ -210,11 +210,6 @@ impl EncodeModel {
 #[allow(clippy::cast_possible_truncation)] // indices below 16
 fn small(i: usize) -> u32 {
     i as u32
-}
-
-#[allow(clippy::cast_possible_truncation)] // slots are < 4096
-fn slot16(slot: u32) -> u16 {
-    slot as u16
 }
 
 /// The reference encoder's frequency normalisation (informative in the spec, but what tetrad
@@ -307,7 +302,7 @@ mod tests {
         for s in 0..16 {
             let (f, start, _) = enc.sym[s];
             for i in 0..f {
-                let slot = u32::from(enc.slots[(start + i) as usize]);
+                let slot = enc.slots[(start + i) as usize];
                 assert!(!seen[slot as usize], "slot {slot} used twice");
                 seen[slot as usize] = true;
                 // Decoding a state whose low 12 bits are this slot gives (s, f·q + i).

@@ -272,16 +272,29 @@ fn codecs(
     use tetrad_rans::rans64;
     let shift = rans64::DEFAULT_CHUNK_SHIFT;
     let mut rblob = vec![0u8; rans64::max_encoded_len(n, shift)];
+    // Encode with every arm that has an encode kernel here (scalar, AVX2), or only the forced
+    // one when it has; they write the same bytes.
+    let encode_arms: Vec<rans64::Arm> = match forced.arm64 {
+        Some(a) if a.can_encode() => vec![a],
+        Some(a) => {
+            unavailable.push(skipped("encode", rans64::FORMAT_NAME, a.name()));
+            vec![rans64::Arm::best_encoder()]
+        }
+        None if args.isa.is_some() => vec![rans64::Arm::best_encoder()],
+        None => rans64::Arm::ALL.iter().copied().filter(|a| a.can_encode()).collect(),
+    };
     let mut rlen = 0;
-    let mut rerr = None;
-    let t = median_secs(runs, || match rans64::encode_into(&data, shift, &mut rblob) {
-        Ok(l) => rlen = l,
-        Err(e) => rerr = Some(e),
-    });
-    if let Some(e) = rerr {
-        return Err(Refusal::new(e.class(), e.to_string()));
+    for a in encode_arms {
+        let mut rerr = None;
+        let t = median_secs(runs, || match rans64::encode_with(a, &data, shift, &mut rblob) {
+            Ok(l) => rlen = l,
+            Err(e) => rerr = Some(e),
+        });
+        if let Some(e) = rerr {
+            return Err(Refusal::new(e.class(), e.to_string()));
+        }
+        out.push(base("encode", rans64::FORMAT_NAME, a.name(), t, rlen));
     }
-    out.push(base("encode", rans64::FORMAT_NAME, "scalar", t, rlen));
     let arms64: Vec<rans64::Arm> = match (forced.arm64, &args.isa) {
         (Some(a), _) => vec![a],
         // --isa names an arm only int4-rans256-g0 has (such as scalar-bf).

@@ -1,20 +1,65 @@
-//! SIMD decode arms of `int4-rans64-t1`: the only modules of this format allowed `unsafe`.
+//! SIMD arms of `int4-rans64-t1`: the only modules of this format allowed `unsafe`.
 //!
-//! Each arm exposes a safe `rounds` function: decode as many whole rounds into `out` (a
-//! multiple of 64 bytes) as it can *prove* safe — every way holding at least 64 unread bytes
+//! **Decode.** Each arm exposes a safe `rounds` function: decode as many whole rounds into
+//! `out` (a multiple of 64 bytes) as it can *prove* safe — every way holding at least 64 unread bytes
 //! at the start of a round, which covers the two 16-word loads of the round — and return how
 //! many it did. The scalar reference decodes the rest with checked fetches, so overruns and
 //! seal failures are always reported by the scalar code, identically for every arm.
+//!
+//! **Encode.** [`encode_rounds`] codes whole rounds of one way or of all four, backwards,
+//! while the rounds are full and each way's words have room; the scalar encoder does the
+//! partial top round and everything near a floor, so the blob is the scalar encoder's byte
+//! for byte.
 #![allow(unsafe_code)] // The SIMD arms (STYLE.md): every block carries a SAFETY comment.
 
 use super::decode::Arm;
-use super::model::Model;
-use super::{LANES, WAYS};
+use super::model::{EncodeModel, Model};
+use super::{LANES, WAY_LANES, WAYS};
 
 #[cfg(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))]
 mod aarch64;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod x86_64;
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod x86_64_encode;
+
+/// Whether this build has an encode kernel for `arm` (scalar and, on x86-64, AVX2).
+pub(super) fn has_encoder(arm: Arm) -> bool {
+    match arm {
+        Arm::Scalar => true,
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx2 => true,
+        _ => false,
+    }
+}
+
+/// Encodes whole rounds of the `K` ways `first_way..first_way + K` with `arm`, from round
+/// `top − 1` down, way `k` writing its words backwards below `wp[k]` and never below
+/// `floor[k]`; returns how many rounds it did (0 for the scalar arm, which the caller runs
+/// itself).
+#[allow(clippy::too_many_arguments)] // the way loop's state, handed over as is
+pub(super) fn encode_rounds<const K: usize>(
+    arm: Arm,
+    raw: &[u8],
+    first_way: usize,
+    top: usize,
+    model: &EncodeModel,
+    x: &mut [[u32; WAY_LANES]; K],
+    region: &mut [u8],
+    wp: &mut [usize; K],
+    floor: &[usize; K],
+) -> usize {
+    match arm {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx2 => {
+            x86_64_encode::encode_rounds_avx2(raw, first_way, top, model, x, region, wp, floor)
+        }
+        _ => {
+            let _ = (raw, first_way, top, model, x, region, wp, floor);
+            0
+        }
+    }
+}
 
 /// Whether the CPU runs `arm` (scalar is handled by the caller).
 pub(super) fn detected(arm: Arm) -> bool {

@@ -504,7 +504,7 @@ fn rounds256(
 /// A 16-entry lookup: entries 0..8 / 8..16 by `t`'s low 3 bits, the half by bit 31 of `sel`.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
-fn lookup16(t: __m256i, sel: __m256i, table: &[__m256i; 2]) -> __m256i {
+pub(super) fn lookup16(t: __m256i, sel: __m256i, table: &[__m256i; 2]) -> __m256i {
     let a = _mm256_permutevar8x32_epi32(table[0], t);
     let b = _mm256_permutevar8x32_epi32(table[1], t);
     _mm256_castps_si256(_mm256_blendv_ps(
