@@ -166,6 +166,26 @@ fn nibble_histogram(raw: &[u8]) -> [u64; 16] {
     hist
 }
 
+/// An estimate of a chunk's coded length in bytes, head included, from its nibble counts and
+/// frequencies: `Σ h[s]·(12 − log2 f[s]) / 8`, with `log2` taken piecewise linear between
+/// powers of two (below the true value by at most 0.09, so the estimate errs high). It only
+/// chooses how the ways are coded, never what is written.
+fn estimated_coded_len(hist: &[u64; 16], freq: &[u16; 16]) -> usize {
+    let mut bits: u128 = 0; // in 1/65536 bits
+    for (&h, &f) in hist.iter().zip(freq) {
+        if h == 0 || f == 0 {
+            continue;
+        }
+        let f = u32::from(f);
+        let k = 31 - f.leading_zeros();
+        let log2 = (k << 16) + ((f << 16) >> k) - (1 << 16);
+        bits += u128::from(h) * u128::from((12 << 16) - log2);
+    }
+    #[allow(clippy::cast_possible_truncation)] // at most 12 bits per nibble of a chunk
+    let bytes = (bits >> 19) as usize;
+    CHUNK_HEAD_LEN + bytes
+}
+
 /// Codes one chunk into `region` (its raw length); `None` when coding would not shrink it.
 ///
 /// With a SIMD arm the four ways are coded *together* first (eight independent chains
@@ -179,11 +199,16 @@ fn encode_chunk(arm: Arm, raw: &[u8], region: &mut [u8]) -> Option<usize> {
     if len <= CHUNK_HEAD_LEN {
         return None;
     }
-    let freq = normalize(&nibble_histogram(raw));
+    let hist = nibble_histogram(raw);
+    let freq = normalize(&hist);
     let model = EncodeModel::new(&freq);
     let mut states = [[RANS_L; WAY_LANES]; WAYS];
     let mut words = [0usize; WAYS];
+    // A chunk expected within 1/32 of its raw size would likely overflow a quarter late in
+    // the pass and then be coded again one way at a time: go there directly.
+    let roomy = estimated_coded_len(&hist, &freq) < len - len / 32;
     let together = arm != Arm::Scalar
+        && roomy
         && encode_ways_together(arm, raw, &model, &mut states, region, &mut words).is_some();
     if !together {
         states = [[RANS_L; WAY_LANES]; WAYS];
@@ -321,4 +346,119 @@ fn scalar_round(
         }
     }
     Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The two ways the chunk encoder codes its ways, checked against each other on chunks
+    //! that fit their quarters and on one that does not (the path `encode_chunk` takes only
+    //! when its estimate was wrong, so the round trips rarely reach it).
+    use super::*;
+
+    fn chunk(random_nibbles: bool, n: usize) -> std::vec::Vec<u8> {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut nibble = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let v =
+                if random_nibbles { seed & 15 } else { ((seed & 7) + ((seed >> 3) & 7)) / 2 + 4 };
+            u8::try_from(v).unwrap_or(0)
+        };
+        (0..n).map(|_| nibble() | (nibble() << 4)).collect()
+    }
+
+    fn one_way_at_a_time(arm: Arm, raw: &[u8], region: &mut [u8]) -> Option<[usize; WAYS]> {
+        let model = EncodeModel::new(&normalize(&nibble_histogram(raw)));
+        let mut states = [[RANS_L; WAY_LANES]; WAYS];
+        let mut words = [0; WAYS];
+        let mut used = CHUNK_HEAD_LEN;
+        for w in 0..WAYS {
+            let n = encode_way(arm, raw, w, &model, &mut states[w], region, used)?;
+            let end = region.len();
+            region.copy_within(end - 2 * n..end, used);
+            used += 2 * n;
+            words[w] = n;
+        }
+        Some(words)
+    }
+
+    #[test]
+    fn ways_together_equal_one_way_at_a_time_or_refuse() {
+        let required = std::env::var("TETRAD_REQUIRE_ISA").unwrap_or_default();
+        let mut arms = std::vec![Arm::Scalar];
+        if Arm::Avx2.can_encode() {
+            arms.push(Arm::Avx2);
+        } else {
+            assert!(!(cfg!(target_arch = "x86_64") && required.split(',').any(|a| a == "avx2")));
+        }
+        for arm in arms {
+            for (random, n) in [(false, 4096), (false, 70_001), (true, 4096), (true, 70_001)] {
+                let raw = chunk(random, n);
+                let model = EncodeModel::new(&normalize(&nibble_histogram(&raw)));
+                let mut a = std::vec![0u8; n];
+                let mut b = std::vec![0u8; n];
+                let mut states = [[RANS_L; WAY_LANES]; WAYS];
+                let mut words = [0; WAYS];
+                let together =
+                    encode_ways_together(arm, &raw, &model, &mut states, &mut a, &mut words);
+                let single = one_way_at_a_time(arm, &raw, &mut b);
+                if random {
+                    // 4 bits per nibble: the words exceed their quarters and the region.
+                    assert!(together.is_none() && single.is_none(), "{arm} {n}");
+                } else {
+                    assert_eq!(Some(words), single, "{arm} {n}");
+                    let used = CHUNK_HEAD_LEN + 2 * words.iter().sum::<usize>();
+                    assert_eq!(a[CHUNK_HEAD_LEN..used], b[CHUNK_HEAD_LEN..used], "{arm} {n}");
+                }
+            }
+        }
+    }
+
+    /// Way 0's bytes random, the other ways' all 0x88: the chunk codes to well under its
+    /// raw size, but way 0 needs more than its quarter, so `encode_chunk` tries the ways
+    /// together, fails, and codes them one at a time, writing the scalar bytes.
+    #[test]
+    fn a_way_over_its_quarter_falls_back_to_one_way_at_a_time() {
+        let n = 64 * 1000;
+        let noise = chunk(true, n);
+        let raw: std::vec::Vec<u8> =
+            (0..n).map(|i| if i % LANES < WAY_LANES { noise[i] } else { 0x88 }).collect();
+        let hist = nibble_histogram(&raw);
+        assert!(estimated_coded_len(&hist, &normalize(&hist)) < n / 2);
+        let mut arms = std::vec![Arm::Scalar];
+        if Arm::Avx2.can_encode() {
+            arms.push(Arm::Avx2);
+        }
+        let mut reference: Option<std::vec::Vec<u8>> = None;
+        for arm in arms {
+            let model = EncodeModel::new(&normalize(&hist));
+            let mut region = std::vec![0u8; n];
+            let mut states = [[RANS_L; WAY_LANES]; WAYS];
+            let mut words = [0; WAYS];
+            let together =
+                encode_ways_together(arm, &raw, &model, &mut states, &mut region, &mut words);
+            assert!(together.is_none(), "{arm}: way 0 fits its quarter after all");
+            let used = encode_chunk(arm, &raw, &mut region).expect("codes");
+            assert!(used < n / 2);
+            match &reference {
+                None => reference = Some(region[..used].to_vec()),
+                Some(want) => assert_eq!(&region[..used], &want[..], "{arm}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_estimate_errs_high_by_little() {
+        for (random, n) in [(false, 1 << 20), (true, 1 << 20)] {
+            let raw = chunk(random, n);
+            let hist = nibble_histogram(&raw);
+            let freq = normalize(&hist);
+            let estimate = estimated_coded_len(&hist, &freq);
+            let mut region = std::vec![0u8; n];
+            let actual = encode_chunk(Arm::Scalar, &raw, &mut region).unwrap_or(n + 100);
+            assert!(estimate + 64 >= actual, "estimate {estimate} below actual {actual}");
+            assert!(estimate <= actual + actual / 30, "estimate {estimate}, actual {actual}");
+        }
+    }
 }
