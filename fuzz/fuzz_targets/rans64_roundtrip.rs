@@ -1,6 +1,7 @@
 //! `int4-rans64-t1` roundtrip: any packed int4 bytes, any chunk shift in `12..=26` (small
 //! inputs, so large shifts give one short chunk), encode within `max_encoded_len`,
-//! deterministically, and decode back exactly on every available arm, through the fused
+//! deterministically and to the same bytes on every encode arm (scalar, AVX2), and decode
+//! back exactly on every available arm, through the fused
 //! matmul adapter's row bands too (its output must equal dense int4-row matmul on the input).
 //! Input: `[shift selector, shape selector, skew] + bytes`.
 #![no_main]
@@ -32,6 +33,10 @@ fuzz_target!(|data: &[u8]| {
     let mut again = vec![0u8; cap];
     let len2 = rans64::encode_into(&src, shift, &mut again).expect("encodes");
     assert_eq!(&again[..len2], &blob[..], "encoder is deterministic");
+    for &arm in Arm::ALL.iter().filter(|a| a.can_encode()) {
+        let n = rans64::encode_with(arm, &src, shift, &mut again).expect("encodes");
+        assert_eq!(&again[..n], &blob[..], "encode arm {arm}");
+    }
     for &arm in Arm::ALL.iter().filter(|a| a.is_available()) {
         let mut out = vec![0xA5u8; src.len()];
         rans64::decode_with(arm, &blob, &mut out).expect("own blob decodes");
