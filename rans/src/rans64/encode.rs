@@ -212,14 +212,7 @@ fn encode_chunk(arm: Arm, raw: &[u8], region: &mut [u8]) -> Option<usize> {
         && encode_ways_together(arm, raw, &model, &mut states, region, &mut words).is_some();
     if !together {
         states = [[RANS_L; WAY_LANES]; WAYS];
-        let mut used = CHUNK_HEAD_LEN;
-        for w in 0..WAYS {
-            let n = encode_way(arm, raw, w, &model, &mut states[w], region, used)?;
-            let end = region.len();
-            region.copy_within(end - 2 * n..end, used);
-            used += 2 * n;
-            words[w] = n;
-        }
+        encode_ways_one_at_a_time(arm, raw, &model, &mut states, region, &mut words)?;
     }
     let used = CHUNK_HEAD_LEN + 2 * words.iter().sum::<usize>();
     if used >= len {
@@ -268,6 +261,28 @@ fn encode_ways_together(
         region.copy_within(wp[w]..end[w], used);
         used += end[w] - wp[w];
         words[w] = (end[w] - wp[w]) / 2;
+    }
+    Some(())
+}
+
+/// Codes the ways one after the other, way `w` writing down from the end of the region but
+/// never below the words of the ways before it, which are moved into place after the chunk
+/// head as each finishes; `words` gets their counts. `None` when they do not fit.
+fn encode_ways_one_at_a_time(
+    arm: Arm,
+    raw: &[u8],
+    model: &EncodeModel,
+    x: &mut [[u32; WAY_LANES]; WAYS],
+    region: &mut [u8],
+    words: &mut [usize; WAYS],
+) -> Option<()> {
+    let mut used = CHUNK_HEAD_LEN;
+    for w in 0..WAYS {
+        let n = encode_way(arm, raw, w, model, &mut x[w], region, used)?;
+        let end = region.len();
+        region.copy_within(end - 2 * n..end, used);
+        used += 2 * n;
+        words[w] = n;
     }
     Some(())
 }
@@ -372,14 +387,7 @@ mod tests {
         let model = EncodeModel::new(&normalize(&nibble_histogram(raw)));
         let mut states = [[RANS_L; WAY_LANES]; WAYS];
         let mut words = [0; WAYS];
-        let mut used = CHUNK_HEAD_LEN;
-        for w in 0..WAYS {
-            let n = encode_way(arm, raw, w, &model, &mut states[w], region, used)?;
-            let end = region.len();
-            region.copy_within(end - 2 * n..end, used);
-            used += 2 * n;
-            words[w] = n;
-        }
+        encode_ways_one_at_a_time(arm, raw, &model, &mut states, region, &mut words)?;
         Some(words)
     }
 
