@@ -92,22 +92,7 @@ impl Arm {
         if self == Arm::Scalar {
             return true;
         }
-        let cell = &SELFTEST[self.index()];
-        match cell.load(Ordering::Relaxed) {
-            1 => true,
-            2 => false,
-            _ => {
-                let ok = selftest(self);
-                cell.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
-                #[cfg(feature = "std")]
-                if !ok {
-                    std::eprintln!(
-                        "tetrad-rans: int4-rans64-t1 arm {self} disagrees with the scalar decoder on its selftest; disabled"
-                    );
-                }
-                ok
-            }
-        }
+        cached_selftest(&SELFTEST[self.index()], || selftest(self), self, "decoder")
     }
 
     /// The fastest available arm (AVX-512 VBMI, AVX-512, then AVX2, then NEON, else scalar).
@@ -123,6 +108,34 @@ impl Arm {
         #[allow(clippy::cast_possible_truncation)] // < 5 arms
         BEST.store(arm.index() as u8, Ordering::Relaxed);
         arm
+    }
+}
+
+/// Runs `test` once per `cell` (0: not run, 1: passed, 2: failed) and returns whether it
+/// passed; a failure is reported on stderr with `std` (`side`: "decoder" or "encoder"). The
+/// first-use selftests of the decode and encode arms share it.
+pub(super) fn cached_selftest(
+    cell: &AtomicU8,
+    test: impl FnOnce() -> bool,
+    arm: Arm,
+    side: &str,
+) -> bool {
+    match cell.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let ok = test();
+            cell.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
+            #[cfg(feature = "std")]
+            if !ok {
+                std::eprintln!(
+                    "tetrad-rans: int4-rans64-t1 arm {arm} disagrees with the scalar {side} on its selftest; disabled"
+                );
+            }
+            #[cfg(not(feature = "std"))]
+            let _ = (arm, side);
+            ok
+        }
     }
 }
 

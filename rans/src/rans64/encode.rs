@@ -12,14 +12,15 @@
 //! and `f ≤ 4095` the error of `x·m / 2^44` is below `2^-12 < 1/f`, so the floor is exact.
 //!
 //! The code below is the reference encoder. An encode *arm* (AVX2, `arch/x86_64_encode.rs`)
-//! codes the full rounds of a way in between, while their words have room; it produces the
-//! same words in the same order, so the blob does not depend on the arm, and every arm is
-//! tested against the scalar one byte for byte.
+//! codes the full rounds in between, while their words have room: of all four ways at once,
+//! each in its own quarter of the chunk (`encode_ways_together`), or of one way at a time
+//! when they do not fit. It produces the same words in the same order, so the blob does not
+//! depend on the arm, and every arm is tested against the scalar one byte for byte.
 
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::AtomicU8;
 
 use super::arch;
-use super::decode::{Arm, SELFTEST_LEN, selftest_input};
+use super::decode::{Arm, SELFTEST_LEN, cached_selftest, selftest_input};
 use super::model::{EncodeModel, normalize};
 use super::{CHUNK_HEAD_LEN, EncodeError, HEADER_LEN, LANES, MAGIC, MAX_BYTES, MAX_CHUNK_SHIFT};
 use super::{MIN_CHUNK_SHIFT, RANS_L, VERSION, WAY_LANES, WAYS};
@@ -37,21 +38,7 @@ impl Arm {
             return false;
         }
         static SELFTEST: AtomicU8 = AtomicU8::new(0); // only AVX2 has a SIMD encoder
-        match SELFTEST.load(Ordering::Relaxed) {
-            1 => true,
-            2 => false,
-            _ => {
-                let ok = encode_selftest(self);
-                SELFTEST.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
-                #[cfg(feature = "std")]
-                if !ok {
-                    std::eprintln!(
-                        "tetrad-rans: int4-rans64-t1 encode arm {self} disagrees with the scalar encoder on its selftest; disabled"
-                    );
-                }
-                ok
-            }
-        }
+        cached_selftest(&SELFTEST, || encode_selftest(self), self, "encoder")
     }
 
     /// The fastest arm that can encode here ([`encode_into`] uses it): AVX2 where it runs,
