@@ -35,7 +35,12 @@
 //! scalar reference.
 //!
 //! int8 path: exact i32 dot products per group (`dot32_i8`, `dpbusd`), summed exactly per group,
-//! then `acc += (d as f32) · scale` in the scalar reference's order: bit-exact. mxfp4 and
+//! then `acc += (d as f32) · scale` in the scalar reference's order: bit-exact. int8-row, and
+//! int4-row for a single activation row (the GEMV case), take weight rows in **bands of 8**
+//! (`q8_int8_row`, `q8_int4_band8`): each activation load is shared by the band's 8 rows (int4:
+//! split once into even and odd columns, the layout of the low and high nibbles, so a row's
+//! block needs no unpacking), each row has its own accumulator, one `vphaddd` tree gives the 8
+//! exact sums, and the epilogue runs lane-wise (`row_epilogue8`). mxfp4 and
 //! int4-grouped with `gs` a multiple of 32 dividing 8192 run on a band kernel (`q8_band8`):
 //! **one output row per i32 lane**, bands of 8 rows sharing each activation load (split once
 //! per chunk into even and odd columns, the layout of the low and high nibbles), the unsigned
@@ -634,6 +639,12 @@ macro_rules! avx2_arm {
                     xp[k] = q.as_ptr();
                     xsum[k] = q.iter().map(|&v| i32::from(v)).sum();
                 }
+                if st == 1 {
+                    // SAFETY: same contract.
+                    unsafe { q8_int4_band8(m, xq, s0, xsum[0], rows.clone(), y) };
+                    s0 += 1;
+                    continue;
+                }
                 for (r, o) in rows.clone().enumerate() {
                     let row = m.row_bytes(o);
                     // SAFETY: the row has ceil(I/2) ≥ 32·blocks bytes and each activation row I ≥
@@ -666,6 +677,187 @@ macro_rules! avx2_arm {
                 }
                 s0 += st;
             }
+        }
+
+        /// Exact lane sums of 8 vectors: lane `r` of the result is `Σ lanes of a[r]` (i32;
+        /// exact while every sum fits, which the callers' bounds guarantee). Two levels of
+        /// `vphaddd` and one fold of the 128-bit halves.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn sums8(a: [__m256i; 8]) -> __m256i {
+            let h01 = _mm256_hadd_epi32(a[0], a[1]);
+            let h23 = _mm256_hadd_epi32(a[2], a[3]);
+            let h45 = _mm256_hadd_epi32(a[4], a[5]);
+            let h67 = _mm256_hadd_epi32(a[6], a[7]);
+            let lo = _mm256_hadd_epi32(h01, h23); // rows 0..4: low-half sums | high-half sums
+            let hi = _mm256_hadd_epi32(h45, h67); // rows 4..8
+            _mm256_add_epi32(
+                _mm256_permute2x128_si256::<0x20>(lo, hi),
+                _mm256_permute2x128_si256::<0x31>(lo, hi),
+            )
+        }
+
+        /// `Σ nib · x` of 8 int4 rows against **one** activation row, as one vector (lane `r`
+        /// = row `r`): per 64-column block the activation codes are loaded once and split into
+        /// even and odd columns ([`split_even_odd`]: the layout of the low and high nibbles of a
+        /// row's 32 bytes), shared by the 8 rows; a row's block is one load, `& 0x0F`,
+        /// `≫ 4 & 0x0F` and one `dpbusd2` (no unpacking into column order), into its own
+        /// accumulator; [`sums8`] at the end. `tail` is the partial last block, if any: the
+        /// activation codes zero-padded to 64 and each row's bytes zero-padded to 32, so the
+        /// padding nibbles meet zero codes. Exact as [`int4_blocks_q8`] (`nib ≤ 15`, `|x| ≤ 127`).
+        ///
+        /// # Safety
+        /// The arm's features available; every `rows[r]` holds at least `32 · blocks` bytes,
+        /// `x` at least `64 · blocks` codes; the tail's pointers 32 and 64 readable bytes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn int4_band8_q8(
+            rows: [*const u8; 8],
+            x: *const i8,
+            blocks: usize,
+            tail: Option<([*const u8; 8], *const i8)>,
+        ) -> __m256i {
+            let mut acc = [_mm256_setzero_si256(); 8];
+            let mask = _mm256_set1_epi8(0x0F);
+            let block = |acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8| {
+                // SAFETY: x points at 64 codes, each w[r] at 32 bytes (the callers below).
+                let (xe, xo) = unsafe {
+                    split_even_odd(
+                        _mm256_loadu_si256(x.cast()),
+                        _mm256_loadu_si256(x.add(32).cast()),
+                    )
+                };
+                for r in 0..8 {
+                    // SAFETY: as above.
+                    let w = unsafe { _mm256_loadu_si256(w[r].cast()) };
+                    let lo = _mm256_and_si256(w, mask);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), mask);
+                    acc[r] = dpbusd2(acc[r], lo, xe, hi, xo);
+                }
+            };
+            for b in 0..blocks {
+                // b < blocks: 64 codes at 64·b, 32 bytes at 32·b of every row.
+                let w = core::array::from_fn(|r| rows[r].wrapping_add(32 * b));
+                block(&mut acc, w, x.wrapping_add(64 * b));
+            }
+            if let Some((w, x)) = tail {
+                block(&mut acc, w, x);
+            }
+            sums8(acc)
+        }
+
+        /// [`q8_int4_row`] for activation row `si` alone (`xsum` = its `Σx`), the GEMV case:
+        /// weight rows in bands of 8 through [`int4_band8_q8`] (a final, shorter band repeats
+        /// its last row and stores only its own), then the reference's epilogue
+        /// `((0 + (d as f32) · s) · sx)` for the 8 rows as lane-wise vector operations (each
+        /// lane exactly its row's operations: bit-identical).
+        ///
+        /// # Safety
+        /// The arm's features available; shapes as asserted by [`matmul_q8_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_int4_band8(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            si: usize,
+            xsum: i32,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr) = (m.i(), rows.len());
+            let blocks = ni / 64;
+            let (q, sx) = xq.row(si);
+            let ys = &mut y[si * nr..(si + 1) * nr];
+            let Scales::F32(sf) = m.scales() else {
+                unreachable!("int4-row has f32 scales (Matrix::new)")
+            };
+            if ni == 0 {
+                for v in ys.iter_mut() {
+                    *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
+                }
+                return;
+            }
+            // The partial last block's activation codes, zero-padded.
+            let mut xt = [0i8; 64];
+            xt[..ni - 64 * blocks].copy_from_slice(&q[64 * blocks..]);
+            let off = _mm256_set1_epi32(8 * xsum);
+            // Each row's partial last block, zero-padded (every band copies the same number
+            // of bytes over the same prefix, so the padding stays zero).
+            let mut wt = [[0u8; 32]; 8];
+            let mut r0 = 0;
+            while r0 < nr {
+                let nv = (nr - r0).min(8);
+                let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+                let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                // Copied here, outside the block loop: a call there clobbers every ymm register.
+                if ni % 64 != 0 {
+                    for (r, t) in wt.iter_mut().enumerate() {
+                        let row = m.row_bytes(o[r]);
+                        t[..row.len() - 32 * blocks].copy_from_slice(&row[32 * blocks..]);
+                    }
+                }
+                let tail =
+                    (ni % 64 != 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
+                // SAFETY: every row has ceil(I/2) ≥ 32·blocks bytes, q has I ≥ 64·blocks
+                // codes; the tail copies hold 32 and 64 bytes.
+                let d = unsafe { int4_band8_q8(rp, q.as_ptr(), blocks, tail) };
+                row_epilogue8(_mm256_sub_epi32(d, off), sf, &o, sx, &mut ys[r0..r0 + nv]);
+                r0 += 8;
+            }
+        }
+
+        /// The reference's epilogue of a one-group row format (`((0 + (d as f32) · s) · sx)`)
+        /// for the 8 rows `o` of a band as lane-wise vector operations (lane `r`: row `o[r]`'s
+        /// exact `d`; each lane performs exactly its row's f32 operations, so bit-identical),
+        /// stored to `y` (its first `y.len() ≤ 8` lanes). Only for `I > 0` (the reference skips
+        /// the product when a row has no columns).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn row_epilogue8(d: __m256i, sf: &[f32], o: &[usize; 8], sx: f32, y: &mut [f32]) {
+            let sc: [f32; 8] = core::array::from_fn(|r| sf[o[r]]);
+            // SAFETY: sc holds 8 f32.
+            let p = _mm256_mul_ps(_mm256_cvtepi32_ps(d), unsafe { _mm256_loadu_ps(sc.as_ptr()) });
+            let v = _mm256_mul_ps(_mm256_add_ps(_mm256_setzero_ps(), p), _mm256_set1_ps(sx));
+            let mut out = [0f32; 8];
+            // SAFETY: out holds 8 f32.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
+            y.copy_from_slice(&out[..y.len()]);
+        }
+
+        /// `Σ w · x` of 8 int8 rows against one activation row, as one vector (lane `r` = row
+        /// `r`): per 32-column block the activation codes are loaded once for the 8 rows, each
+        /// row's block is one load and one [`dot32_i8`] into its own accumulator; [`sums8`] at
+        /// the end. `tail`: the partial last block, weights and codes zero-padded to 32.
+        ///
+        /// # Safety
+        /// The arm's features available; every `rows[r]` and `x` hold at least `32 · blocks`
+        /// bytes; the tail's pointers 32 readable bytes each.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn int8_band8_q8(
+            rows: [*const u8; 8],
+            x: *const i8,
+            blocks: usize,
+            tail: Option<([*const u8; 8], *const i8)>,
+        ) -> __m256i {
+            let mut acc = [_mm256_setzero_si256(); 8];
+            let block = |acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8| {
+                // SAFETY: x and each w[r] point at 32 readable bytes (the callers below).
+                let xv = unsafe { _mm256_loadu_si256(x.cast()) };
+                for r in 0..8 {
+                    // SAFETY: as above.
+                    let w = unsafe { _mm256_loadu_si256(w[r].cast()) };
+                    acc[r] = dot32_i8(acc[r], w, xv);
+                }
+            };
+            for b in 0..blocks {
+                // b < blocks: 32 bytes at 32·b of x and of every row.
+                let w = core::array::from_fn(|r| rows[r].wrapping_add(32 * b));
+                block(&mut acc, w, x.wrapping_add(32 * b));
+            }
+            if let Some((w, x)) = tail {
+                block(&mut acc, w, x);
+            }
+            sums8(acc)
         }
 
         /// One 128-column int2 block into `acc`: `acc[k] += dpbusd(crumbs at bits 2k, plane k)`.
@@ -1080,9 +1272,9 @@ macro_rules! avx2_arm {
         /// bytes of each 16-byte lane, `vpermq` puts each vector's even qwords in its low half,
         /// two `vperm2i128` join the halves.
         #[inline]
-        #[target_feature(enable = $feat)]
-        fn split_even_odd(x0: __m256i, x1: __m256i) -> (__m256i, __m256i) {
-            #[rustfmt::skip]
+#[target_feature(enable = $feat)]
+fn split_even_odd(x0: __m256i, x1: __m256i) -> (__m256i, __m256i) {
+    #[rustfmt::skip]
             let pat = _mm256_setr_epi8(
                 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
                 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
@@ -1619,8 +1811,10 @@ macro_rules! avx2_arm {
             }
         }
 
-        /// int8-row int8-activation kernel: one exact dot product over the whole row per activation
-        /// row (no chunking, one horizontal sum), then the scalar reference's epilogue.
+        /// int8-row int8-activation kernel: weight rows in bands of 8 ([`int8_band8_q8`]: each
+        /// activation load shared by the band, one exact i32 sum per row; a final, shorter band
+        /// repeats its last row and stores only its own), every activation row against a band
+        /// before the next (the band's rows stay in L1/L2), then [`row_epilogue8`].
         ///
         /// # Safety
         /// The arm's features available; shapes as asserted by [`matmul_q8_rows`].
@@ -1632,21 +1826,45 @@ macro_rules! avx2_arm {
             y: &mut [f32],
         ) {
             let (ni, nr) = (m.i(), rows.len());
-            for (r, o) in rows.clone().enumerate() {
-                let row = m.row_bytes(o);
-                let sc = scalar::group_scale_q8(m, o, 0);
+            let blocks = ni / 32;
+            let Scales::F32(sf) = m.scales() else {
+                unreachable!("int8-row has f32 scales (Matrix::new)")
+            };
+            if ni == 0 {
+                for (si, ys) in y[..xq.s() * nr].chunks_exact_mut(nr.max(1)).enumerate() {
+                    let sx = xq.row(si).1;
+                    for v in ys.iter_mut() {
+                        *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
+                    }
+                }
+                return;
+            }
+            // The partial last block of each row and of the activation row, zero-padded
+            // (every copy covers the same prefix, so the padding stays zero).
+            let (mut wt, mut xt) = ([[0u8; 32]; 8], [0i8; 32]);
+            let tn = ni - 32 * blocks;
+            let mut r0 = 0;
+            while r0 < nr {
+                let nv = (nr - r0).min(8);
+                let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+                let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                if tn > 0 {
+                    for (r, t) in wt.iter_mut().enumerate() {
+                        t[..tn].copy_from_slice(&m.row_bytes(o[r])[32 * blocks..]);
+                    }
+                }
                 for si in 0..xq.s() {
                     let (q, sx) = xq.row(si);
-                    // SAFETY: the row has I bytes and the activation row I codes.
-                    let d = unsafe { dot_i8(row.as_ptr().cast(), q.as_ptr(), ni) };
-                    let mut acc = 0.0f32;
-                    if ni > 0 {
-                        #[allow(clippy::cast_precision_loss)] // the spec's rounding
-                        let df = d as f32;
-                        acc += df * sc;
+                    if tn > 0 {
+                        xt[..tn].copy_from_slice(&q[32 * blocks..]);
                     }
-                    y[si * nr + r] = acc * sx;
+                    let tail =
+                        (tn > 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
+                    // SAFETY: every row and q hold I ≥ 32·blocks bytes; the tail copies 32.
+                    let d = unsafe { int8_band8_q8(rp, q.as_ptr(), blocks, tail) };
+                    row_epilogue8(d, sf, &o, sx, &mut y[si * nr + r0..si * nr + r0 + nv]);
                 }
+                r0 += 8;
             }
         }
     };
