@@ -610,7 +610,9 @@ macro_rules! avx2_arm {
         }
 
         /// Fused int4-row int8-activation kernel: `d = Σ nib·x − 8·Σx` (exact), then the scalar
-        /// reference's epilogue `((0 + d·s) · sx)`.
+        /// reference's epilogue `((0 + d·s) · sx)`. Activation rows 4 or 2 at a time share each
+        /// weight row's loads ([`int4_blocks_q8`]); a single one (`S = 1`, or the last of an odd
+        /// batch) takes the 8-row band kernel [`q8_int4_band8`].
         ///
         /// # Safety
         /// The arm's features available; shapes as asserted by [`matmul_q8_rows`].
