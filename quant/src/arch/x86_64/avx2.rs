@@ -1274,9 +1274,9 @@ macro_rules! avx2_arm {
         /// bytes of each 16-byte lane, `vpermq` puts each vector's even qwords in its low half,
         /// two `vperm2i128` join the halves.
         #[inline]
-#[target_feature(enable = $feat)]
-fn split_even_odd(x0: __m256i, x1: __m256i) -> (__m256i, __m256i) {
-    #[rustfmt::skip]
+        #[target_feature(enable = $feat)]
+        fn split_even_odd(x0: __m256i, x1: __m256i) -> (__m256i, __m256i) {
+            #[rustfmt::skip]
             let pat = _mm256_setr_epi8(
                 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
                 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
