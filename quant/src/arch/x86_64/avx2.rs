@@ -699,18 +699,46 @@ macro_rules! avx2_arm {
             )
         }
 
-        /// `Σ nib · x` of 8 int4 rows against **one** activation row, as one vector (lane `r`
-        /// = row `r`): per 64-column block the activation codes are loaded once and split into
-        /// even and odd columns ([`split_even_odd`]: the layout of the low and high nibbles of a
-        /// row's 32 bytes), shared by the 8 rows; a row's block is one load, `& 0x0F`,
-        /// `≫ 4 & 0x0F` and one `dpbusd2` (no unpacking into column order), into its own
-        /// accumulator; [`sums8`] at the end. `tail` is the partial last block, if any: the
-        /// activation codes zero-padded to 64 and each row's bytes zero-padded to 32, so the
-        /// padding nibbles meet zero codes. Exact as [`int4_blocks_q8`] (`nib ≤ 15`, `|x| ≤ 127`).
+        /// The 8 exact sums of a band of 8 weight rows against one activation row, as one
+        /// vector (lane `r` = row `r`): `step(acc, w, x)` adds one block (`W` bytes of each row
+        /// at `w[r]`, `X` activation codes at `x`) into the 8 accumulators, one per row, for
+        /// each of the `blocks` full blocks and then the partial last block `tail` (zero-padded
+        /// copies), if any; [`sums8`] at the end.
         ///
         /// # Safety
-        /// The arm's features available; every `rows[r]` holds at least `32 · blocks` bytes,
-        /// `x` at least `64 · blocks` codes; the tail's pointers 32 and 64 readable bytes.
+        /// The arm's features available; every `rows[r]` holds at least `W · blocks` bytes,
+        /// `x` at least `X · blocks` codes, the tail's pointers `W` and `X`; `step` reads only
+        /// the `W` and `X` bytes at its pointers.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn band8_sums<const W: usize, const X: usize>(
+            rows: [*const u8; 8],
+            x: *const i8,
+            blocks: usize,
+            tail: Option<([*const u8; 8], *const i8)>,
+            step: impl Fn(&mut [__m256i; 8], [*const u8; 8], *const i8),
+        ) -> __m256i {
+            let mut acc = [_mm256_setzero_si256(); 8];
+            for b in 0..blocks {
+                // b < blocks: X codes at X·b, W bytes at W·b of every row.
+                let w = core::array::from_fn(|r| rows[r].wrapping_add(W * b));
+                step(&mut acc, w, x.wrapping_add(X * b));
+            }
+            if let Some((w, x)) = tail {
+                step(&mut acc, w, x);
+            }
+            sums8(acc)
+        }
+
+        /// `Σ nib · x` of 8 int4 rows against **one** activation row ([`band8_sums`], 64-column
+        /// blocks): the block's activation codes are loaded once and split into even and odd
+        /// columns ([`split_even_odd`]: the layout of the low and high nibbles of a row's 32
+        /// bytes), shared by the 8 rows; a row's block is one load, `& 0x0F`, `≫ 4 & 0x0F` and
+        /// one `dpbusd2` (no unpacking into column order). In the zero-padded tail the padding
+        /// nibbles meet zero codes. Exact as [`int4_blocks_q8`] (`nib ≤ 15`, `|x| ≤ 127`).
+        ///
+        /// # Safety
+        /// As [`band8_sums`] with `W = 32`, `X = 64`.
         #[inline]
         #[target_feature(enable = $feat)]
         unsafe fn int4_band8_q8(
@@ -719,10 +747,9 @@ macro_rules! avx2_arm {
             blocks: usize,
             tail: Option<([*const u8; 8], *const i8)>,
         ) -> __m256i {
-            let mut acc = [_mm256_setzero_si256(); 8];
             let mask = _mm256_set1_epi8(0x0F);
-            let block = |acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8| {
-                // SAFETY: x points at 64 codes, each w[r] at 32 bytes (the callers below).
+            let step = |acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8| {
+                // SAFETY: x points at 64 codes, each w[r] at 32 bytes (band8_sums).
                 let (xe, xo) = unsafe {
                     split_even_odd(
                         _mm256_loadu_si256(x.cast()),
@@ -737,15 +764,8 @@ macro_rules! avx2_arm {
                     acc[r] = dpbusd2(acc[r], lo, xe, hi, xo);
                 }
             };
-            for b in 0..blocks {
-                // b < blocks: 64 codes at 64·b, 32 bytes at 32·b of every row.
-                let w = core::array::from_fn(|r| rows[r].wrapping_add(32 * b));
-                block(&mut acc, w, x.wrapping_add(64 * b));
-            }
-            if let Some((w, x)) = tail {
-                block(&mut acc, w, x);
-            }
-            sums8(acc)
+            // SAFETY: the caller's contract.
+            unsafe { band8_sums::<32, 64>(rows, x, blocks, tail, step) }
         }
 
         /// [`q8_int4_row`] for activation row `si` alone (`xsum` = its `Σx`), the GEMV case:
@@ -825,14 +845,12 @@ macro_rules! avx2_arm {
             y.copy_from_slice(&out[..y.len()]);
         }
 
-        /// `Σ w · x` of 8 int8 rows against one activation row, as one vector (lane `r` = row
-        /// `r`): per 32-column block the activation codes are loaded once for the 8 rows, each
-        /// row's block is one load and one [`dot32_i8`] into its own accumulator; [`sums8`] at
-        /// the end. `tail`: the partial last block, weights and codes zero-padded to 32.
+        /// `Σ w · x` of 8 int8 rows against one activation row ([`band8_sums`], 32-column
+        /// blocks): the block's activation codes are loaded once for the 8 rows, each row's
+        /// block is one load and one [`dot32_i8`].
         ///
         /// # Safety
-        /// The arm's features available; every `rows[r]` and `x` hold at least `32 · blocks`
-        /// bytes; the tail's pointers 32 readable bytes each.
+        /// As [`band8_sums`] with `W = X = 32`.
         #[inline]
         #[target_feature(enable = $feat)]
         unsafe fn int8_band8_q8(
@@ -841,9 +859,8 @@ macro_rules! avx2_arm {
             blocks: usize,
             tail: Option<([*const u8; 8], *const i8)>,
         ) -> __m256i {
-            let mut acc = [_mm256_setzero_si256(); 8];
-            let block = |acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8| {
-                // SAFETY: x and each w[r] point at 32 readable bytes (the callers below).
+            let step = |acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8| {
+                // SAFETY: x and each w[r] point at 32 readable bytes (band8_sums).
                 let xv = unsafe { _mm256_loadu_si256(x.cast()) };
                 for r in 0..8 {
                     // SAFETY: as above.
@@ -851,15 +868,8 @@ macro_rules! avx2_arm {
                     acc[r] = dot32_i8(acc[r], w, xv);
                 }
             };
-            for b in 0..blocks {
-                // b < blocks: 32 bytes at 32·b of x and of every row.
-                let w = core::array::from_fn(|r| rows[r].wrapping_add(32 * b));
-                block(&mut acc, w, x.wrapping_add(32 * b));
-            }
-            if let Some((w, x)) = tail {
-                block(&mut acc, w, x);
-            }
-            sums8(acc)
+            // SAFETY: the caller's contract.
+            unsafe { band8_sums::<32, 32>(rows, x, blocks, tail, step) }
         }
 
         /// One 128-column int2 block into `acc`: `acc[k] += dpbusd(crumbs at bits 2k, plane k)`.
