@@ -864,14 +864,17 @@ fn restrided_rows_band_kernels_q8_every_arm() {
     }
 }
 
-/// The AVX2 arms' 8-rows-per-band int8 kernel (mxfp4, int4-grouped with `gs` 32, 64, 128, 256)
-/// at its edges, every arm bit-exact against the scalar reference: bands of 1 to 7 rows, one
+/// The AVX2 arms' 8-rows-per-band int8 kernels (mxfp4, int4-grouped with `gs` 32, 64, 128,
+/// 256; int4-row for one activation row — S = 1 and the last row of an odd S — and int8-row)
+/// at their edges, every arm bit-exact against the scalar reference: bands of 1 to 7 rows, one
 /// full band, a full band plus a partial one; S = 1, 2, 4, 16; widths around the 64-column
 /// block (partial last block and last group) and over the 8192-column chunk.
 #[test]
 fn q8_band8_edges_every_arm() {
     let mut rng = StdRng::seed_from_u64(0x0b8d);
     for (format, gs) in [
+        (Format::Int4Row, 0),
+        (Format::Int8Row, 0),
         (Format::Mxfp4, 0),
         (Format::Int4Grouped, 32),
         (Format::Int4Grouped, 64),
@@ -902,7 +905,8 @@ fn q8_band8_edges_every_arm() {
 }
 
 /// Extreme codes and scales on the band kernels, every arm bit-exact against the scalar
-/// reference: every weight at its largest magnitude (mxfp4 ±12, int4 −8 and 7) against
+/// reference: every weight at its largest magnitude (mxfp4 ±12, int4 −8 and 7, int8 −128, 127
+/// and −127) against
 /// activations that quantize to ±127, so every group sum is at its bound; mxfp4 with every
 /// UE8M0 byte 0, 1, 2 and 254 (zero, subnormal, smallest normal half scales, and products that
 /// overflow to ±inf), int4 with zero and huge scales.
@@ -910,6 +914,8 @@ fn q8_band8_edges_every_arm() {
 fn q8_band_extreme_codes_and_scales_every_arm() {
     let mut rng = StdRng::seed_from_u64(0xe8e8);
     for (format, gs, bytes) in [
+        (Format::Int4Row, 0, [0x00u8, 0xFF, 0x0F, 0xF0]),
+        (Format::Int8Row, 0, [0x80, 0x7F, 0x81, 0x01]),
         (Format::Mxfp4, 0, [0x77u8, 0xFF, 0x7F, 0xF7]),
         (Format::Int4Grouped, 32, [0x00, 0xFF, 0x0F, 0xF0]),
         (Format::Int4Grouped, 128, [0x00, 0xFF, 0x0F, 0xF0]),
@@ -994,11 +1000,15 @@ fn q8_wide_group_row_ranges_every_arm() {
 /// The band kernels' memory accesses under Miri (`.ci/miri-tests` runs the `miri_` tests):
 /// a full band of 8 rows plus a partial one (and 16 + 1 for the AVX-512 arms), partial last
 /// blocks and groups, the scale transposes' padded tails (fewer than 4 or 16 groups left),
-/// mxfp4 and int4-grouped gs 32, 64, 128, every arm bit-exact against the scalar reference.
+/// mxfp4 and int4-grouped gs 32, 64, 128, and the AVX2 int4-row (one activation row) and
+/// int8-row bands with their zero-padded tail blocks, every arm bit-exact against the scalar
+/// reference.
 #[test]
 fn miri_band_kernels_every_arm() {
     let mut rng = StdRng::seed_from_u64(0xb8b8);
     for (format, gs, i) in [
+        (Format::Int4Row, 0, 97),
+        (Format::Int8Row, 0, 75),
         (Format::Mxfp4, 0, 97),
         (Format::Mxfp4, 0, 600),
         (Format::Int4Grouped, 32, 161),
