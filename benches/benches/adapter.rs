@@ -1,7 +1,7 @@
 //! Criterion benchmarks of the decode-then-matmul adapter (`tetrad_quant::adapter`) beside
-//! what bounds it: standalone decode and dense int4-row matmul of the same matrix, for both
-//! compressed forms (`int4-rans256-g0` record, CFS1 blob), and the two-thread pipeline of
-//! `tetrad::adapter`.
+//! what bounds it: standalone decode and dense int4-row matmul of the same matrix, for the
+//! three compressed forms (`int4-rans256-g0` record, CFS1 blob, `int4-rans64-t1` blob:
+//! `tetrad_quant::adapter_rans64`), and the two-thread pipeline of `tetrad::adapter`.
 //!
 //! Matrix: 4096 × 4096 per-row int4 (8 MiB packed, larger than this machine's L2 and its
 //! share of L3), Laplace rows from `tetrad::synth`, coded as one record and as one CFS1 blob.
@@ -22,6 +22,7 @@ use tetrad_benches::clock::Clock;
 use tetrad_benches::synth;
 use tetrad_quant::Format;
 use tetrad_quant::adapter::{Acts, Cfs1Matrix, Rans256Matrix};
+use tetrad_quant::adapter_rans64::Rans64Matrix;
 use tetrad_quant::kernels::{Matrix, Scales, matmul_rows_with, matmul_with};
 use tetrad_rans::{Arm, Table, encode_record_packed, max_record_len};
 
@@ -34,6 +35,7 @@ struct Data {
     table: Table,
     record: Vec<u8>,
     cfs1: Vec<u8>,
+    rans64: Vec<u8>,
 }
 
 fn data() -> Data {
@@ -45,7 +47,11 @@ fn data() -> Data {
     let mut cfs1 = vec![0u8; tetrad_fse::max_compressed_len(codes.len())];
     let n = tetrad_fse::compress_into(&codes, &mut cfs1).expect("encode");
     cfs1.truncate(n);
-    Data { codes, scales, table, record, cfs1 }
+    let shift = tetrad_rans::rans64::DEFAULT_CHUNK_SHIFT;
+    let mut rans64 = vec![0u8; tetrad_rans::rans64::max_encoded_len(codes.len(), shift)];
+    let n = tetrad_rans::rans64::encode_into(&codes, shift, &mut rans64).expect("encode");
+    rans64.truncate(n);
+    Data { codes, scales, table, record, cfs1, rans64 }
 }
 
 fn acts(s: usize) -> Vec<f32> {
@@ -56,10 +62,12 @@ fn single(c: &mut Criterion<Clock>) {
     let d = data();
     let fused = Rans256Matrix::new(&d.record, &d.table, &d.scales, O, I).expect("record");
     let cfs1 = Cfs1Matrix::new(&d.cfs1, &d.scales, O, I).expect("cfs1 blob");
+    let r64 = Rans64Matrix::new(&d.rans64, &d.scales, O, I).expect("rans64 blob");
     let dense =
         Matrix::new(Format::Int4Row, &d.codes, Scales::F32(&d.scales), O, I, 0).expect("matrix");
     let isa = tetrad_quant::isa::best();
     let arm = Arm::best();
+    let arm64 = tetrad_rans::rans64::Arm::best();
     eprintln!(
         "adapter bench: kernel arm {}, decode arm {arm}, record {} bytes, cfs1 {} bytes ({:?})",
         isa.name(),
@@ -78,6 +86,11 @@ fn single(c: &mut Criterion<Clock>) {
     assert_eq!(out, d.codes);
     fused.decode_into(arm, &mut out).expect("decode");
     assert_eq!(out, d.codes);
+    r64.decode_into(arm64, &mut out).expect("decode");
+    assert_eq!(out, d.codes);
+    g.bench_function(BenchmarkId::new("rans64_decode", arm64.name()), |b| {
+        b.iter(|| r64.decode_into(arm64, black_box(&mut out)).expect("decode"))
+    });
     g.bench_function(BenchmarkId::new("record_decode", arm.name()), |b| {
         b.iter(|| fused.decode_into(arm, black_box(&mut out)).expect("decode"))
     });
@@ -97,6 +110,12 @@ fn single(c: &mut Criterion<Clock>) {
         g.bench_function(BenchmarkId::new(format!("cfs1_fused_s{s}"), isa.name()), |b| {
             b.iter(|| {
                 cfs1.matmul_with(isa, Acts::F32 { x: &x, s }, black_box(&mut y)).expect("fused")
+            })
+        });
+        g.bench_function(BenchmarkId::new(format!("rans64_fused_s{s}"), isa.name()), |b| {
+            b.iter(|| {
+                r64.matmul_with(isa, arm64, Acts::F32 { x: &x, s }, black_box(&mut y))
+                    .expect("fused")
             })
         });
         g.bench_function(BenchmarkId::new(format!("dense_int4_s{s}"), isa.name()), |b| {
