@@ -32,7 +32,9 @@
 //! f32 path (the same code in both arms): `part += w · x` with FMA over 32 columns at a time (4
 //! accumulators), a masked load for the tail of each group segment, `acc = fma(part, scale,
 //! acc)` at each group end, one horizontal sum per row. Within the documented tolerance of the
-//! scalar reference.
+//! scalar reference. int4-row with one activation row takes weight rows in bands of 8
+//! (`f32_int4_band8`: per 8 columns, 4 weight bytes broadcast, `vpsrlvd` into column order,
+//! `& 0xF`, `− 8`, exact conversion, one FMA per row, the activations loaded once per band).
 //!
 //! int8 path: exact i32 dot products per group (`dot32_i8`, `dpbusd`), summed exactly per group,
 //! then `acc += (d as f32) · scale` in the scalar reference's order: bit-exact. int8-row, and
@@ -1251,6 +1253,13 @@ macro_rules! avx2_arm {
                 } else {
                     1
                 };
+                if st == 1 && m.format() == Format::Int4Row {
+                    let ys = &mut y[s0 * nr..(s0 + 1) * nr];
+                    // SAFETY: same contract.
+                    unsafe { f32_int4_band8(m, &x[s0 * ni..(s0 + 1) * ni], rows.clone(), ys) };
+                    s0 += 1;
+                    continue;
+                }
                 let xp = |k: usize| x[(s0 + k) * ni..].as_ptr();
                 for (r, o) in rows.clone().enumerate() {
                     // SAFETY: each pointer addresses the I values of activation row s0 + k.
@@ -1275,6 +1284,89 @@ macro_rules! avx2_arm {
                     }
                 }
                 s0 += st;
+            }
+        }
+
+        /// Fused int4-row f32-activation kernel for **one** activation row `x` (the GEMV case),
+        /// weight rows in bands of 8 (a final, shorter band repeats its last row and stores only
+        /// its own): per 32-column block and each 8-column quarter, the 8 activations are
+        /// loaded once for the band; a row's quarter is its 4 weight bytes broadcast to every
+        /// lane, shifted right by `4·lane` (`vpsrlvd`: the nibbles in column order), `& 0xF`,
+        /// `− 8` and converted exactly to f32, then one FMA into the row's accumulator. The
+        /// partial last block runs on zero-padded copies (padding codes meet zero
+        /// activations). Per row: `Σ v·x` (8 lanes, one `vhaddps` tree for the band), times the
+        /// row's scale: within the f32 tolerance (module doc), like the other arms' orders.
+        ///
+        /// # Safety
+        /// The arm's features available; `m` is int4-row, `x.len() == I`, `y.len() ==
+        /// rows.len()`, `rows.end ≤ O`.
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_int4_band8(m: &Matrix<'_>, x: &[f32], rows: Range<usize>, y: &mut [f32]) {
+            let (ni, nr) = (m.i(), rows.len());
+            let Scales::F32(sf) = m.scales() else {
+                unreachable!("int4-row has f32 scales (Matrix::new)")
+            };
+            let blocks = ni / 32;
+            let tn = ni - 32 * blocks;
+            // The partial last block: activations zero-padded to 32, each row's bytes to 16.
+            let mut xt = [0f32; 32];
+            xt[..tn].copy_from_slice(&x[32 * blocks..]);
+            let mut wt = [[0u8; 16]; 8];
+            let shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+            let (low, eight) = (_mm256_set1_epi32(0xF), _mm256_set1_epi32(8));
+            // acc[r] += (nibbles of the 4 bytes at w[r] − 8) · (8 activations at xq), for the
+            // 4 quarters of one 32-column block.
+            let step = |acc: &mut [__m256; 8], w: [*const u8; 8], xb: *const f32| {
+                for q in 0..4 {
+                    // SAFETY: xb points at 32 activations, each w[r] at 16 bytes (callers).
+                    let xq = unsafe { _mm256_loadu_ps(xb.add(8 * q)) };
+                    for r in 0..8 {
+                        // SAFETY: as above.
+                        let b = unsafe { core::ptr::read_unaligned(w[r].add(4 * q).cast::<i32>()) };
+                        let n =
+                            _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b), shifts), low);
+                        let v = _mm256_cvtepi32_ps(_mm256_sub_epi32(n, eight));
+                        acc[r] = _mm256_fmadd_ps(v, xq, acc[r]);
+                    }
+                }
+            };
+            let mut r0 = 0;
+            while r0 < nr {
+                let nv = (nr - r0).min(8);
+                let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+                let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                if tn > 0 {
+                    for (r, t) in wt.iter_mut().enumerate() {
+                        t[..tn.div_ceil(2)].copy_from_slice(&m.row_bytes(o[r])[16 * blocks..]);
+                    }
+                }
+                let mut acc = [_mm256_setzero_ps(); 8];
+                for b in 0..blocks {
+                    // b < blocks: 32 activations at 32·b, 16 bytes at 16·b of every row.
+                    let w = core::array::from_fn(|r| rp[r].wrapping_add(16 * b));
+                    step(&mut acc, w, x.as_ptr().wrapping_add(32 * b));
+                }
+                if tn > 0 {
+                    step(&mut acc, core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr());
+                }
+                let h = |a: __m256, b: __m256| _mm256_hadd_ps(a, b);
+                let lo = h(h(acc[0], acc[1]), h(acc[2], acc[3]));
+                let hi = h(h(acc[4], acc[5]), h(acc[6], acc[7]));
+                let sum = _mm256_add_ps(
+                    _mm256_permute2f128_ps::<0x20>(lo, hi),
+                    _mm256_permute2f128_ps::<0x31>(lo, hi),
+                );
+                let sc: [f32; 8] = core::array::from_fn(|r| sf[o[r]]);
+                let mut out = [0f32; 8];
+                // SAFETY: sc and out hold 8 f32.
+                unsafe {
+                    _mm256_storeu_ps(
+                        out.as_mut_ptr(),
+                        _mm256_mul_ps(sum, _mm256_loadu_ps(sc.as_ptr())),
+                    )
+                };
+                y[r0..r0 + nv].copy_from_slice(&out[..nv]);
+                r0 += 8;
             }
         }
 
