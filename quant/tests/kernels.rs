@@ -641,6 +641,46 @@ fn fp8_nan_code_anywhere_makes_its_row_nan() {
     }
 }
 
+/// The fp8 one-activation-row kernels (bands of 8 rows on the 256-bit arms): a single band, a
+/// partial band, full + partial bands, partial last blocks, bands that cross a 128-row scale
+/// block, and one NaN code placed in a full block or in the partial block of one row of a band
+/// (only that row turns NaN). Every arm within tolerance of the oracle, and every row range's
+/// result identical, bit for bit, to the same rows of the full product.
+#[test]
+fn fp8_band8_edges_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0xf8b8);
+    for (o, i) in
+        [(1, 1), (7, 127), (8, 128), (9, 129), (17, 300), (16, 1024), (3, 1000), (137, 257)]
+    {
+        for nan in [None, Some((o / 2, i / 3)), Some((o - 1, i - 1)), Some((0, 130.min(i - 1)))] {
+            let mut t = gen_tensor(Format::Fp8E4m3B128, 0, o, i, &mut rng, 0.3, false);
+            if let Some((r, c)) = nan {
+                t.w[r * i + c] = if c % 2 == 0 { 0x7F } else { 0xFF };
+            }
+            let m = t.matrix();
+            let x = gen_x(1, i, &mut rng);
+            for arm in checked_arms() {
+                let mut y = vec![0f32; o];
+                kernels::matmul_with(arm, &m, &x, 1, &mut y).unwrap();
+                check_f32(&m, &x, 1, &y, arm.name());
+                if let Some((r, _)) = nan {
+                    assert!(y[r].is_nan(), "{arm} O={o} I={i} row {r}");
+                    assert_eq!(y.iter().filter(|v| v.is_nan()).count(), 1, "{arm} O={o} I={i}");
+                }
+                for (a, b) in [(0, o), (1, o), (o / 2, o), (123, 131), (120, 137), (127, 128)] {
+                    if a > b || b > o {
+                        continue;
+                    }
+                    let mut part = vec![0f32; b - a];
+                    kernels::matmul_rows_with(arm, &m, &x, 1, a..b, &mut part).unwrap();
+                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&part), bits(&y[a..b]), "{arm} O={o} I={i} rows {a}..{b}");
+                }
+            }
+        }
+    }
+}
+
 /// fp8 with activations at or beyond 2¹²⁰ (where `x · 2⁸` could overflow, so the AVX-512 arms
 /// must not pre-scale them), non-finite-free, and with subnormal activations: within the
 /// documented tolerance on every arm.
@@ -1000,15 +1040,16 @@ fn q8_wide_group_row_ranges_every_arm() {
 /// The band kernels' memory accesses under Miri (`.ci/miri-tests` runs the `miri_` tests):
 /// a full band of 8 rows plus a partial one (and 16 + 1 for the AVX-512 arms), partial last
 /// blocks and groups, the scale transposes' padded tails (fewer than 4 or 16 groups left),
-/// mxfp4 and int4-grouped gs 32, 64, 128, and the AVX2 int4-row (one activation row) and
-/// int8-row bands with their zero-padded tail blocks, every arm bit-exact against the scalar
-/// reference.
+/// mxfp4 and int4-grouped gs 32, 64, 128, and the AVX2 int4-row (one activation row), int8-row
+/// and fp8 (one activation row, f32) bands with their zero-padded tail blocks, every arm
+/// bit-exact against the scalar reference (fp8: within the f32 tolerance).
 #[test]
 fn miri_band_kernels_every_arm() {
     let mut rng = StdRng::seed_from_u64(0xb8b8);
     for (format, gs, o, i) in [
         (Format::Int4Row, 0, 9, 65),
         (Format::Int8Row, 0, 9, 33),
+        (Format::Fp8E4m3B128, 0, 9, 129),
         (Format::Mxfp4, 0, 17, 97),
         (Format::Mxfp4, 0, 17, 600),
         (Format::Int4Grouped, 32, 17, 161),

@@ -35,6 +35,11 @@
 //! scalar reference. int4-row with one activation row takes weight rows in bands of 8
 //! (`f32_int4_band8`: per 8 columns, 4 weight bytes broadcast, `vpsrlvd` into column order,
 //! `& 0xF`, `− 8`, exact conversion, one FMA per row, the activations loaded once per band).
+//! fp8 with one activation row does the same (`f32_fp8_band8`): per 128-column block, one NaN
+//! probe for the band's 8 rows, the activations scaled by 2⁸ once for the band (so the weights
+//! stay `e4m3 · 2⁻⁸` and skip the `× 2⁸`; the caller checks every `x · 2⁸` is finite, else
+//! the row kernel runs), 32 bytes decoded per `vpunpck{l,h}bw` pair with no lane-crossing
+//! widening (`fp8x32_low`), one block sum per row and `acc = fma(part, scale, acc)` lane-wise.
 //!
 //! int8 path: exact i32 dot products per group (`dot32_i8`, `dpbusd`), summed exactly per group,
 //! then `acc += (d as f32) · scale` in the scalar reference's order: bit-exact. int8-row, and
@@ -1880,11 +1885,176 @@ macro_rules! avx2_arm {
             out
         }
 
+        /// 32 e4m3 bytes → four vectors of eight exact f32 values `e4m3 · 2⁻⁸`, columns 0..8,
+        /// 8..16, 16..24, 24..32 (the f16 step of [`fp8x16`] without its `× 2⁸`, which the band
+        /// kernel moves onto the activations). `vpunpck{l,h}bw(v, v)` puts each byte in both
+        /// halves of a 16-bit lane; an arithmetic shift right by 1 and `& 0xBF80` leave the
+        /// f16 `(sext(b) ≪ 7) & 0xBF80` of [`fp8x8`], with no lane-crossing widening; the
+        /// halves of the two vectors are the four 8-column pieces. With `NAN`, codes
+        /// `|b| = 0x7F` become all-ones (a NaN).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn fp8x32_low<const NAN: bool>(v: __m256i) -> [__m256; 4] {
+            #[allow(clippy::cast_possible_wrap)] // bit pattern
+            let keep = _mm256_set1_epi16(0xBF80u16 as i16);
+            let a = _mm256_unpacklo_epi8(v, v); // columns 0..8 | 16..24
+            let b = _mm256_unpackhi_epi8(v, v); // columns 8..16 | 24..32
+            let ha = _mm256_and_si256(_mm256_srai_epi16::<1>(a), keep);
+            let hb = _mm256_and_si256(_mm256_srai_epi16::<1>(b), keep);
+            let lo = _mm256_castsi256_si128;
+            let hi = _mm256_extracti128_si256::<1>;
+            let w = [
+                _mm256_cvtph_ps(lo(ha)),
+                _mm256_cvtph_ps(lo(hb)),
+                _mm256_cvtph_ps(hi(ha)),
+                _mm256_cvtph_ps(hi(hb)),
+            ];
+            if !NAN {
+                return w;
+            }
+            let sev = _mm256_set1_epi16(0x7F);
+            let ma = _mm256_cmpeq_epi16(_mm256_and_si256(a, sev), sev);
+            let mb = _mm256_cmpeq_epi16(_mm256_and_si256(b, sev), sev);
+            let m = [lo(ma), lo(mb), hi(ma), hi(mb)];
+            core::array::from_fn(|k| {
+                _mm256_or_ps(w[k], _mm256_castsi256_ps(_mm256_cvtepi16_epi32(m[k])))
+            })
+        }
+
+        /// Whether any of the 8 rows' 128 bytes at `w[r]` is an e4m3 NaN code (`|b| = 0x7F`,
+        /// i.e. `b | 0x80 = 0xFF`): one `vpor` and one `vpmaxub` per 32 bytes.
+        ///
+        /// # Safety
+        /// The arm's features available; every `w[r]` points at 128 readable bytes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn band_has_nan(w: [*const u8; 8]) -> bool {
+            #[allow(clippy::cast_possible_wrap)] // bit pattern
+            let top = _mm256_set1_epi8(0x80u8 as i8);
+            let mut mx = _mm256_setzero_si256();
+            for p in w {
+                for q in 0..4 {
+                    // SAFETY: 32 · q + 32 ≤ 128 bytes at p (caller).
+                    let v = unsafe { _mm256_loadu_si256(p.add(32 * q).cast()) };
+                    mx = _mm256_max_epu8(mx, _mm256_or_si256(v, top));
+                }
+            }
+            let ones = _mm256_cmpeq_epi8(mx, _mm256_set1_epi8(-1));
+            _mm256_movemask_epi8(ones) != 0
+        }
+
+        /// One 128-column block of 8 fp8 weight rows against `xb`: lane `r` of the result is
+        /// `Σ (e4m3 · 2⁻⁸) · (x · 2⁸)` over row `r`'s block, two accumulators per row; the
+        /// activations are scaled once for the band into a stack buffer (exactly: the caller
+        /// has checked that every `x · 2⁸` is finite) and read by the FMAs from there.
+        ///
+        /// # Safety
+        /// The arm's features available; every `w[r]` points at 128 bytes, `xb` at 128 f32.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn fp8_band_block<const NAN: bool>(w: [*const u8; 8], xb: *const f32) -> __m256 {
+            let mut xs = [0f32; 128];
+            for c in (0..128).step_by(8) {
+                // SAFETY: c + 8 ≤ 128 values at xb (caller) and in xs.
+                unsafe {
+                    let v = _mm256_mul_ps(_mm256_loadu_ps(xb.add(c)), _mm256_set1_ps(256.0));
+                    _mm256_storeu_ps(xs.as_mut_ptr().add(c), v);
+                }
+            }
+            let mut p = [_mm256_setzero_ps(); 8];
+            for (r, pr) in p.iter_mut().enumerate() {
+                let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+                for j in 0..4 {
+                    // SAFETY: 32 · j + 32 ≤ 128 bytes at w[r] (caller), 128 values in xs.
+                    unsafe {
+                        let xj = xs.as_ptr().add(32 * j);
+                        let d = fp8x32_low::<NAN>(_mm256_loadu_si256(w[r].add(32 * j).cast()));
+                        a0 = _mm256_fmadd_ps(d[0], _mm256_loadu_ps(xj), a0);
+                        a1 = _mm256_fmadd_ps(d[1], _mm256_loadu_ps(xj.add(8)), a1);
+                        a0 = _mm256_fmadd_ps(d[2], _mm256_loadu_ps(xj.add(16)), a0);
+                        a1 = _mm256_fmadd_ps(d[3], _mm256_loadu_ps(xj.add(24)), a1);
+                    }
+                }
+                *pr = _mm256_add_ps(a0, a1);
+            }
+            let h = |a: __m256, b: __m256| _mm256_hadd_ps(a, b);
+            let lo = h(h(p[0], p[1]), h(p[2], p[3]));
+            let hi = h(h(p[4], p[5]), h(p[6], p[7]));
+            _mm256_add_ps(
+                _mm256_permute2f128_ps::<0x20>(lo, hi),
+                _mm256_permute2f128_ps::<0x31>(lo, hi),
+            )
+        }
+
+        /// fp8-e4m3-b128, f32 activations, one activation row (the GEMV case): weight rows in
+        /// bands of 8 (a final, shorter band repeats its last row and stores only its own), per
+        /// 128-column block one NaN probe for the band ([`band_has_nan`]; the decode with NaN
+        /// handling only where it finds one), the block's 8 partial sums
+        /// ([`fp8_band_block`]) and `acc = fma(part, scale, acc)` lane-wise. A partial last block
+        /// runs on zero-padded copies (zero codes and activations add `0`). The caller has
+        /// checked that every `x · 2⁸` is finite.
+        ///
+        /// # Safety
+        /// The arm's features available; shapes as asserted by [`matmul_f32_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_fp8_band8(m: &Matrix<'_>, x: &[f32], rows: Range<usize>, y: &mut [f32]) {
+            let (ni, nr) = (m.i(), rows.len());
+            let full = ni / 128;
+            let tn = ni - 128 * full;
+            let mut xt = [0f32; 128];
+            xt[..tn].copy_from_slice(&x[128 * full..ni]);
+            let mut wt = [[0u8; 128]; 8];
+            let mut r0 = 0;
+            while r0 < nr {
+                let nv = (nr - r0).min(8);
+                let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+                let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                if tn > 0 {
+                    for (r, t) in wt.iter_mut().enumerate() {
+                        t[..tn].copy_from_slice(&m.row_bytes(o[r])[128 * full..]);
+                    }
+                }
+                let mut acc = _mm256_setzero_ps();
+                for g in 0..m.groups_per_row() {
+                    // SAFETY: a full block g < full has 128 bytes at 128 · g of every row and 128
+                    // activations at 128 · g; the partial one runs on the 128-long copies.
+                    let part = unsafe {
+                        if g < full {
+                            let w = core::array::from_fn(|r| rp[r].add(128 * g));
+                            let xb = x.as_ptr().add(128 * g);
+                            if band_has_nan(w) {
+                                fp8_band_block::<true>(w, xb)
+                            } else {
+                                fp8_band_block::<false>(w, xb)
+                            }
+                        } else {
+                            let w = core::array::from_fn(|r| wt[r].as_ptr());
+                            fp8_band_block::<true>(w, xt.as_ptr())
+                        }
+                    };
+                    let sc: [f32; 8] = core::array::from_fn(|r| scalar::group_scale(m, o[r], g));
+                    // SAFETY: sc holds 8 f32.
+                    let scv = unsafe { _mm256_loadu_ps(sc.as_ptr()) };
+                    acc = _mm256_fmadd_ps(part, scv, acc);
+                }
+                let mut out = [0f32; 8];
+                // SAFETY: out holds 8 f32.
+                unsafe { _mm256_storeu_ps(out.as_mut_ptr(), acc) };
+                y[r0..r0 + nv].copy_from_slice(&out[..nv]);
+                r0 += 8;
+            }
+        }
+
         /// # Safety
         /// The arm's features available; shapes as asserted by [`matmul_f32_rows`].
         #[target_feature(enable = $feat)]
         unsafe fn f32_fp8(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
             let (ni, nr) = (m.i(), rows.len());
+            if s == 1 && x[..ni].iter().all(|v| (v.abs() * 256.0).is_finite() || !v.is_finite()) {
+                // SAFETY: same contract; every x · 2⁸ is finite where x is.
+                unsafe { f32_fp8_band8(m, x, rows, y) };
+                return;
+            }
             let mut s0 = 0;
             while s0 < s {
                 let st = if s - s0 >= 4 {
