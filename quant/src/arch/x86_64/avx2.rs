@@ -35,7 +35,12 @@
 //! scalar reference. int4-row with one activation row takes weight rows in bands of 8
 //! (`f32_int4_band8`: per 8 columns, 4 weight bytes broadcast, `vpsrlvd` into column order,
 //! `& 0xF`, `− 8`, exact conversion, one FMA per row, the activations loaded once per band).
-//! fp8 with one activation row does the same (`f32_fp8_band8`): per 128-column block, one NaN
+//! int4-row with 2 to 16 activation rows (`f32_int4_multi`) takes them 8, 4 or 2 per pass over
+//! column chunks of `4096 / T` whose activations are copied once per chunk into a 16 KiB
+//! interleaved buffer (L1-resident, one pointer), the same decode per 8 columns and one FMA
+//! per activation row (8 independent FMA chains in all), row blocks of about 1 MiB of weights
+//! so the rows stay in cache across the chunks, and the weight bytes two rows ahead
+//! prefetched. fp8 with one activation row does the same as int4-row's (`f32_fp8_band8`): per 128-column block, one NaN
 //! probe for the band's 8 rows, the activations scaled by 2⁸ once for the band (so the weights
 //! stay `e4m3 · 2⁻⁸` and skip the `× 2⁸`; the caller checks every `x · 2⁸` is finite, else
 //! the row kernel runs), 32 bytes decoded per `vpunpck{l,h}bw` pair with no lane-crossing
@@ -1258,11 +1263,25 @@ macro_rules! avx2_arm {
                 } else {
                     1
                 };
-                if st == 1 && m.format() == Format::Int4Row {
-                    let ys = &mut y[s0 * nr..(s0 + 1) * nr];
-                    // SAFETY: same contract.
-                    unsafe { f32_int4_band8(m, &x[s0 * ni..(s0 + 1) * ni], rows.clone(), ys) };
-                    s0 += 1;
+                if m.format() == Format::Int4Row {
+                    // SAFETY: same contract (activation rows s0 .. s0 + T exist).
+                    unsafe {
+                        match s - s0 {
+                            8.. => f32_int4_multi::<8>(m, x, s0, rows.clone(), y),
+                            4.. => f32_int4_multi::<4>(m, x, s0, rows.clone(), y),
+                            2.. => f32_int4_multi::<2>(m, x, s0, rows.clone(), y),
+                            _ => {
+                                let (xs, ys) = (&x[s0 * ni..(s0 + 1) * ni], &mut y[s0 * nr..]);
+                                f32_int4_band8(m, xs, rows.clone(), &mut ys[..nr]);
+                            }
+                        }
+                    }
+                    s0 += match s - s0 {
+                        8.. => 8,
+                        4.. => 4,
+                        2.. => 2,
+                        _ => 1,
+                    };
                     continue;
                 }
                 let xp = |k: usize| x[(s0 + k) * ni..].as_ptr();
@@ -1289,6 +1308,130 @@ macro_rules! avx2_arm {
                     }
                 }
                 s0 += st;
+            }
+        }
+
+        /// Fused int4-row f32-activation kernel for `T` = 2, 4 or 8 activation rows sharing each
+        /// weight decode (the small-batch case): the columns in chunks of `4096 / T`, whose `T`
+        /// activation rows are first copied into one 16 KiB stack buffer, interleaved so that
+        /// each 8 columns of the `T` rows are adjacent (`xb[((4·b + q)·T + k)·8 ..]`: block `b`,
+        /// quarter `q`, row `k`; zero past `I`), L1-resident while every weight row passes over
+        /// it and addressed from one pointer. Per weight row and 8 columns: its 4 bytes
+        /// broadcast, `vpsrlvd` into column order, `& 0xF`, `− 8`, exact conversion (as
+        /// [`f32_int4_band8`]), then one FMA per activation row into its own accumulator, the
+        /// activations read from the buffer by the FMA. Each chunk's `T` sums are added into
+        /// `y` (set by the first chunk) and `y` is multiplied by the row's scale at the end:
+        /// `(Σ_chunks Σ v·x) · scale`, within the f32 tolerance (module doc). The partial last
+        /// block's weight bytes run on a zero-padded copy.
+        ///
+        /// # Safety
+        /// The arm's features available; `m` is int4-row, `x` holds activation rows
+        /// `s0 .. s0 + T` of `I` values each, `y` the `S × rows.len()` outputs, `rows.end ≤ O`.
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_int4_multi<const T: usize>(
+            m: &Matrix<'_>,
+            x: &[f32],
+            s0: usize,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr) = (m.i(), rows.len());
+            let Scales::F32(sf) = m.scales() else {
+                unreachable!("int4-row has f32 scales (Matrix::new)")
+            };
+            let blocks = ni / 32;
+            let tn = ni - 32 * blocks;
+            let all = blocks + usize::from(tn > 0);
+            let per = 4096 / T / 32; // blocks per chunk
+            let mut xb = [0f32; 4096];
+            let shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+            let (low, eight) = (_mm256_set1_epi32(0xF), _mm256_set1_epi32(8));
+            // acc[k][q % C] += (nibbles of the 16 bytes at w − 8) · (row k's 32 activations at
+            // xp): C = 8 / T chains per activation row, 8 independent FMA chains in all.
+            let step = |acc: &mut [[__m256; 4]; T], w: *const u8, xp: *const f32| {
+                for q in 0..4 {
+                    // SAFETY: w points at 16 bytes, xp at 4 · T · 8 activations (callers).
+                    let b = unsafe { core::ptr::read_unaligned(w.add(4 * q).cast::<i32>()) };
+                    let n = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b), shifts), low);
+                    let v = _mm256_cvtepi32_ps(_mm256_sub_epi32(n, eight));
+                    for (k, a) in acc.iter_mut().enumerate() {
+                        // SAFETY: as above.
+                        let xv = unsafe { _mm256_loadu_ps(xp.add((q * T + k) * 8)) };
+                        let c = q % (8 / T);
+                        a[c] = _mm256_fmadd_ps(v, xv, a[c]);
+                    }
+                }
+            };
+            // Row blocks of about 128 KiB of weights: a block's rows stay in L2 while the
+            // chunks pass over them.
+            let rb = (1_048_576 / ni.max(1)).max(8);
+            let mut r0 = 0;
+            while r0 < nr {
+                let r1 = (r0 + rb).min(nr);
+                let mut b0 = 0;
+                while b0 < all {
+                    let b1 = (b0 + per).min(all);
+                    for b in b0..b1 {
+                        for q in 0..4 {
+                            let c = 32 * b + 8 * q;
+                            for k in 0..T {
+                                let d = &mut xb[((4 * (b - b0) + q) * T + k) * 8..][..8];
+                                let src = &x[(s0 + k) * ni..(s0 + k + 1) * ni];
+                                if c + 8 <= ni {
+                                    d.copy_from_slice(&src[c..c + 8]);
+                                } else {
+                                    d.fill(0.0);
+                                    d[..ni.saturating_sub(c)].copy_from_slice(&src[c.min(ni)..]);
+                                }
+                            }
+                        }
+                    }
+                    for r in r0..r1 {
+                        let row = m.row_bytes(rows.start + r);
+                        // The weight bytes two rows ahead (from memory: their first use
+                        // otherwise waits for them): this chunk's, or the next chunk's of the
+                        // block's first rows.
+                        let (pr, pb) = if r + 2 < r1 { (r + 2, b0) } else { (r0 + r + 2 - r1, b1) };
+                        if pr < r1 && pb < all {
+                            let p = m.row_bytes(rows.start + pr).as_ptr().wrapping_add(16 * pb);
+                            for l in (0..16 * per).step_by(64) {
+                                // A hint: never faults, whatever the (wrapping) address.
+                                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(l).cast());
+                            }
+                        }
+                        let mut acc = [[_mm256_setzero_ps(); 4]; T];
+                        for b in b0..b1.min(blocks) {
+                            // b < blocks: 16 bytes at 16·b of the row; the buffer's block b − b0.
+                            let w = row.as_ptr().wrapping_add(16 * b);
+                            step(&mut acc, w, xb.as_ptr().wrapping_add(32 * T * (b - b0)));
+                        }
+                        if b1 > blocks {
+                            let mut wt = [0u8; 16];
+                            wt[..tn.div_ceil(2)].copy_from_slice(&row[16 * blocks..]);
+                            step(
+                                &mut acc,
+                                wt.as_ptr(),
+                                xb.as_ptr().wrapping_add(32 * T * (blocks - b0)),
+                            );
+                        }
+                        for (k, [a0, a1, a2, a3]) in acc.into_iter().enumerate() {
+                            let a = match 8 / T {
+                                4 => _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                                2 => _mm256_add_ps(a0, a1),
+                                _ => a0,
+                            };
+                            let (v, yk) = (hsum_ps(a), &mut y[(s0 + k) * nr + r]);
+                            *yk = if b0 == 0 { v } else { *yk + v };
+                        }
+                    }
+                    b0 = b1;
+                }
+                r0 = r1;
+            }
+            for (r, o) in rows.enumerate() {
+                for k in 0..T {
+                    y[(s0 + k) * nr + r] *= sf[o];
+                }
             }
         }
 
