@@ -641,50 +641,64 @@ fn fp8_nan_code_anywhere_makes_its_row_nan() {
     }
 }
 
-/// int4-row with f32 activations at small batches (the 256-bit arms take 8, 4 or 2 activation
-/// rows per pass over column chunks of `4096 / T`, in row blocks of about 1 MiB of weights):
-/// widths around the chunks' edges (512, 1024, 2048 columns) with and without a partial last
-/// block, a partial block alone in the last chunk, batches that split into every pass size,
-/// rows over several row blocks; every arm within tolerance of the oracle, and row ranges
-/// bit-identical to the same rows of the full product.
+/// int4-row and fp8 with f32 activations at small batches (the 256-bit arms take 8, 4 or 2
+/// activation rows per pass over column chunks of `4096 / T`, in row blocks of about 1 MiB of
+/// weights): widths around the chunks' edges (512, 1024, 2048 columns) with and without a
+/// partial last block (32 columns for int4, 128 for fp8), a partial block alone in the last
+/// chunk, batches that split into every pass size, rows over several row blocks, fp8 with a NaN
+/// code in one row (a full block or the partial one); every arm within tolerance of the
+/// oracle, only that row NaN, and row ranges bit-identical to the same rows of the full
+/// product.
 #[test]
-fn f32_int4_small_batches_every_arm() {
+fn f32_small_batches_every_arm() {
     let mut rng = StdRng::seed_from_u64(0x5b16);
-    for (o, i) in [
-        (1, 1),
-        (3, 31),
-        (9, 511),
-        (5, 512),
-        (7, 513),
-        (8, 517),
-        (4, 1024),
-        (6, 1055),
-        (3, 2048),
-        (2, 2081),
-        (3, 4133),
-        (20, 140_001),
-    ] {
-        let t = gen_tensor(Format::Int4Row, 0, o, i, &mut rng, 0.3, false);
-        let m = t.matrix();
-        for s in [2, 3, 5, 8, 9, 13, 16] {
-            if i > 10_000 && s != 16 && s != 9 {
-                continue;
-            }
-            let x = gen_x(s, i, &mut rng);
-            for arm in checked_arms() {
-                let mut y = vec![0f32; s * o];
-                kernels::matmul_with(arm, &m, &x, s, &mut y).unwrap();
-                check_f32(&m, &x, s, &y, arm.name());
-                let (a, b) = (o / 3, o - o / 4);
-                let mut part = vec![0f32; s * (b - a)];
-                kernels::matmul_rows_with(arm, &m, &x, s, a..b, &mut part).unwrap();
-                for si in 0..s {
-                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(
-                        bits(&part[si * (b - a)..(si + 1) * (b - a)]),
-                        bits(&y[si * o + a..si * o + b]),
-                        "{arm} O={o} I={i} S={s} rows {a}..{b}"
-                    );
+    for format in [Format::Int4Row, Format::Fp8E4m3B128] {
+        for (o, i) in [
+            (1, 1),
+            (3, 31),
+            (9, 511),
+            (5, 512),
+            (7, 513),
+            (8, 517),
+            (4, 1024),
+            (6, 1055),
+            (3, 2048),
+            (2, 2081),
+            (3, 4133),
+            (20, 140_001),
+        ] {
+            let mut t = gen_tensor(format, 0, o, i, &mut rng, 0.3, false);
+            let nan_row = (format == Format::Fp8E4m3B128 && i > 1).then(|| {
+                let (r, c) = (o / 2, if i % 2 == 0 { i / 3 } else { i - 1 });
+                t.w[r * i + c] = 0xFF;
+                r
+            });
+            let m = t.matrix();
+            for s in [2, 3, 5, 8, 9, 13, 16] {
+                if i > 10_000 && s != 16 && s != 9 {
+                    continue;
+                }
+                let x = gen_x(s, i, &mut rng);
+                for arm in checked_arms() {
+                    let mut y = vec![0f32; s * o];
+                    kernels::matmul_with(arm, &m, &x, s, &mut y).unwrap();
+                    check_f32(&m, &x, s, &y, arm.name());
+                    if let Some(r) = nan_row {
+                        let nans = (0..s * o).filter(|&k| y[k].is_nan());
+                        assert!(nans.map(|k| k % o).all(|k| k == r), "{arm} O={o} I={i} S={s}");
+                        assert!((0..s).all(|si| y[si * o + r].is_nan()), "{arm} O={o} I={i}");
+                    }
+                    let (a, b) = (o / 3, o - o / 4);
+                    let mut part = vec![0f32; s * (b - a)];
+                    kernels::matmul_rows_with(arm, &m, &x, s, a..b, &mut part).unwrap();
+                    for si in 0..s {
+                        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(
+                            bits(&part[si * (b - a)..(si + 1) * (b - a)]),
+                            bits(&y[si * o + a..si * o + b]),
+                            "{arm} {format:?} O={o} I={i} S={s} rows {a}..{b}"
+                        );
+                    }
                 }
             }
         }
@@ -1092,7 +1106,7 @@ fn q8_wide_group_row_ranges_every_arm() {
 /// blocks and groups, the scale transposes' padded tails (fewer than 4 or 16 groups left),
 /// mxfp4 and int4-grouped gs 32, 64, 128, and the AVX2 int4-row (one activation row), int8-row
 /// and fp8 (one activation row, f32) bands with their zero-padded tail blocks, and the AVX2
-/// int4-row f32 small-batch passes (8, 4, 1 rows), every arm bit-exact against the scalar
+/// int4-row and fp8 f32 small-batch passes (8, 4, 1 rows), every arm bit-exact against the scalar
 /// reference (f32 paths: within the f32 tolerance).
 #[test]
 fn miri_band_kernels_every_arm() {
@@ -1113,7 +1127,10 @@ fn miri_band_kernels_every_arm() {
         let t = gen_tensor(format, gs, o, i, &mut rng, 0.2, false);
         check_arm_all(&t, 1, &mut rng);
     }
-    // int4-row f32 at a batch of 13: passes of 8, 4 and 1 activation rows, a partial block.
-    let t = gen_tensor(Format::Int4Row, 0, 3, 65, &mut rng, 0.2, false);
-    check_arm_all(&t, 13, &mut rng);
+    // int4-row and fp8, f32, at a batch of 13: passes of 8, 4 and 1 activation rows, a partial
+    // block.
+    for (format, i) in [(Format::Int4Row, 65), (Format::Fp8E4m3B128, 129)] {
+        let t = gen_tensor(format, 0, 3, i, &mut rng, 0.2, false);
+        check_arm_all(&t, 13, &mut rng);
+    }
 }

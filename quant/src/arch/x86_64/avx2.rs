@@ -44,7 +44,9 @@
 //! probe for the band's 8 rows, the activations scaled by 2⁸ once for the band (so the weights
 //! stay `e4m3 · 2⁻⁸` and skip the `× 2⁸`; the caller checks every `x · 2⁸` is finite, else
 //! the row kernel runs), 32 bytes decoded per `vpunpck{l,h}bw` pair with no lane-crossing
-//! widening (`fp8x32_low`), one block sum per row and `acc = fma(part, scale, acc)` lane-wise.
+//! widening (`fp8x32_low`), one block sum per row and `acc = fma(part, scale, acc)` lane-wise;
+//! with 2 to 16 activation rows fp8 takes int4-row's small-batch form (`f32_fp8_multi`, the
+//! buffer holding `x · 2⁸`, one NaN probe per row and block, the block scale per activation row).
 //!
 //! int8 path: exact i32 dot products per group (`dot32_i8`, `dpbusd`), summed exactly per group,
 //! then `acc += (d as f32) · scale` in the scalar reference's order: bit-exact. int8-row, and
@@ -2064,14 +2066,14 @@ macro_rules! avx2_arm {
             })
         }
 
-        /// Whether any of the 8 rows' 128 bytes at `w[r]` is an e4m3 NaN code (`|b| = 0x7F`,
+        /// Whether any of the `R` rows' 128 bytes at `w[r]` is an e4m3 NaN code (`|b| = 0x7F`,
         /// i.e. `b | 0x80 = 0xFF`): one `vpor` and one `vpmaxub` per 32 bytes.
         ///
         /// # Safety
         /// The arm's features available; every `w[r]` points at 128 readable bytes.
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn band_has_nan(w: [*const u8; 8]) -> bool {
+        unsafe fn band_has_nan<const R: usize>(w: [*const u8; R]) -> bool {
             #[allow(clippy::cast_possible_wrap)] // bit pattern
             let top = _mm256_set1_epi8(0x80u8 as i8);
             let mut mx = _mm256_setzero_si256();
@@ -2127,6 +2129,141 @@ macro_rules! avx2_arm {
                 _mm256_permute2f128_ps::<0x20>(lo, hi),
                 _mm256_permute2f128_ps::<0x31>(lo, hi),
             )
+        }
+
+        /// One 128-column fp8 block of one weight row (bytes at `w`) against `T` interleaved
+        /// activation rows at `xp` ([`f32_fp8_multi`]'s buffer): the `T` partial sums, in
+        /// `8 / T` FMA chains per activation row; `NAN`: decode with the NaN mapping.
+        ///
+        /// # Safety
+        /// The arm's features available; `w` points at 128 bytes, `xp` at `128 · T` values.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn fp8_multi_block<const T: usize, const NAN: bool>(
+            w: *const u8,
+            xp: *const f32,
+        ) -> [__m256; T] {
+            let mut acc = [[_mm256_setzero_ps(); 4]; T];
+            for j in 0..4 {
+                // SAFETY: w points at 128 bytes, xp at 128 · T values (caller).
+                let d = fp8x32_low::<NAN>(unsafe { _mm256_loadu_si256(w.add(32 * j).cast()) });
+                for (p, dp) in d.into_iter().enumerate() {
+                    for (k, a) in acc.iter_mut().enumerate() {
+                        // SAFETY: as above.
+                        let xv = unsafe { _mm256_loadu_ps(xp.add(((4 * j + p) * T + k) * 8)) };
+                        let c = p % (8 / T);
+                        a[c] = _mm256_fmadd_ps(dp, xv, a[c]);
+                    }
+                }
+            }
+            core::array::from_fn(|k| {
+                let [a0, a1, a2, a3] = acc[k];
+                match 8 / T {
+                    4 => _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                    2 => _mm256_add_ps(a0, a1),
+                    _ => a0,
+                }
+            })
+        }
+
+        /// fp8-e4m3-b128, f32 activations, `T` = 2, 4 or 8 activation rows per pass (the
+        /// small-batch case), in the form of [`f32_int4_multi`]: column chunks of `4096 / T`
+        /// (whole 128-column blocks) whose `T` activation rows are copied once per chunk into a
+        /// 16 KiB interleaved stack buffer, multiplied by `2⁸` there (exact: the caller has
+        /// checked that every `x · 2⁸` is finite; zero past `I`); per weight row and block one
+        /// NaN probe, 32 bytes at a time decoded by [`fp8x32_low`] (`e4m3 · 2⁻⁸`), one FMA per
+        /// activation row and 8 columns into `8 / T` chains per row, then `acc = fma(part,
+        /// scale, acc)` per activation row at each block end. A partial last block runs on a
+        /// zero-padded copy of the row's bytes. Row blocks of about 1 MiB of weights; the bytes
+        /// two rows ahead prefetched.
+        ///
+        /// # Safety
+        /// The arm's features available; `m` is fp8-e4m3-b128, `x` holds activation rows
+        /// `s0 .. s0 + T` of `I` values each, `y` the `S × rows.len()` outputs, `rows.end ≤ O`.
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_fp8_multi<const T: usize>(
+            m: &Matrix<'_>,
+            x: &[f32],
+            s0: usize,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr) = (m.i(), rows.len());
+            let full = ni / 128;
+            let all = ni.div_ceil(128);
+            let per = 4096 / T / 128; // blocks per chunk
+            let mut xb = [0f32; 4096];
+            let k256 = _mm256_set1_ps(256.0);
+            let rb = (1_048_576 / ni.max(1)).max(8);
+            let mut r0 = 0;
+            while r0 < nr {
+                let r1 = (r0 + rb).min(nr);
+                let mut g0 = 0;
+                while g0 < all {
+                    let g1 = (g0 + per).min(all);
+                    for piece in 0..16 * (g1 - g0) {
+                        let c = 128 * g0 + 8 * piece;
+                        for k in 0..T {
+                            let d = &mut xb[(piece * T + k) * 8..][..8];
+                            let src = &x[(s0 + k) * ni..(s0 + k + 1) * ni];
+                            if c + 8 <= ni {
+                                // SAFETY: 8 values at src[c..] and at d.
+                                unsafe {
+                                    let v = _mm256_loadu_ps(src.as_ptr().add(c));
+                                    _mm256_storeu_ps(d.as_mut_ptr(), _mm256_mul_ps(v, k256));
+                                }
+                            } else {
+                                d.fill(0.0);
+                                for (dv, sv) in d.iter_mut().zip(&src[c.min(ni)..]) {
+                                    *dv = sv * 256.0;
+                                }
+                            }
+                        }
+                    }
+                    for r in r0..r1 {
+                        let o = rows.start + r;
+                        let row = m.row_bytes(o);
+                        let (pr, pg) = if r + 2 < r1 { (r + 2, g0) } else { (r0 + r + 2 - r1, g1) };
+                        if pr < r1 && pg < all {
+                            let p = m.row_bytes(rows.start + pr).as_ptr().wrapping_add(128 * pg);
+                            for l in (0..128 * per).step_by(64) {
+                                // A hint: never faults, whatever the (wrapping) address.
+                                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(l).cast());
+                            }
+                        }
+                        let mut acc = [_mm256_setzero_ps(); T];
+                        for g in g0..g1 {
+                            let xp = xb.as_ptr().wrapping_add(128 * T * (g - g0));
+                            // SAFETY: g < full: 128 bytes at 128·g of the row, else the
+                            // 128-byte copy; the buffer's block g − g0 holds 128 · T values.
+                            let part = unsafe {
+                                if g < full {
+                                    let w = row.as_ptr().add(128 * g);
+                                    if band_has_nan([w]) {
+                                        fp8_multi_block::<T, true>(w, xp)
+                                    } else {
+                                        fp8_multi_block::<T, false>(w, xp)
+                                    }
+                                } else {
+                                    let mut wt = [0u8; 128];
+                                    wt[..ni - 128 * full].copy_from_slice(&row[128 * full..]);
+                                    fp8_multi_block::<T, true>(wt.as_ptr(), xp)
+                                }
+                            };
+                            let sc = _mm256_set1_ps(scalar::group_scale(m, o, g));
+                            for (a, p) in acc.iter_mut().zip(part) {
+                                *a = _mm256_fmadd_ps(p, sc, *a);
+                            }
+                        }
+                        for (k, a) in acc.into_iter().enumerate() {
+                            let (v, yk) = (hsum_ps(a), &mut y[(s0 + k) * nr + r]);
+                            *yk = if g0 == 0 { v } else { *yk + v };
+                        }
+                    }
+                    g0 = g1;
+                }
+                r0 = r1;
+            }
         }
 
         /// fp8-e4m3-b128, f32 activations, one activation row (the GEMV case): weight rows in
@@ -2193,9 +2330,30 @@ macro_rules! avx2_arm {
         #[target_feature(enable = $feat)]
         unsafe fn f32_fp8(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
             let (ni, nr) = (m.i(), rows.len());
-            if s == 1 && x[..ni].iter().all(|v| (v.abs() * 256.0).is_finite() || !v.is_finite()) {
-                // SAFETY: same contract; every x · 2⁸ is finite where x is.
-                unsafe { f32_fp8_band8(m, x, rows, y) };
+            let x = &x[..s * ni];
+            if x.iter().all(|v| (v.abs() * 256.0).is_finite() || !v.is_finite()) {
+                let mut s0 = 0;
+                while s0 < s {
+                    let t = match s - s0 {
+                        8.. => 8,
+                        4.. => 4,
+                        2.. => 2,
+                        _ => 1,
+                    };
+                    // SAFETY: same contract; every x · 2⁸ is finite where x is.
+                    unsafe {
+                        match t {
+                            8 => f32_fp8_multi::<8>(m, x, s0, rows.clone(), y),
+                            4 => f32_fp8_multi::<4>(m, x, s0, rows.clone(), y),
+                            2 => f32_fp8_multi::<2>(m, x, s0, rows.clone(), y),
+                            _ => {
+                                let (xs, ys) = (&x[s0 * ni..], &mut y[s0 * nr..(s0 + 1) * nr]);
+                                f32_fp8_band8(m, xs, rows.clone(), ys);
+                            }
+                        }
+                    }
+                    s0 += t;
+                }
                 return;
             }
             let mut s0 = 0;
