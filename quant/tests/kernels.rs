@@ -1134,3 +1134,22 @@ fn miri_band_kernels_every_arm() {
         check_arm_all(&t, 13, &mut rng);
     }
 }
+
+/// `I = 0` (no columns): every output is `0` on every arm and batch, f32 and int8 paths.
+#[test]
+fn zero_columns_give_zero_outputs_every_arm() {
+    for format in [Format::Int4Row, Format::Fp8E4m3B128, Format::Int8Row, Format::Mxfp4] {
+        let (sf, se) = (vec![1.0f32; 3], vec![127u8; 3]);
+        let scales = if format == Format::Mxfp4 { Scales::Ue8m0(&se) } else { Scales::F32(&sf) };
+        let Ok(m) = Matrix::new(format, &[], scales, 3, 0, 0) else {
+            continue; // I = 0 refused by the format's shape rules: nothing to compute
+        };
+        for s in [1, 2, 4, 8, 16] {
+            for arm in checked_arms() {
+                let mut y = vec![f32::NAN; 3 * s];
+                kernels::matmul_with(arm, &m, &[], s, &mut y).unwrap();
+                assert!(y.iter().all(|v| *v == 0.0), "{arm} {format:?} S={s}: {y:?}");
+            }
+        }
+    }
+}

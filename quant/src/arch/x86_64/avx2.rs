@@ -1344,6 +1344,12 @@ macro_rules! avx2_arm {
             let blocks = ni / 32;
             let tn = ni - 32 * blocks;
             let all = blocks + usize::from(tn > 0);
+            if all == 0 {
+                for k in 0..T {
+                    y[(s0 + k) * nr..(s0 + k + 1) * nr].fill(0.0); // no columns: Σ = 0
+                }
+                return;
+            }
             let per = 4096 / T / 32; // blocks per chunk
             let mut xb = [0f32; 4096];
             let shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
