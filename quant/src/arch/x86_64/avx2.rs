@@ -158,6 +158,77 @@ macro_rules! avx2_arm {
             true
         }
 
+        /// The small-batch f32 passes of this arm ([`f32_int4_multi`], [`f32_fp8_multi`]: 8, 4
+        /// or 2 activation rows per pass) for another arm's dispatch: runs activation rows
+        /// `0..n` (layout of `crate::scalar::matmul_f32_rows`) and returns `n` — `s` or `s − 1`
+        /// (a last single row is left to the caller), or `0` where the passes do not apply
+        /// (formats other than int4-row and fp8, `s < 2`, fp8 activations with an `x · 2⁸`
+        /// that overflows). `None`, without running, if the CPU lacks this arm's features.
+        #[allow(dead_code)] // the AVX-512 arms call the plain arm's; the vnni arm's is unused
+        pub(crate) fn matmul_f32_small_batch(
+            m: &Matrix<'_>,
+            x: &[f32],
+            s: usize,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) -> Option<usize> {
+            if !cpu_ok() {
+                return None;
+            }
+            assert!(x.len() >= s * m.i() && y.len() >= s * rows.len() && rows.end <= m.o());
+            // SAFETY: the arm's features were detected above; the shapes were asserted.
+            Some(unsafe { f32_multi_passes(m, x, s, rows, y) })
+        }
+
+        /// Whether every finite activation stays finite times `2⁸` (the fp8 kernels that move
+        /// the decode's `2⁸` onto the activations need it).
+        fn scalable_by_256(x: &[f32]) -> bool {
+            x.iter().all(|v| (v.abs() * 256.0).is_finite() || !v.is_finite())
+        }
+
+        /// Activation rows `0..n` of an int4-row or fp8 matrix in passes of 8, 4 or 2 rows
+        /// (see [`matmul_f32_small_batch`] for `n`).
+        ///
+        /// # Safety
+        /// The arm's features available; shapes as asserted by [`matmul_f32_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_multi_passes(
+            m: &Matrix<'_>,
+            x: &[f32],
+            s: usize,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) -> usize {
+            let fp8 = match m.format() {
+                Format::Int4Row => false,
+                Format::Fp8E4m3B128 if scalable_by_256(&x[..s * m.i()]) => true,
+                _ => return 0,
+            };
+            let mut s0 = 0;
+            while s - s0 >= 2 {
+                let t = match s - s0 {
+                    8.. => 8,
+                    4.. => 4,
+                    _ => 2,
+                };
+                let r = rows.clone();
+                // SAFETY: same contract; activation rows s0 .. s0 + t exist; fp8: every
+                // x · 2⁸ is finite where x is (checked above).
+                unsafe {
+                    match (fp8, t) {
+                        (false, 8) => f32_int4_multi::<8>(m, x, s0, r, y),
+                        (false, 4) => f32_int4_multi::<4>(m, x, s0, r, y),
+                        (false, _) => f32_int4_multi::<2>(m, x, s0, r, y),
+                        (true, 8) => f32_fp8_multi::<8>(m, x, s0, r, y),
+                        (true, 4) => f32_fp8_multi::<4>(m, x, s0, r, y),
+                        (true, _) => f32_fp8_multi::<2>(m, x, s0, r, y),
+                    }
+                }
+                s0 += t;
+            }
+            s0
+        }
+
         /// The f32-path scale of group `g` of row `o` as this arm uses it (mxfp4 codes are
         /// doubled).
         fn scale_f32(m: &Matrix<'_>, o: usize, g: usize) -> f32 {
@@ -1266,25 +1337,14 @@ macro_rules! avx2_arm {
                     1
                 };
                 if m.format() == Format::Int4Row {
-                    // SAFETY: same contract (activation rows s0 .. s0 + T exist).
-                    unsafe {
-                        match s - s0 {
-                            8.. => f32_int4_multi::<8>(m, x, s0, rows.clone(), y),
-                            4.. => f32_int4_multi::<4>(m, x, s0, rows.clone(), y),
-                            2.. => f32_int4_multi::<2>(m, x, s0, rows.clone(), y),
-                            _ => {
-                                let (xs, ys) = (&x[s0 * ni..(s0 + 1) * ni], &mut y[s0 * nr..]);
-                                f32_int4_band8(m, xs, rows.clone(), &mut ys[..nr]);
-                            }
-                        }
+                    // SAFETY: same contract.
+                    let n = unsafe { f32_multi_passes(m, x, s, rows.clone(), y) };
+                    if n < s {
+                        let (xs, ys) = (&x[n * ni..(n + 1) * ni], &mut y[n * nr..(n + 1) * nr]);
+                        // SAFETY: same contract, activation row n.
+                        unsafe { f32_int4_band8(m, xs, rows.clone(), ys) };
                     }
-                    s0 += match s - s0 {
-                        8.. => 8,
-                        4.. => 4,
-                        2.. => 2,
-                        _ => 1,
-                    };
-                    continue;
+                    return;
                 }
                 let xp = |k: usize| x[(s0 + k) * ni..].as_ptr();
                 for (r, o) in rows.clone().enumerate() {
@@ -2336,29 +2396,13 @@ macro_rules! avx2_arm {
         #[target_feature(enable = $feat)]
         unsafe fn f32_fp8(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
             let (ni, nr) = (m.i(), rows.len());
-            let x = &x[..s * ni];
-            if x.iter().all(|v| (v.abs() * 256.0).is_finite() || !v.is_finite()) {
-                let mut s0 = 0;
-                while s0 < s {
-                    let t = match s - s0 {
-                        8.. => 8,
-                        4.. => 4,
-                        2.. => 2,
-                        _ => 1,
-                    };
-                    // SAFETY: same contract; every x · 2⁸ is finite where x is.
-                    unsafe {
-                        match t {
-                            8 => f32_fp8_multi::<8>(m, x, s0, rows.clone(), y),
-                            4 => f32_fp8_multi::<4>(m, x, s0, rows.clone(), y),
-                            2 => f32_fp8_multi::<2>(m, x, s0, rows.clone(), y),
-                            _ => {
-                                let (xs, ys) = (&x[s0 * ni..], &mut y[s0 * nr..(s0 + 1) * nr]);
-                                f32_fp8_band8(m, xs, rows.clone(), ys);
-                            }
-                        }
-                    }
-                    s0 += t;
+            if scalable_by_256(&x[..s * ni]) {
+                // SAFETY: same contract.
+                let n = unsafe { f32_multi_passes(m, x, s, rows.clone(), y) };
+                if n < s {
+                    let (xs, ys) = (&x[n * ni..(n + 1) * ni], &mut y[n * nr..(n + 1) * nr]);
+                    // SAFETY: same contract, activation row n; every x · 2⁸ is finite.
+                    unsafe { f32_fp8_band8(m, xs, rows, ys) };
                 }
                 return;
             }

@@ -369,6 +369,22 @@ macro_rules! avx512_arm {
         /// Features available; shapes as asserted by [`matmul_f32_rows`].
         #[target_feature(enable = $feat)]
         unsafe fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
+            // int4-row and fp8 at S ≥ 2: the 256-bit small-batch passes (8, 4 or 2 activation
+            // rows per pass over L1-resident activation chunks; `docs/kernels.md`). On Zen 4 a
+            // 512-bit FMA has the throughput of two 256-bit ones, and these passes measured
+            // 1.6–1.7 × faster than this arm's 4-row tiles at S = 16; the last single row, if
+            // any, stays here.
+            let (ni, nr) = (m.i(), rows.len());
+            let n = if s >= 2 && matches!(m.format(), Format::Int4Row | Format::Fp8E4m3B128) {
+                let r = rows.clone();
+                crate::arch::x86_64::avx2::plain::matmul_f32_small_batch(m, x, s, r, y).unwrap_or(0)
+            } else {
+                0
+            };
+            if n == s {
+                return;
+            }
+            let (x, s, y) = (&x[n * ni..], s - n, &mut y[n * nr..]);
             match m.format() {
                 Format::Int4Row => {
                     // SAFETY: same contract.
