@@ -4,8 +4,8 @@
 //! A [`Rans256Matrix`] is a parsed record (borrowed bytes), its table, the per-row scales and
 //! `[O, I]`; it exists only once every check passed (record framing, `n_symbols ==
 //! 2 · O · ceil(I/2)`, `O` scales). [`Rans256Matrix::matmul`] walks the record with the
-//! incremental checked decoder in tiles of whole rows (about [`TILE_BYTES`] of int4, so a tile
-//! is decoded into L1/L2 and consumed from there) and hands each tile to the int4-row kernel of
+//! incremental checked decoder in tiles of whole rows (about [`TILE_BYTES`] of int4, or
+//! [`BATCH_TILE_BYTES`] for f32 batches, so a tile is decoded into L1/L2 and consumed from there) and hands each tile to the int4-row kernel of
 //! the chosen arm; the tile's outputs are scattered into `y`. Decoded weights never reach DRAM.
 //!
 //! Exactness: each output `y[s, o]` is the int4-row kernel's dot product of row `o`, computed
@@ -43,6 +43,20 @@ pub use cfs1::Cfs1Matrix;
 
 /// Target int4 bytes per tile (a little under a 32 KiB L1 data cache).
 pub const TILE_BYTES: usize = 24 * 1024;
+
+/// Target int4 bytes per tile for f32 activations at `S ≥ 2` (an L2-resident tile): the batch
+/// kernels set up per call (the 256-bit arms copy the activations into L1-sized chunk
+/// buffers), which a 24 KiB tile of a few rows does not amortize.
+pub const BATCH_TILE_BYTES: usize = 96 * 1024;
+
+/// The tile budget the allocating entry points use for `acts`: [`BATCH_TILE_BYTES`] for f32
+/// activations at `S ≥ 2`, else [`TILE_BYTES`].
+pub const fn tile_bytes(acts: &Acts<'_>) -> usize {
+    match acts {
+        Acts::F32 { s, .. } if *s >= 2 => BATCH_TILE_BYTES,
+        _ => TILE_BYTES,
+    }
+}
 
 /// Why a compressed matrix could not be built or multiplied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -304,7 +318,7 @@ impl<'a> Rans256Matrix<'a> {
     }
 
     /// [`matmul_scratch`](Self::matmul_scratch) with f32 activations on the best arms,
-    /// allocating tile buffers of about [`TILE_BYTES`].
+    /// allocating tile buffers of about [`tile_bytes`].
     #[cfg(feature = "std")]
     pub fn matmul(&self, x: &[f32], s: usize, y: &mut [f32]) -> Result<(), AdapterError> {
         self.matmul_with(crate::isa::best(), Arm::best(), Acts::F32 { x, s }, y)
@@ -319,7 +333,7 @@ impl<'a> Rans256Matrix<'a> {
         acts: Acts<'_>,
         y: &mut [f32],
     ) -> Result<(), AdapterError> {
-        let t = self.tile_rows(TILE_BYTES);
+        let t = self.tile_rows(tile_bytes(&acts));
         let mut wbuf = std::vec![0u8; t * self.stride];
         let mut ybuf = std::vec![0f32; t * acts.s()];
         self.matmul_scratch(isa, arm, acts, y, &mut wbuf, &mut ybuf)

@@ -196,7 +196,7 @@ impl<'a> Cfs1Matrix<'a> {
     }
 
     /// [`matmul_scratch`](Self::matmul_scratch) with f32 activations on the best kernel arm,
-    /// allocating tile buffers of about [`TILE_BYTES`](super::TILE_BYTES) and the table.
+    /// allocating tile buffers of about [`tile_bytes`](super::tile_bytes) and the table.
     ///
     /// # Errors
     /// As [`matmul_scratch`](Self::matmul_scratch).
@@ -211,7 +211,7 @@ impl<'a> Cfs1Matrix<'a> {
     /// As [`matmul_scratch`](Self::matmul_scratch).
     #[cfg(feature = "std")]
     pub fn matmul_with(&self, isa: Isa, acts: Acts<'_>, y: &mut [f32]) -> Result<(), AdapterError> {
-        let t = self.tile_rows(super::TILE_BYTES);
+        let t = self.tile_rows(super::tile_bytes(&acts));
         let mut wbuf = std::vec![0u8; t * self.stride];
         let mut ybuf = std::vec![0f32; t * acts.s()];
         let mut table = std::boxed::Box::new(DecodeTable::new());

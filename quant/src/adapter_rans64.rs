@@ -402,7 +402,7 @@ impl<'a> Rans64Matrix<'a> {
     }
 
     /// [`matmul_scratch`](Self::matmul_scratch) with f32 activations on the best arms,
-    /// allocating scratch of about [`TILE_BYTES`](crate::adapter::TILE_BYTES).
+    /// allocating scratch of about [`tile_bytes`](crate::adapter::tile_bytes).
     ///
     /// # Errors
     /// As [`matmul_scratch`](Self::matmul_scratch).
@@ -454,7 +454,8 @@ impl<'a> Rans64Matrix<'a> {
     ) -> Result<std::vec::Vec<f32>, Rans64AdapterError> {
         let s = acts.s();
         let n = rows.len();
-        let tile_rows = (crate::adapter::TILE_BYTES / self.stride.max(1)).clamp(1, n.max(1));
+        let tile = crate::adapter::tile_bytes(&acts);
+        let tile_rows = (tile / self.stride.max(1)).clamp(1, n.max(1));
         let mut wbuf = std::vec![0u8; self.scratch_len(tile_rows * self.stride + SCRATCH_SLACK)];
         let mut ybuf = std::vec![0f32; s.max(1) * tile_rows];
         let len = s.checked_mul(n).ok_or(Rans64AdapterError::Overflow { o: self.o, i: self.i })?;

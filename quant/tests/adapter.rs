@@ -158,3 +158,18 @@ fn corrupted_records_leave_no_partial_output() {
     }
     assert!(flipped > 10, "only {flipped} corruptions tried");
 }
+
+/// The allocating entry points' tile budget: 24 KiB for one f32 activation row and for int8
+/// activations, the larger L2-resident tile for f32 batches.
+#[test]
+fn tile_budget_by_activations() {
+    use tetrad_quant::adapter::{BATCH_TILE_BYTES, TILE_BYTES, tile_bytes};
+    let x = [0f32; 8];
+    assert_eq!(tile_bytes(&Acts::F32 { x: &x, s: 1 }), TILE_BYTES);
+    assert_eq!(tile_bytes(&Acts::F32 { x: &x, s: 2 }), BATCH_TILE_BYTES);
+    assert_eq!(tile_bytes(&Acts::F32 { x: &x, s: 16 }), BATCH_TILE_BYTES);
+    let (mut q, mut qs) = ([0i8; 8], [0f32; 1]);
+    let xq = quantize_activations(&x, 1, 8, &mut q, &mut qs).unwrap();
+    assert_eq!(tile_bytes(&Acts::Q8(&xq)), TILE_BYTES);
+    const { assert!(TILE_BYTES < BATCH_TILE_BYTES && BATCH_TILE_BYTES <= 256 * 1024) };
+}
