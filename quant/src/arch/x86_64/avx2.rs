@@ -239,6 +239,31 @@ macro_rules! avx2_arm {
             }
         }
 
+        /// The horizontal sums of 8 vectors as one vector (lane `r` = `Σ p[r]`): one
+        /// `vhaddps` tree and a cross-half add.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn sums8_ps(p: [__m256; 8]) -> __m256 {
+            let h = |a: __m256, b: __m256| _mm256_hadd_ps(a, b);
+            let lo = h(h(p[0], p[1]), h(p[2], p[3]));
+            let hi = h(h(p[4], p[5]), h(p[6], p[7]));
+            _mm256_add_ps(
+                _mm256_permute2f128_ps::<0x20>(lo, hi),
+                _mm256_permute2f128_ps::<0x31>(lo, hi),
+            )
+        }
+
+        /// The sum of an activation row's `8 / T` FMA chains in the small-batch passes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn chains_sum<const T: usize>([a0, a1, a2, a3]: [__m256; 4]) -> __m256 {
+            match 8 / T {
+                4 => _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                2 => _mm256_add_ps(a0, a1),
+                _ => a0,
+            }
+        }
+
         #[inline]
         #[target_feature(enable = $feat)]
         fn hsum_ps(v: __m256) -> f32 {
@@ -1482,13 +1507,9 @@ macro_rules! avx2_arm {
                                 xb.as_ptr().wrapping_add(32 * T * (blocks - b0)),
                             );
                         }
-                        for (k, [a0, a1, a2, a3]) in acc.into_iter().enumerate() {
-                            let a = match 8 / T {
-                                4 => _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                                2 => _mm256_add_ps(a0, a1),
-                                _ => a0,
-                            };
-                            let (v, yk) = (hsum_ps(a), &mut y[(s0 + k) * nr + r]);
+                        for (k, a) in acc.into_iter().enumerate() {
+                            let v = hsum_ps(chains_sum::<T>(a));
+                            let yk = &mut y[(s0 + k) * nr + r];
                             *yk = if b0 == 0 { v } else { *yk + v };
                         }
                     }
@@ -1565,13 +1586,7 @@ macro_rules! avx2_arm {
                 if tn > 0 {
                     step(&mut acc, core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr());
                 }
-                let h = |a: __m256, b: __m256| _mm256_hadd_ps(a, b);
-                let lo = h(h(acc[0], acc[1]), h(acc[2], acc[3]));
-                let hi = h(h(acc[4], acc[5]), h(acc[6], acc[7]));
-                let sum = _mm256_add_ps(
-                    _mm256_permute2f128_ps::<0x20>(lo, hi),
-                    _mm256_permute2f128_ps::<0x31>(lo, hi),
-                );
+                let sum = sums8_ps(acc);
                 let sc: [f32; 8] = core::array::from_fn(|r| sf[o[r]]);
                 let mut out = [0f32; 8];
                 // SAFETY: sc and out hold 8 f32.
@@ -2188,13 +2203,7 @@ macro_rules! avx2_arm {
                 }
                 *pr = _mm256_add_ps(a0, a1);
             }
-            let h = |a: __m256, b: __m256| _mm256_hadd_ps(a, b);
-            let lo = h(h(p[0], p[1]), h(p[2], p[3]));
-            let hi = h(h(p[4], p[5]), h(p[6], p[7]));
-            _mm256_add_ps(
-                _mm256_permute2f128_ps::<0x20>(lo, hi),
-                _mm256_permute2f128_ps::<0x31>(lo, hi),
-            )
+            sums8_ps(p)
         }
 
         /// One 128-column fp8 block of one weight row (bytes at `w`) against `T` interleaved
@@ -2222,14 +2231,7 @@ macro_rules! avx2_arm {
                     }
                 }
             }
-            core::array::from_fn(|k| {
-                let [a0, a1, a2, a3] = acc[k];
-                match 8 / T {
-                    4 => _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                    2 => _mm256_add_ps(a0, a1),
-                    _ => a0,
-                }
-            })
+            acc.map(|a| chains_sum::<T>(a))
         }
 
         /// fp8-e4m3-b128, f32 activations, `T` = 2, 4 or 8 activation rows per pass (the
