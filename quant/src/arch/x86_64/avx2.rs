@@ -1398,6 +1398,94 @@ macro_rules! avx2_arm {
             }
         }
 
+        /// The skeleton of the small-batch passes ([`f32_int4_multi`], [`f32_fp8_multi`]) for
+        /// activation rows `s0 .. s0 + T`: the columns in blocks of `UNIT` (32 or 128) and in
+        /// chunks of `4096 / T` columns whose `T` activation rows are copied, times `xs` (1 or
+        /// `2⁸`, exact where the caller says so), into one 16 KiB stack buffer interleaved so
+        /// that each 8 columns of the `T` rows are adjacent (`xb[(p·T + k)·8 ..]`: 8-column
+        /// piece `p` of the chunk, row `k`; zero past `I`), L1-resident while every weight row
+        /// passes over it. Rows go in blocks of about 1 MiB of weights (they stay in L2 across
+        /// the chunks), each prefetching the chunk bytes of the row two ahead.
+        /// `chunk(row, o, g0, g1, xb)` returns weight row `o`'s sums over blocks `g0..g1` for
+        /// the `T` activation rows (8 lanes each); their horizontal sums are added into `y`
+        /// (set by the first chunk).
+        ///
+        /// # Safety
+        /// The arm's features available; `x` holds activation rows `s0 .. s0 + T` of `I` values
+        /// each, `y` the `S × rows.len()` outputs, `rows.end ≤ O`; `chunk` reads only its row
+        /// (or copies of it) and `UNIT · T` buffer values per block from `xb`; `xs · x` is
+        /// finite wherever `x` is.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn multi_passes<const T: usize, const UNIT: usize>(
+            m: &Matrix<'_>,
+            x: &[f32],
+            s0: usize,
+            rows: Range<usize>,
+            y: &mut [f32],
+            xs: f32,
+            chunk: impl Fn(&[u8], usize, usize, usize, *const f32) -> [__m256; T],
+        ) {
+            let (ni, nr) = (m.i(), rows.len());
+            let all = ni.div_ceil(UNIT);
+            let per = 4096 / T / UNIT; // blocks per chunk
+            // Weight bytes per block (for the prefetch): int4 packs two columns a byte, fp8 one.
+            let bpb = if m.format() == Format::Int4Row { UNIT / 2 } else { UNIT };
+            let mut xb = [0f32; 4096];
+            let rb = (1_048_576 / ni.max(1)).max(8);
+            let mut r0 = 0;
+            while r0 < nr {
+                let r1 = (r0 + rb).min(nr);
+                let mut g0 = 0;
+                while g0 < all {
+                    let g1 = (g0 + per).min(all);
+                    for p in 0..(g1 - g0) * UNIT / 8 {
+                        let c = UNIT * g0 + 8 * p;
+                        for k in 0..T {
+                            let d = &mut xb[(p * T + k) * 8..][..8];
+                            let src = &x[(s0 + k) * ni..(s0 + k + 1) * ni];
+                            if c + 8 <= ni {
+                                // SAFETY: 8 values at src[c..] and at d.
+                                unsafe {
+                                    let v = _mm256_loadu_ps(src.as_ptr().add(c));
+                                    let v = if xs == 1.0 {
+                                        v
+                                    } else {
+                                        _mm256_mul_ps(v, _mm256_set1_ps(xs))
+                                    };
+                                    _mm256_storeu_ps(d.as_mut_ptr(), v);
+                                }
+                            } else {
+                                d.fill(0.0);
+                                for (dv, sv) in d.iter_mut().zip(&src[c.min(ni)..]) {
+                                    *dv = sv * xs;
+                                }
+                            }
+                        }
+                    }
+                    for r in r0..r1 {
+                        let (pr, pg) = if r + 2 < r1 { (r + 2, g0) } else { (r0 + r + 2 - r1, g1) };
+                        if pr < r1 && pg < all {
+                            let pp = m.row_bytes(rows.start + pr).as_ptr().wrapping_add(bpb * pg);
+                            for l in (0..bpb * per).step_by(64) {
+                                // A hint: never faults, whatever the (wrapping) address.
+                                _mm_prefetch::<_MM_HINT_T0>(pp.wrapping_add(l).cast());
+                            }
+                        }
+                        let o = rows.start + r;
+                        let sums = chunk(m.row_bytes(o), o, g0, g1, xb.as_ptr());
+                        for (k, a) in sums.into_iter().enumerate() {
+                            let v = hsum_ps(a);
+                            let yk = &mut y[(s0 + k) * nr + r];
+                            *yk = if g0 == 0 { v } else { *yk + v };
+                        }
+                    }
+                    g0 = g1;
+                }
+                r0 = r1;
+            }
+        }
+
         /// Fused int4-row f32-activation kernel for `T` = 2, 4 or 8 activation rows sharing each
         /// weight decode (the small-batch case): the columns in chunks of `4096 / T`, whose `T`
         /// activation rows are first copied into one 16 KiB stack buffer, interleaved so that
@@ -1435,8 +1523,6 @@ macro_rules! avx2_arm {
                 }
                 return;
             }
-            let per = 4096 / T / 32; // blocks per chunk
-            let mut xb = [0f32; 4096];
             let shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
             let (low, eight) = (_mm256_set1_epi32(0xF), _mm256_set1_epi32(8));
             // acc[k][q % C] += (nibbles of the 16 bytes at w − 8) · (row k's 32 activations at
@@ -1455,68 +1541,24 @@ macro_rules! avx2_arm {
                     }
                 }
             };
-            // Row blocks of about 128 KiB of weights: a block's rows stay in L2 while the
-            // chunks pass over them.
-            let rb = (1_048_576 / ni.max(1)).max(8);
-            let mut r0 = 0;
-            while r0 < nr {
-                let r1 = (r0 + rb).min(nr);
-                let mut b0 = 0;
-                while b0 < all {
-                    let b1 = (b0 + per).min(all);
-                    for b in b0..b1 {
-                        for q in 0..4 {
-                            let c = 32 * b + 8 * q;
-                            for k in 0..T {
-                                let d = &mut xb[((4 * (b - b0) + q) * T + k) * 8..][..8];
-                                let src = &x[(s0 + k) * ni..(s0 + k + 1) * ni];
-                                if c + 8 <= ni {
-                                    d.copy_from_slice(&src[c..c + 8]);
-                                } else {
-                                    d.fill(0.0);
-                                    d[..ni.saturating_sub(c)].copy_from_slice(&src[c.min(ni)..]);
-                                }
-                            }
-                        }
-                    }
-                    for r in r0..r1 {
-                        let row = m.row_bytes(rows.start + r);
-                        // The weight bytes two rows ahead (from memory: their first use
-                        // otherwise waits for them): this chunk's, or the next chunk's of the
-                        // block's first rows.
-                        let (pr, pb) = if r + 2 < r1 { (r + 2, b0) } else { (r0 + r + 2 - r1, b1) };
-                        if pr < r1 && pb < all {
-                            let p = m.row_bytes(rows.start + pr).as_ptr().wrapping_add(16 * pb);
-                            for l in (0..16 * per).step_by(64) {
-                                // A hint: never faults, whatever the (wrapping) address.
-                                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(l).cast());
-                            }
-                        }
-                        let mut acc = [[_mm256_setzero_ps(); 4]; T];
-                        for b in b0..b1.min(blocks) {
-                            // b < blocks: 16 bytes at 16·b of the row; the buffer's block b − b0.
-                            let w = row.as_ptr().wrapping_add(16 * b);
-                            step(&mut acc, w, xb.as_ptr().wrapping_add(32 * T * (b - b0)));
-                        }
-                        if b1 > blocks {
-                            let mut wt = [0u8; 16];
-                            wt[..tn.div_ceil(2)].copy_from_slice(&row[16 * blocks..]);
-                            step(
-                                &mut acc,
-                                wt.as_ptr(),
-                                xb.as_ptr().wrapping_add(32 * T * (blocks - b0)),
-                            );
-                        }
-                        for (k, a) in acc.into_iter().enumerate() {
-                            let v = hsum_ps(chains_sum::<T>(a));
-                            let yk = &mut y[(s0 + k) * nr + r];
-                            *yk = if b0 == 0 { v } else { *yk + v };
-                        }
-                    }
-                    b0 = b1;
+            // One chunk (blocks b0..b1) of one weight row: the T activation rows' sums.
+            let chunk = |row: &[u8], _o: usize, b0: usize, b1: usize, xb: *const f32| {
+                let mut acc = [[_mm256_setzero_ps(); 4]; T];
+                for b in b0..b1.min(blocks) {
+                    // b < blocks: 16 bytes at 16·b of the row; the buffer's block b − b0.
+                    let w = row.as_ptr().wrapping_add(16 * b);
+                    step(&mut acc, w, xb.wrapping_add(32 * T * (b - b0)));
                 }
-                r0 = r1;
-            }
+                if b1 > blocks {
+                    let mut wt = [0u8; 16];
+                    wt[..tn.div_ceil(2)].copy_from_slice(&row[16 * blocks..]);
+                    step(&mut acc, wt.as_ptr(), xb.wrapping_add(32 * T * (blocks - b0)));
+                }
+                acc.map(|a| chains_sum::<T>(a))
+            };
+            // SAFETY: same contract; `chunk` reads 16 bytes per block of the row (or its
+            // padded copy) and 32 · T buffer values per block.
+            unsafe { multi_passes::<T, 32>(m, x, s0, rows.clone(), y, 1.0, chunk) };
             for (r, o) in rows.enumerate() {
                 for k in 0..T {
                     y[(s0 + k) * nr + r] *= sf[o];
@@ -2256,82 +2298,39 @@ macro_rules! avx2_arm {
             rows: Range<usize>,
             y: &mut [f32],
         ) {
-            let (ni, nr) = (m.i(), rows.len());
-            let full = ni / 128;
-            let all = ni.div_ceil(128);
-            let per = 4096 / T / 128; // blocks per chunk
-            let mut xb = [0f32; 4096];
-            let k256 = _mm256_set1_ps(256.0);
-            let rb = (1_048_576 / ni.max(1)).max(8);
-            let mut r0 = 0;
-            while r0 < nr {
-                let r1 = (r0 + rb).min(nr);
-                let mut g0 = 0;
-                while g0 < all {
-                    let g1 = (g0 + per).min(all);
-                    for piece in 0..16 * (g1 - g0) {
-                        let c = 128 * g0 + 8 * piece;
-                        for k in 0..T {
-                            let d = &mut xb[(piece * T + k) * 8..][..8];
-                            let src = &x[(s0 + k) * ni..(s0 + k + 1) * ni];
-                            if c + 8 <= ni {
-                                // SAFETY: 8 values at src[c..] and at d.
-                                unsafe {
-                                    let v = _mm256_loadu_ps(src.as_ptr().add(c));
-                                    _mm256_storeu_ps(d.as_mut_ptr(), _mm256_mul_ps(v, k256));
-                                }
+            let (ni, full) = (m.i(), m.i() / 128);
+            // One chunk (blocks g0..g1) of weight row o: the T activation rows' sums, each
+            // block's times its scale.
+            let chunk = |row: &[u8], o: usize, g0: usize, g1: usize, xb: *const f32| {
+                let mut acc = [_mm256_setzero_ps(); T];
+                for g in g0..g1 {
+                    let xp = xb.wrapping_add(128 * T * (g - g0));
+                    // SAFETY: g < full: 128 bytes at 128·g of the row, else the 128-byte copy;
+                    // the buffer's block g − g0 holds 128 · T values.
+                    let part = unsafe {
+                        if g < full {
+                            let w = row.as_ptr().add(128 * g);
+                            if band_has_nan([w]) {
+                                fp8_multi_block::<T, true>(w, xp)
                             } else {
-                                d.fill(0.0);
-                                for (dv, sv) in d.iter_mut().zip(&src[c.min(ni)..]) {
-                                    *dv = sv * 256.0;
-                                }
+                                fp8_multi_block::<T, false>(w, xp)
                             }
+                        } else {
+                            let mut wt = [0u8; 128];
+                            wt[..ni - 128 * full].copy_from_slice(&row[128 * full..]);
+                            fp8_multi_block::<T, true>(wt.as_ptr(), xp)
                         }
+                    };
+                    let sc = _mm256_set1_ps(scalar::group_scale(m, o, g));
+                    for (a, p) in acc.iter_mut().zip(part) {
+                        *a = _mm256_fmadd_ps(p, sc, *a);
                     }
-                    for r in r0..r1 {
-                        let o = rows.start + r;
-                        let row = m.row_bytes(o);
-                        let (pr, pg) = if r + 2 < r1 { (r + 2, g0) } else { (r0 + r + 2 - r1, g1) };
-                        if pr < r1 && pg < all {
-                            let p = m.row_bytes(rows.start + pr).as_ptr().wrapping_add(128 * pg);
-                            for l in (0..128 * per).step_by(64) {
-                                // A hint: never faults, whatever the (wrapping) address.
-                                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(l).cast());
-                            }
-                        }
-                        let mut acc = [_mm256_setzero_ps(); T];
-                        for g in g0..g1 {
-                            let xp = xb.as_ptr().wrapping_add(128 * T * (g - g0));
-                            // SAFETY: g < full: 128 bytes at 128·g of the row, else the
-                            // 128-byte copy; the buffer's block g − g0 holds 128 · T values.
-                            let part = unsafe {
-                                if g < full {
-                                    let w = row.as_ptr().add(128 * g);
-                                    if band_has_nan([w]) {
-                                        fp8_multi_block::<T, true>(w, xp)
-                                    } else {
-                                        fp8_multi_block::<T, false>(w, xp)
-                                    }
-                                } else {
-                                    let mut wt = [0u8; 128];
-                                    wt[..ni - 128 * full].copy_from_slice(&row[128 * full..]);
-                                    fp8_multi_block::<T, true>(wt.as_ptr(), xp)
-                                }
-                            };
-                            let sc = _mm256_set1_ps(scalar::group_scale(m, o, g));
-                            for (a, p) in acc.iter_mut().zip(part) {
-                                *a = _mm256_fmadd_ps(p, sc, *a);
-                            }
-                        }
-                        for (k, a) in acc.into_iter().enumerate() {
-                            let (v, yk) = (hsum_ps(a), &mut y[(s0 + k) * nr + r]);
-                            *yk = if g0 == 0 { v } else { *yk + v };
-                        }
-                    }
-                    g0 = g1;
                 }
-                r0 = r1;
-            }
+                acc
+            };
+            // SAFETY: same contract; every x · 2⁸ is finite where x is (caller); `chunk` reads
+            // 128 bytes per block of the row (or its padded copy), 128 · T buffer values.
+            unsafe { multi_passes::<T, 128>(m, x, s0, rows, y, 256.0, chunk) };
         }
 
         /// fp8-e4m3-b128, f32 activations, one activation row (the GEMV case): weight rows in
