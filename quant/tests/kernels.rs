@@ -900,7 +900,7 @@ fn assert_q8_arms_match_scalar(m: &Matrix<'_>, s: usize, rng: &mut StdRng, what:
     }
 }
 
-/// Matrices above the AVX-512 arms' 24 MiB streaming threshold run the prefetching int8-row and
+/// Matrices above the 24 MiB streaming threshold run every arm's prefetching int8-row and
 /// int4-row q8 loops (every batch tile: S = 1, 2, 4): still bit-exact to the scalar kernel.
 #[cfg(target_arch = "x86_64")]
 #[test]
