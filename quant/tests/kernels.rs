@@ -572,16 +572,17 @@ fn checked_arms() -> Vec<Isa> {
 /// setting — which the AVX-512 arms run on their 16-rows-per-band kernel, adding a group's
 /// 32-column subgroup sums exactly before its epilogue: every arm against the scalar reference
 /// (bit-exact on the int8 path), on single rows, full and partial bands of 16 rows, partial
-/// last groups and rows longer than the kernel's 8192-column chunk; 96 (not a divisor of the
-/// chunk) and 8192 (one group per chunk) at the edges of which group lengths it takes.
+/// last groups and rows longer than the kernel's 16 384-column chunk; 96 (not a divisor of the
+/// chunk) and 16 384 (one group per chunk) at the edges of which group lengths it takes.
 #[test]
 fn int4_grouped_multiples_of_32_every_arm() {
     let mut rng = StdRng::seed_from_u64(0x6464);
     for arm in checked_arms() {
-        for gs in [64, 96, 128, 256, 8192] {
-            for i in
-                [1, 31, 33, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 7168, 8192, 8193, 16500]
-            {
+        for gs in [64, 96, 128, 256, 8192, 16384] {
+            for i in [
+                1, 31, 33, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 7168, 8192, 8193, 16384,
+                16500,
+            ] {
                 for (o, s) in [(1, 1), (17, 2), (33, 1), (5, 16)] {
                     let t = gen_tensor(Format::Int4Grouped, gs, o, i, &mut rng, 0.2, true);
                     check_arm(arm, &t, s, &mut rng);
@@ -783,8 +784,16 @@ fn mxfp4_q8_both_lookup_forms_every_arm() {
     let mut rng = StdRng::seed_from_u64(0x0b1);
     for allowed in [false, true] {
         isa::set_vbmi_lookups(allowed);
-        for (o, i) in [(16, 128), (17, 1), (33, 33), (48, 129), (20, 1000), (18, 8192), (17, 8193)]
-        {
+        for (o, i) in [
+            (16, 128),
+            (17, 1),
+            (33, 33),
+            (48, 129),
+            (20, 1000),
+            (18, 8192),
+            (17, 8193),
+            (17, 16385),
+        ] {
             let t = gen_tensor(Format::Mxfp4, 0, o, i, &mut rng, 0.3, true);
             for s in [1, 2] {
                 check_arm_all(&t, s, &mut rng);
@@ -796,7 +805,7 @@ fn mxfp4_q8_both_lookup_forms_every_arm() {
 
 /// The 32-column group formats on the int8 path (mxfp4, int4-grouped `gs = 32`) with enough
 /// rows for the AVX-512 arms' 16-row bands (full bands, a final partial band, a single row),
-/// widths across the 128-column blocks and the 8192-column chunks, extreme codes and scales
+/// widths across the 128-column blocks and the 16 384-column chunks, extreme codes and scales
 /// (UE8M0 0, 1, 2 and 254: zero, subnormal and overflowing products): bit-exact against the
 /// scalar reference on every arm, for the whole matrix and for row ranges.
 #[test]
@@ -814,6 +823,8 @@ fn q8_group32_row_bands_every_arm() {
             (18, 8192),
             (17, 8193),
             (19, 9000),
+            (18, 16384),
+            (17, 16417),
         ] {
             let t = gen_tensor(format, gs, o, i, &mut rng, 0.3, true);
             for s in [1, 2, 3] {
@@ -919,7 +930,7 @@ fn streaming_sized_matrices_q8_every_arm() {
 
 /// The band kernels (AVX-512 16 rows, AVX2 8 rows per band: mxfp4, int4-grouped `gs` 32 and
 /// 128) above the 24 MiB streaming threshold, where they prefetch the next band's rows and
-/// scales: rows over several 8192-column chunks (the prefetch crosses from a chunk's last band
+/// scales: rows over several 16 384-column chunks (the prefetch crosses from a chunk's last band
 /// to the next chunk's first) and a partial last band; S = 1, 2. Bit-exact to the scalar kernel.
 #[cfg(target_arch = "x86_64")]
 #[test]
@@ -938,10 +949,10 @@ fn streaming_sized_band_kernels_q8_every_arm() {
     }
 }
 
-/// Rows a multiple of 4 KiB long (I = 8191, 8192, 16384), which the AVX-512 band kernel copies
-/// 8 blocks at a time before reading: full and partial last blocks (I = 8191), partial bands,
-/// rows over one 8192-column chunk; mxfp4 and int4-grouped `gs` 32, 64, 128, 256; S = 1, 2.
-/// Every arm bit-exact to the scalar kernel.
+/// Rows a multiple of 4 KiB long (I = 8191, 8192, 16384, 32768), which the AVX-512 band kernel
+/// copies 8 blocks at a time before reading: full and partial last blocks (I = 8191), partial
+/// bands, rows over one 16 384-column chunk (32768: two); mxfp4 and int4-grouped `gs` 32, 64,
+/// 128, 256; S = 1, 2. Every arm bit-exact to the scalar kernel.
 #[test]
 fn restrided_rows_band_kernels_q8_every_arm() {
     let mut rng = StdRng::seed_from_u64(0x4096);
@@ -952,7 +963,7 @@ fn restrided_rows_band_kernels_q8_every_arm() {
         (Format::Int4Grouped, 128),
         (Format::Int4Grouped, 256),
     ] {
-        for (o, i) in [(17, 8191), (33, 8192), (16, 16384), (3, 8192)] {
+        for (o, i) in [(17, 8191), (33, 8192), (16, 16384), (3, 8192), (5, 32_768)] {
             let t = gen_tensor(format, gs, o, i, &mut rng, 0.01, false);
             let m = t.matrix();
             assert_eq!(m.row_bytes(0).len() % 4096, 0);
@@ -972,7 +983,7 @@ fn restrided_rows_band_kernels_q8_every_arm() {
 /// 256; int4-row for one activation row — S = 1 and the last row of an odd S — and int8-row)
 /// at their edges, every arm bit-exact against the scalar reference: bands of 1 to 7 rows, one
 /// full band, a full band plus a partial one; S = 1, 2, 4, 16; widths around the 64-column
-/// block (partial last block and last group) and over the 8192-column chunk.
+/// block (partial last block and last group) and over the 16 384-column chunk.
 #[test]
 fn q8_band8_edges_every_arm() {
     let mut rng = StdRng::seed_from_u64(0x0b8d);
@@ -1000,6 +1011,7 @@ fn q8_band8_edges_every_arm() {
             (4, 8191, 2),
             (9, 8192, 1),
             (10, 8193, 2),
+            (4, 16_383, 2),
             (3, 16_448, 1),
         ] {
             let t = gen_tensor(format, gs, o, i, &mut rng, 0.3, true);

@@ -153,7 +153,7 @@ const STREAM_BYTES: usize = 24 << 20;
 /// What the band kernels (`avx512::q8_g32_rows16`, `avx2::q8_band8`: `N` rows per band, one
 /// row per lane) prefetch while streaming from DRAM: the rows and scales of the **next** band
 /// — after a chunk's last band, the first band of the next chunk — one band ahead, into L2.
-/// A band reads `N` short runs of weight lines (a chunk is at most 4 KiB of a row) and `N`
+/// A band reads `N` short runs of weight lines (a chunk is at most 8 KiB of a row) and `N`
 /// runs of scales, too short for the hardware prefetchers to ramp up: without this, mxfp4 q8
 /// from DRAM ran at 21 G weights/s and int4-grouped `gs = 32` at 16, against int4-row's 45–53
 /// (avx512-vnni, 18 725 × 14 336; `docs/PERFORMANCE.md`).
