@@ -746,6 +746,65 @@ fn fp8_band8_edges_every_arm() {
     }
 }
 
+/// The int8-row f32 band kernel (bands of 8 rows on every x86 SIMD arm, each band against
+/// every activation row): single rows, partial bands, full + partial bands, partial last
+/// 32-column blocks, extreme codes (−128, 127), S = 1, 2, 3, 16. Every arm within tolerance of
+/// the oracle, and every row range's result identical, bit for bit, to the same rows of the
+/// full product.
+#[test]
+fn int8_row_f32_bands_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0x1b8f);
+    for (o, i) in
+        [(1, 1), (7, 31), (8, 32), (9, 33), (17, 300), (16, 1024), (3, 1000), (23, 65), (2, 7)]
+    {
+        let t = gen_tensor(Format::Int8Row, 0, o, i, &mut rng, 0.3, true);
+        let m = t.matrix();
+        for s in [1, 2, 3, 16] {
+            let x = gen_x(s, i, &mut rng);
+            for arm in checked_arms() {
+                let mut y = vec![0f32; s * o];
+                kernels::matmul_with(arm, &m, &x, s, &mut y).unwrap();
+                check_f32(&m, &x, s, &y, arm.name());
+                for (a, b) in [(0, o), (1, o), (o / 2, o), (8, 17), (9, 23)] {
+                    if a > b || b > o {
+                        continue;
+                    }
+                    let mut part = vec![0f32; s * (b - a)];
+                    kernels::matmul_rows_with(arm, &m, &x, s, a..b, &mut part).unwrap();
+                    for k in 0..s {
+                        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                        let full = &y[k * o + a..k * o + b];
+                        let got = &part[k * (b - a)..(k + 1) * (b - a)];
+                        assert_eq!(bits(got), bits(full), "{arm} O={o} I={i} S={s} rows {a}..{b}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// int8-row with f32 activations above the 24 MiB streaming threshold, where the band kernel
+/// prefetches the next band (a partial last band, a partial last block; S = 1, 2): within
+/// tolerance on every arm.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn streaming_sized_int8_row_f32_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0x5eed_2408);
+    // 1601 rows of 16 400 bytes: 26.3 MB > 24 MiB.
+    let (o, i) = (1601, 16_400);
+    let t = gen_tensor(Format::Int8Row, 0, o, i, &mut rng, 0.01, false);
+    let m = t.matrix();
+    assert!(m.weights().len() > 24 << 20);
+    for s in [1, 2] {
+        let x = gen_x(s, i, &mut rng);
+        for arm in checked_arms() {
+            let mut y = vec![0f32; s * o];
+            kernels::matmul_with(arm, &m, &x, s, &mut y).unwrap();
+            check_f32(&m, &x, s, &y, arm.name());
+        }
+    }
+}
+
 /// fp8 with activations at or beyond 2¹²⁰ (where `x · 2⁸` could overflow, so the AVX-512 arms
 /// must not pre-scale them), non-finite-free, and with subnormal activations: within the
 /// documented tolerance on every arm.
@@ -1118,8 +1177,8 @@ fn q8_wide_group_row_ranges_every_arm() {
 /// blocks and groups, the scale transposes' padded tails (fewer than 4 or 16 groups left),
 /// mxfp4 and int4-grouped gs 32, 64, 128, and the AVX2 int4-row (one activation row), int8-row
 /// and fp8 (one activation row, f32) bands with their zero-padded tail blocks, and the AVX2
-/// int4-row and fp8 f32 small-batch passes (8, 4, 1 rows), every arm bit-exact against the scalar
-/// reference (f32 paths: within the f32 tolerance).
+/// int4-row and fp8 f32 small-batch passes (8, 4, 1 rows) and the int8-row f32 band at a batch,
+/// every arm bit-exact against the scalar reference (f32 paths: within the f32 tolerance).
 #[test]
 fn miri_band_kernels_every_arm() {
     let mut rng = StdRng::seed_from_u64(0xb8b8);
@@ -1140,8 +1199,8 @@ fn miri_band_kernels_every_arm() {
         check_arm_all(&t, 1, &mut rng);
     }
     // int4-row and fp8, f32, at a batch of 13: passes of 8, 4 and 1 activation rows, a partial
-    // block.
-    for (format, i) in [(Format::Int4Row, 65), (Format::Fp8E4m3B128, 129)] {
+    // block; int8-row: each band against the 13 rows.
+    for (format, i) in [(Format::Int4Row, 65), (Format::Fp8E4m3B128, 129), (Format::Int8Row, 33)] {
         let t = gen_tensor(format, 0, 3, i, &mut rng, 0.2, false);
         check_arm_all(&t, 13, &mut rng);
     }

@@ -47,6 +47,9 @@
 //! widening (`fp8x32_low`), one block sum per row and `acc = fma(part, scale, acc)` lane-wise;
 //! with 2 to 16 activation rows fp8 takes int4-row's small-batch form (`f32_fp8_multi`, the
 //! buffer holding `x · 2⁸`, one NaN probe per row and block, the block scale per activation row).
+//! int8-row takes weight rows in bands of 8 for every batch (`f32_int8_band8`: each band
+//! against every activation row in turn; per 8 columns one activation load for the band, per
+//! row `vpmovsxbd`, exact conversion, one FMA); the AVX-512 arms call it too.
 //!
 //! int8 path: exact i32 dot products per group (`dot32_i8`, `dpbusd`), summed exactly per group,
 //! then `acc += (d as f32) · scale` in the scalar reference's order: bit-exact. int8-row, and
@@ -159,6 +162,27 @@ macro_rules! avx2_arm {
             );
             // SAFETY: the arm's features were detected above; the shapes were asserted.
             unsafe { q8_rows(m, xq, rows, y) };
+            true
+        }
+
+        /// This arm's int8-row f32 kernel ([`f32_int8_band8`], every `S`) for another arm's
+        /// dispatch (layout of `crate::scalar::matmul_f32_rows`). `false`, without running, if
+        /// the CPU lacks this arm's features.
+        #[allow(dead_code)] // the AVX-512 arms call the plain arm's; the vnni arm's is unused
+        pub(crate) fn matmul_f32_int8_row(
+            m: &Matrix<'_>,
+            x: &[f32],
+            s: usize,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) -> bool {
+            if !cpu_ok() {
+                return false;
+            }
+            assert!(m.format() == Format::Int8Row);
+            assert!(x.len() >= s * m.i() && y.len() >= s * rows.len() && rows.end <= m.o());
+            // SAFETY: the arm's features were detected above; the shapes were asserted.
+            unsafe { f32_int8_band8(m, x, s, rows, y) };
             true
         }
 
@@ -522,6 +546,11 @@ macro_rules! avx2_arm {
             if m.format() == Format::Fp8E4m3B128 {
                 // SAFETY: same contract.
                 unsafe { f32_fp8(m, x, s, rows, y) };
+                return;
+            }
+            if m.format() == Format::Int8Row {
+                // SAFETY: same contract.
+                unsafe { f32_int8_band8(m, x, s, rows, y) };
                 return;
             }
             let (ni, gl, nr) = (m.i(), m.group_len(), rows.len());
@@ -1670,6 +1699,122 @@ macro_rules! avx2_arm {
                 y[r0..r0 + nv].copy_from_slice(&out[..nv]);
                 r0 += 8;
             }
+        }
+
+        /// Fused int8-row f32-activation kernel (every `S`): weight rows in bands of 8 (a final,
+        /// shorter band repeats its last row and stores only its own), each band against every
+        /// activation row in turn (the band's bytes stay in L1/L2 after the first). Per
+        /// 8-column step the 8 activations are loaded once for the band; a row's 8 weight bytes
+        /// are sign-extended (`vpmovsxbd`) and converted exactly to f32, then one FMA into the
+        /// row's accumulator (8 independent FMA chains). The partial last 32 columns run on zero-padded copies. Per row:
+        /// `Σ w·x` (one `vhaddps` tree for the band), times the row's scale: within the f32
+        /// tolerance (module doc). From DRAM (`streams`), each 32-column block of the first
+        /// activation row prefetches the next 256 bytes of the next band, as [`band8_sums`].
+        ///
+        /// # Safety
+        /// The arm's features available; `m` is int8-row, `x.len() ≥ s · I`, `y.len() ≥ s ·
+        /// rows.len()`, `rows.end ≤ O`.
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_int8_band8(
+            m: &Matrix<'_>,
+            x: &[f32],
+            s: usize,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr) = (m.i(), rows.len());
+            let Scales::F32(sf) = m.scales() else {
+                unreachable!("int8-row has f32 scales (Matrix::new)")
+            };
+            let blocks = ni / 32;
+            let tn = ni - 32 * blocks;
+            let stream = streams(m);
+            let mut xt = [0f32; 32];
+            let mut wt = [[0u8; 32]; 8];
+            let mut r0 = 0;
+            while r0 < nr {
+                let nv = (nr - r0).min(8);
+                let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+                let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                if tn > 0 {
+                    for (r, t) in wt.iter_mut().enumerate() {
+                        t[..tn].copy_from_slice(&m.row_bytes(o[r])[32 * blocks..]);
+                    }
+                }
+                let ahead = rp[0].wrapping_add(8 * m.row_bytes(0).len());
+                let sc: [f32; 8] = core::array::from_fn(|r| sf[o[r]]);
+                for si in 0..s {
+                    let xs = &x[si * ni..(si + 1) * ni];
+                    if tn > 0 {
+                        xt[..tn].copy_from_slice(&xs[32 * blocks..]);
+                    }
+                    let tail = (tn > 0).then(|| (wt.each_ref().map(|t| t.as_ptr()), xt.as_ptr()));
+                    // SAFETY: every row holds I ≥ 32·blocks bytes and xs I values; the tail
+                    // copies hold 32 of each.
+                    let sum = unsafe {
+                        if stream && si == 0 {
+                            int8_band8_f32::<true>(rp, xs.as_ptr(), blocks, tail, ahead)
+                        } else {
+                            int8_band8_f32::<false>(rp, xs.as_ptr(), blocks, tail, ahead)
+                        }
+                    };
+                    let mut out = [0f32; 8];
+                    // SAFETY: sc and out hold 8 f32.
+                    unsafe {
+                        _mm256_storeu_ps(
+                            out.as_mut_ptr(),
+                            _mm256_mul_ps(sum, _mm256_loadu_ps(sc.as_ptr())),
+                        );
+                    }
+                    y[si * nr + r0..si * nr + r0 + nv].copy_from_slice(&out[..nv]);
+                }
+                r0 += 8;
+            }
+        }
+
+        /// `Σ w·x` of 8 int8 rows (`rows[r]`, `32 · blocks` bytes, then the zero-padded `tail`
+        /// copies of 32) against the f32 activations at `x` (`32 · blocks` values, then the
+        /// tail's 32), lane `r` of the result = row `r` ([`f32_int8_band8`]).
+        ///
+        /// # Safety
+        /// The arm's features available; the pointers valid for those reads.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn int8_band8_f32<const STREAM: bool>(
+            rows: [*const u8; 8],
+            x: *const f32,
+            blocks: usize,
+            tail: Option<([*const u8; 8], *const f32)>,
+            ahead: *const u8,
+        ) -> __m256 {
+            let mut acc = [_mm256_setzero_ps(); 8];
+            // 32 columns: 4 steps of 8.
+            let block = |acc: &mut [__m256; 8], w: [*const u8; 8], xb: *const f32| {
+                for q in 0..4 {
+                    // SAFETY: xb points at 32 values, each w[r] at 32 bytes (callers).
+                    let xq = unsafe { _mm256_loadu_ps(xb.add(8 * q)) };
+                    for r in 0..8 {
+                        // SAFETY: as above.
+                        let b = unsafe { _mm_loadl_epi64(w[r].add(8 * q).cast()) };
+                        let v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+                        acc[r] = _mm256_fmadd_ps(v, xq, acc[r]);
+                    }
+                }
+            };
+            for b in 0..blocks {
+                if STREAM {
+                    for l in 0..4 {
+                        // A hint: never faults, whatever the (wrapping) address.
+                        _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(256 * b + 64 * l).cast());
+                    }
+                }
+                let w = core::array::from_fn(|r| rows[r].wrapping_add(32 * b));
+                block(&mut acc, w, x.wrapping_add(32 * b));
+            }
+            if let Some((w, xt)) = tail {
+                block(&mut acc, w, xt);
+            }
+            sums8_ps(acc)
         }
 
         /// Splits 64 activation codes (`x0` = columns 0..32, `x1` = 32..64 of a block) into
