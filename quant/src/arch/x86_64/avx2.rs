@@ -165,27 +165,6 @@ macro_rules! avx2_arm {
             true
         }
 
-        /// This arm's int8-row f32 kernel ([`f32_int8_band8`], every `S`) for another arm's
-        /// dispatch (layout of `crate::scalar::matmul_f32_rows`). `false`, without running, if
-        /// the CPU lacks this arm's features.
-        #[allow(dead_code)] // the AVX-512 arms call the plain arm's; the vnni arm's is unused
-        pub(crate) fn matmul_f32_int8_row(
-            m: &Matrix<'_>,
-            x: &[f32],
-            s: usize,
-            rows: Range<usize>,
-            y: &mut [f32],
-        ) -> bool {
-            if !cpu_ok() {
-                return false;
-            }
-            assert!(m.format() == Format::Int8Row);
-            assert!(x.len() >= s * m.i() && y.len() >= s * rows.len() && rows.end <= m.o());
-            // SAFETY: the arm's features were detected above; the shapes were asserted.
-            unsafe { f32_int8_band8(m, x, s, rows, y) };
-            true
-        }
-
         /// The small-batch f32 passes of this arm ([`f32_int4_multi`], [`f32_fp8_multi`]: 8, 4
         /// or 2 activation rows per pass) for another arm's dispatch: runs activation rows
         /// `0..n` (layout of `crate::scalar::matmul_f32_rows`) and returns `n` — `s` or `s − 1`
