@@ -783,24 +783,30 @@ fn int8_row_f32_bands_every_arm() {
     }
 }
 
-/// int8-row with f32 activations above the 24 MiB streaming threshold, where the band kernel
-/// prefetches the next band (a partial last band, a partial last block; S = 1, 2): within
-/// tolerance on every arm.
+/// int8-row and int4-row with f32 activations above the 24 MiB streaming threshold, where the
+/// kernels prefetch (int8-row: the next band; int4-row on the AVX-512 arms: the row stream,
+/// through both of their f32 nibble paths — `I` past and within the de-interleaving buffer): a
+/// partial last band, partial last blocks, S = 1, 2. Within tolerance on every arm.
 #[cfg(target_arch = "x86_64")]
 #[test]
-fn streaming_sized_int8_row_f32_every_arm() {
+fn streaming_sized_matrices_f32_every_arm() {
     let mut rng = StdRng::seed_from_u64(0x5eed_2408);
-    // 1601 rows of 16 400 bytes: 26.3 MB > 24 MiB.
-    let (o, i) = (1601, 16_400);
-    let t = gen_tensor(Format::Int8Row, 0, o, i, &mut rng, 0.01, false);
-    let m = t.matrix();
-    assert!(m.weights().len() > 24 << 20);
-    for s in [1, 2] {
-        let x = gen_x(s, i, &mut rng);
-        for arm in checked_arms() {
-            let mut y = vec![0f32; s * o];
-            kernels::matmul_with(arm, &m, &x, s, &mut y).unwrap();
-            check_f32(&m, &x, s, &y, arm.name());
+    // 26.3, 26.3 and 25.4 MB > 24 MiB (25.17 MB).
+    for (format, o, i, batches) in [
+        (Format::Int8Row, 1601, 16_400, &[1, 2][..]),
+        (Format::Int4Row, 1601, 32_801, &[1, 2][..]),
+        (Format::Int4Row, 6200, 8190, &[1][..]),
+    ] {
+        let t = gen_tensor(format, 0, o, i, &mut rng, 0.01, false);
+        let m = t.matrix();
+        assert!(m.weights().len() > 24 << 20);
+        for &s in batches {
+            let x = gen_x(s, i, &mut rng);
+            for arm in checked_arms() {
+                let mut y = vec![0f32; s * o];
+                kernels::matmul_with(arm, &m, &x, s, &mut y).unwrap();
+                check_f32(&m, &x, s, &y, arm.name());
+            }
         }
     }
 }

@@ -594,6 +594,7 @@ macro_rules! avx512_arm {
             xd: [*const f32; T],
         ) -> [f32; T] {
             let (ni, gl) = (m.i(), m.group_len());
+            let stream = streams(m);
             let rp = m.row_bytes(o).as_ptr();
             let tp = if MX { MX_F32.as_ptr() } else { I4_F32.as_ptr() };
             // SAFETY: both tables hold 16 f32.
@@ -630,6 +631,9 @@ macro_rules! avx512_arm {
                 let mut p = [[_mm512_setzero_ps(); 4]; T];
                 let mut col = c0;
                 while col + 64 <= c1 {
+                    if stream && col % 128 == 0 {
+                        prefetch_l2(rp.wrapping_add(col / 2).cast());
+                    }
                     // SAFETY: col + 64 ≤ I: 32 bytes at col/2 are within the row.
                     let (z0, z1) = unsafe {
                         (
@@ -751,6 +755,7 @@ macro_rules! avx512_arm {
             xs: [*const f32; T],
         ) -> [f32; T] {
             let (ni, gl) = (m.i(), m.group_len());
+            let stream = streams(m);
             let row = m.row_bytes(o);
             let rp = row.as_ptr();
             let tp = if MX { MX_F32.as_ptr() } else { I4_F32.as_ptr() };
@@ -789,6 +794,9 @@ macro_rules! avx512_arm {
                 let mut p = [[_mm512_setzero_ps(); 4]; T];
                 let mut col = c0;
                 while col + 64 <= c1 {
+                    if stream && col % 128 == 0 {
+                        prefetch_l2(rp.wrapping_add(col / 2).cast());
+                    }
                     // SAFETY: col + 64 ≤ I, so 32 bytes at col/2 are within the row.
                     let (v0, v1) = unsafe {
                         (
