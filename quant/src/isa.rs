@@ -217,6 +217,27 @@ pub fn set_vbmi_lookups(allowed: bool) {
     VBMI_LOOKUPS.store(allowed, Ordering::Relaxed);
 }
 
+/// Whether the 256-bit fp8 f32 kernels may decode e4m3 straight to f32 bits (see
+/// [`fp8_bits_decode`]).
+static FP8_BITS_DECODE: AtomicBool = AtomicBool::new(true);
+
+/// Whether the AVX2 arm's fp8 f32 kernels (one activation row, and passes of two) may decode
+/// e4m3 straight to f32 bits against activations scaled by `2¹²⁰` (where every `|x| < 2⁸`),
+/// rather than through f16 against `x · 2⁸`: on unless switched off
+/// ([`set_fp8_bits_decode`]). Both decodes give the same bits; this is not an arm of its own.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn fp8_bits_decode() -> bool {
+    FP8_BITS_DECODE.load(Ordering::Relaxed)
+}
+
+/// Allows (`true`, the default) or forbids the f32-bits decode of the AVX2 arm's fp8 f32
+/// kernels, so that tests can compare it with the f16 decode on the same inputs. Results are
+/// identical either way; only speed changes. For tests and measurements.
+#[doc(hidden)]
+pub fn set_fp8_bits_decode(allowed: bool) {
+    FP8_BITS_DECODE.store(allowed, Ordering::Relaxed);
+}
+
 /// Every arm available on this CPU (scalar first).
 pub fn available() -> impl Iterator<Item = Isa> {
     ALL.into_iter().filter(|isa| isa.is_available())

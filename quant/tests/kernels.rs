@@ -746,6 +746,51 @@ fn fp8_band8_edges_every_arm() {
     }
 }
 
+/// The AVX2 arm's two fp8 decodes (straight to f32 bits against `x · 2¹²⁰` where every
+/// `|x| < 2⁸`, switched off by `isa::set_fp8_bits_decode(false)`; through f16 against `x · 2⁸`)
+/// give the same bits: one activation row (bands of 8 rows) and batches (passes of 2, 4, 8;
+/// S = 3 ends on the band kernel), NaN codes in one row of some bands, activations with
+/// subnormals and the largest f32 below 256 (and, last, 256 itself: the f16 route both times);
+/// every arm, within tolerance too. (Other tests may run meanwhile with either decode: both
+/// give the same bits.)
+#[test]
+fn fp8_bits_and_f16_decodes_agree_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0xf8de);
+    let below_256 = f32::from_bits(0x437F_FFFF);
+    for (o, i) in [(8, 128), (16, 1024), (13, 300), (24, 257), (9, 129)] {
+        let mut t = gen_tensor(Format::Fp8E4m3B128, 0, o, i, &mut rng, 0.3, false);
+        // A NaN code in row 3 of every second band, in every 128-column block.
+        for r in (3..o).step_by(16) {
+            for c in (0..i).step_by(128) {
+                t.w[r * i + c] = if c % 256 == 0 { 0xFF } else { 0x7F };
+            }
+        }
+        let m = t.matrix();
+        for s in [1, 2, 3, 4, 8, 16] {
+            for big in [None, Some(below_256), Some(-below_256), Some(256.0)] {
+                let mut x = gen_x(s, i, &mut rng);
+                for v in x.iter_mut().step_by(5) {
+                    *v *= 1e-40; // subnormal (or zero)
+                }
+                if let Some(b) = big {
+                    x[(s - 1) * i + i / 2] = b;
+                }
+                for arm in checked_arms() {
+                    let (mut y, mut yf) = (vec![0f32; s * o], vec![0f32; s * o]);
+                    kernels::matmul_with(arm, &m, &x, s, &mut y).unwrap();
+                    isa::set_fp8_bits_decode(false);
+                    let r = kernels::matmul_with(arm, &m, &x, s, &mut yf);
+                    isa::set_fp8_bits_decode(true);
+                    r.unwrap();
+                    check_f32(&m, &x, s, &y, arm.name());
+                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&y), bits(&yf), "{arm} O={o} I={i} S={s} big {big:?}");
+                }
+            }
+        }
+    }
+}
+
 /// The int8-row f32 band kernel (bands of 8 rows on every x86 SIMD arm, each band against
 /// every activation row): single rows, partial bands, full + partial bands, partial last
 /// 32-column blocks, extreme codes (−128, 127), S = 1, 2, 3, 16. Every arm within tolerance of

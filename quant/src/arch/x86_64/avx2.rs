@@ -40,13 +40,17 @@
 //! interleaved buffer (L1-resident, one pointer), the same decode per 8 columns and one FMA
 //! per activation row (8 independent FMA chains in all), row blocks of about 1 MiB of weights
 //! so the rows stay in cache across the chunks, and the weight bytes two rows ahead
-//! prefetched. fp8 with one activation row does the same as int4-row's (`f32_fp8_band8`): per 128-column block, one NaN
-//! probe for the band's 8 rows, the activations scaled by 2⁸ once for the band (so the weights
-//! stay `e4m3 · 2⁻⁸` and skip the `× 2⁸`; the caller checks every `x · 2⁸` is finite, else
-//! the row kernel runs), 32 bytes decoded per `vpunpck{l,h}bw` pair with no lane-crossing
-//! widening (`fp8x32_low`), one block sum per row and `acc = fma(part, scale, acc)` lane-wise;
-//! with 2 to 16 activation rows fp8 takes int4-row's small-batch form (`f32_fp8_multi`, the
-//! buffer holding `x · 2⁸`, one NaN probe per row and block, the block scale per activation row).
+//! prefetched. fp8 with one activation row does the same as int4-row's (`f32_fp8_band8`): per
+//! 128-column block, one NaN probe for the band's 8 rows, the activations scaled once for the
+//! band, and one block sum per row, `acc = fma(part, scale, acc)` lane-wise. Where every
+//! `|x| < 2⁸` the activations are scaled by `2¹²⁰` and the weights decoded with integer
+//! operations only (`fp8x8_bits`: `vpmovsxbd`, `≪ 20`, `& 0x87F0_0000` is the f32
+//! `e4m3 · 2⁻¹²⁰`, subnormals included); otherwise by `2⁸` (the caller checks every `x · 2⁸`
+//! is finite, else the row kernel runs) and 32 bytes decoded to f16 per `vpunpck{l,h}bw` pair
+//! and converted (`fp8x32_low`, `e4m3 · 2⁻⁸`). The products, so the sums, are the same either
+//! way. With 2 to 16 activation rows fp8 takes int4-row's small-batch form (`f32_fp8_multi`,
+//! the buffer holding `x · 2¹²⁰` for passes of two rows and `x · 2⁸` otherwise, one NaN probe
+//! per row and block, the block scale per activation row).
 //! int8-row takes weight rows in bands of 8 for every batch (`f32_int8_band8`: each band
 //! against every activation row in turn; per 8 columns one activation load for the band, per
 //! row `vpmovsxbd`, exact conversion, one FMA); the AVX-512 arms call it too.
@@ -191,6 +195,16 @@ macro_rules! avx2_arm {
         /// the decode's `2⁸` onto the activations need it).
         fn scalable_by_256(x: &[f32]) -> bool {
             x.iter().all(|v| (v.abs() * 256.0).is_finite() || !v.is_finite())
+        }
+
+        /// `2¹²⁰`: e4m3 bits moved into an f32's (`(sext(b) ≪ 20) & 0x87F0_0000`) read as
+        /// `e4m3 · 2⁻¹²⁰`, exactly (the e4m3 subnormals land on f32 subnormals).
+        const TWO_120: f32 = f32::from_bits((127 + 120) << 23);
+
+        /// Whether every finite activation stays finite times `2¹²⁰` (`|x| < 2⁸`), so that the
+        /// fp8 band kernel may decode e4m3 to f32 bits with integer operations only.
+        fn scalable_by_2_120(x: &[f32]) -> bool {
+            x.iter().all(|v| (v.abs() * TWO_120).is_finite() || !v.is_finite())
         }
 
         /// Activation rows `0..n` of an int4-row or fp8 matrix in passes of 8, 4 or 2 rows
@@ -1437,8 +1451,8 @@ macro_rules! avx2_arm {
 
         /// The skeleton of the small-batch passes ([`f32_int4_multi`], [`f32_fp8_multi`]) for
         /// activation rows `s0 .. s0 + T`: the columns in blocks of `UNIT` (32 or 128) and in
-        /// chunks of `4096 / T` columns whose `T` activation rows are copied, times `xs` (1 or
-        /// `2⁸`, exact where the caller says so), into one 16 KiB stack buffer interleaved so
+        /// chunks of `4096 / T` columns whose `T` activation rows are copied, times `xs` (1, `2⁸`
+        /// or `2¹²⁰`, exact where the caller says so), into one 16 KiB stack buffer interleaved so
         /// that each 8 columns of the `T` rows are adjacent (`xb[(p·T + k)·8 ..]`: 8-column
         /// piece `p` of the chunk, row `k`; zero past `I`), L1-resident while every weight row
         /// passes over it. Rows go in blocks of about 1 MiB of weights (they stay in L2 across
@@ -1685,10 +1699,11 @@ macro_rules! avx2_arm {
         /// activation row in turn (the band's bytes stay in L1/L2 after the first). Per
         /// 8-column step the 8 activations are loaded once for the band; a row's 8 weight bytes
         /// are sign-extended (`vpmovsxbd`) and converted exactly to f32, then one FMA into the
-        /// row's accumulator (8 independent FMA chains). The partial last 32 columns run on zero-padded copies. Per row:
-        /// `Σ w·x` (one `vhaddps` tree for the band), times the row's scale: within the f32
-        /// tolerance (module doc). From DRAM (`streams`), each 32-column block of the first
-        /// activation row prefetches the next 256 bytes of the next band, as [`band8_sums`].
+        /// row's accumulator (8 independent FMA chains). The partial last 32 columns run on
+        /// zero-padded copies. Per row: `Σ w·x` (one `vhaddps` tree for the band), times the
+        /// row's scale: within the f32 tolerance (module doc). From DRAM (`streams`), each
+        /// 32-column block of the first activation row prefetches the next 256 bytes of the
+        /// next band, as [`band8_sums`].
         ///
         /// # Safety
         /// The arm's features available; `m` is int8-row, `x.len() ≥ s · I`, `y.len() ≥ s ·
@@ -2401,6 +2416,99 @@ macro_rules! avx2_arm {
             sums8_ps(p)
         }
 
+        /// 8 e4m3 bytes at `p` → eight f32 `e4m3 · 2⁻¹²⁰`, exactly, with integer operations
+        /// only: sign-extended to i32 (`vpmovsxbd` from memory), shifted left by 20 and masked
+        /// with `0x87F0_0000` (the exponent field `E` under f32's bias is `2^(E − 7 − 120)`;
+        /// `E = 0` lands on f32 subnormals of the same value). With `NAN`, codes `|b| = 0x7F`
+        /// become all-ones (a NaN), as in [`fp8x32_low`].
+        ///
+        /// # Safety
+        /// The arm's features available; `p` points at 8 readable bytes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn fp8x8_bits<const NAN: bool>(p: *const u8) -> __m256 {
+            #[allow(clippy::cast_possible_wrap)] // bit pattern
+            let keep = _mm256_set1_epi32(0x87F0_0000u32 as i32);
+            // SAFETY: 8 bytes at p (caller).
+            let z = _mm256_cvtepi8_epi32(unsafe { _mm_loadl_epi64(p.cast()) });
+            let d = _mm256_and_si256(_mm256_slli_epi32::<20>(z), keep);
+            if !NAN {
+                return _mm256_castsi256_ps(d);
+            }
+            let sev = _mm256_set1_epi32(0x7F);
+            let nan = _mm256_cmpeq_epi32(_mm256_and_si256(z, sev), sev);
+            _mm256_castsi256_ps(_mm256_or_si256(d, nan))
+        }
+
+        /// [`fp8_band_block`] without `vcvtph2ps`, for activations scaled by `2¹²⁰` (`xs`: the
+        /// block's 128 values `x · 2¹²⁰`, finite): the weights decoded by [`fp8x8_bits`]; the
+        /// FMAs' products `(e4m3 · 2⁻¹²⁰) · (x · 2¹²⁰)` are those of [`fp8_band_block`], added
+        /// in its order (two chains per row: columns `32j .. 32j + 8` and `+ 16 .. + 24` into
+        /// the first), so the sums are bit-identical to it. Four rows at a time share each
+        /// activation load (8 chains in flight). On the Zen 2 dev VM the f16 route is bound by
+        /// `vcvtph2ps` (2 uops per 8 values): in a loop of 4 rows, 3.3 weights per cycle
+        /// against 5.2 for this decode. A subnormal weight entering an FMA costs nothing there
+        /// (the product is normal); a `vmulps` by `2¹²⁰` of the decoded weights instead takes
+        /// the subnormal-operand slow path and halves the rate.
+        ///
+        /// # Safety
+        /// The arm's features available; every `w[r]` points at 128 bytes, `xs` at 128 f32.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn fp8_band_block_bits<const NAN: bool>(
+            w: [*const u8; 8],
+            xs: *const f32,
+        ) -> __m256 {
+            let mut p = [_mm256_setzero_ps(); 8];
+            for h in 0..2 {
+                let mut a = [[_mm256_setzero_ps(); 2]; 4];
+                for c in (0..128).step_by(16) {
+                    // SAFETY: c + 16 ≤ 128 values at xs and bytes at every w[r] (caller).
+                    unsafe {
+                        let xv = [_mm256_loadu_ps(xs.add(c)), _mm256_loadu_ps(xs.add(c + 8))];
+                        for (r, ar) in a.iter_mut().enumerate() {
+                            for (k, x8) in xv.into_iter().enumerate() {
+                                let d = fp8x8_bits::<NAN>(w[4 * h + r].add(c + 8 * k));
+                                ar[k] = _mm256_fmadd_ps(d, x8, ar[k]);
+                            }
+                        }
+                    }
+                }
+                for (r, ar) in a.iter().enumerate() {
+                    p[4 * h + r] = _mm256_add_ps(ar[0], ar[1]);
+                }
+            }
+            sums8_ps(p)
+        }
+
+        /// [`fp8_multi_block`] on the decode of [`fp8x8_bits`], for a buffer holding
+        /// `x · 2¹²⁰`: the same products, added in the same order (bit-identical sums).
+        ///
+        /// # Safety
+        /// The arm's features available; `w` points at 128 bytes, `xp` at `128 · T` values.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn fp8_multi_block_bits<const T: usize, const NAN: bool>(
+            w: *const u8,
+            xp: *const f32,
+        ) -> [__m256; T] {
+            let mut acc = [[_mm256_setzero_ps(); 4]; T];
+            for j in 0..4 {
+                for p in 0..4 {
+                    // SAFETY: w points at 128 bytes, xp at 128 · T values (caller).
+                    unsafe {
+                        let dp = fp8x8_bits::<NAN>(w.add(32 * j + 8 * p));
+                        for (k, a) in acc.iter_mut().enumerate() {
+                            let xv = _mm256_loadu_ps(xp.add(((4 * j + p) * T + k) * 8));
+                            let c = p % (8 / T);
+                            a[c] = _mm256_fmadd_ps(dp, xv, a[c]);
+                        }
+                    }
+                }
+            }
+            acc.map(|a| chains_sum::<T>(a))
+        }
+
         /// One 128-column fp8 block of one weight row (bytes at `w`) against `T` interleaved
         /// activation rows at `xp` ([`f32_fp8_multi`]'s buffer): the `T` partial sums, in
         /// `8 / T` FMA chains per activation row; `NAN`: decode with the NaN mapping.
@@ -2452,6 +2560,17 @@ macro_rules! avx2_arm {
             y: &mut [f32],
         ) {
             let (ni, full) = (m.i(), m.i() / 128);
+            let Scales::F32(sf) = m.scales() else {
+                unreachable!("fp8-e4m3-b128 has f32 scales (Matrix::new)")
+            };
+            // With two activation rows the buffer holds x · 2¹²⁰ (decode: fp8x8_bits) where
+            // that is finite, else x · 2⁸ (fp8x32_low); the products, and so the sums, are the
+            // same. With 4 or 8 the FMAs outweigh the shared decode and fp8x32_low's fewer
+            // uops win (Zen 2 dev VM, 512 × 1024, G weights/s: S = 2 6.2 → 6.5 with bits,
+            // S = 4 4.8 → 4.5).
+            let bits = T == 2
+                && crate::isa::fp8_bits_decode()
+                && scalable_by_2_120(&x[s0 * ni..(s0 + T) * ni]);
             // One chunk (blocks g0..g1) of weight row o: the T activation rows' sums, each
             // block's times its scale.
             let chunk = |row: &[u8], o: usize, g0: usize, g1: usize, xb: *const f32| {
@@ -2460,30 +2579,37 @@ macro_rules! avx2_arm {
                     let xp = xb.wrapping_add(128 * T * (g - g0));
                     // SAFETY: g < full: 128 bytes at 128·g of the row, else the 128-byte copy;
                     // the buffer's block g − g0 holds 128 · T values.
+                    let mut wt = [0u8; 128];
+                    let (w, nan) = if g < full {
+                        // SAFETY: as above.
+                        let w = unsafe { row.as_ptr().add(128 * g) };
+                        // SAFETY: 128 bytes at w.
+                        (w, unsafe { band_has_nan([w]) })
+                    } else {
+                        wt[..ni - 128 * full].copy_from_slice(&row[128 * full..]);
+                        (wt.as_ptr(), true)
+                    };
+                    // SAFETY: as above.
                     let part = unsafe {
-                        if g < full {
-                            let w = row.as_ptr().add(128 * g);
-                            if band_has_nan([w]) {
-                                fp8_multi_block::<T, true>(w, xp)
-                            } else {
-                                fp8_multi_block::<T, false>(w, xp)
-                            }
-                        } else {
-                            let mut wt = [0u8; 128];
-                            wt[..ni - 128 * full].copy_from_slice(&row[128 * full..]);
-                            fp8_multi_block::<T, true>(wt.as_ptr(), xp)
+                        match (bits, nan) {
+                            (true, true) => fp8_multi_block_bits::<T, true>(w, xp),
+                            (true, false) => fp8_multi_block_bits::<T, false>(w, xp),
+                            (false, true) => fp8_multi_block::<T, true>(w, xp),
+                            (false, false) => fp8_multi_block::<T, false>(w, xp),
                         }
                     };
-                    let sc = _mm256_set1_ps(scalar::group_scale(m, o, g));
+                    let sc = _mm256_set1_ps(sf[m.scale_index(o, g)]);
                     for (a, p) in acc.iter_mut().zip(part) {
                         *a = _mm256_fmadd_ps(p, sc, *a);
                     }
                 }
                 acc
             };
-            // SAFETY: same contract; every x · 2⁸ is finite where x is (caller); `chunk` reads
-            // 128 bytes per block of the row (or its padded copy), 128 · T buffer values.
-            unsafe { multi_passes::<T, 128>(m, x, s0, rows, y, 256.0, chunk) };
+            let scale = if bits { TWO_120 } else { 256.0 };
+            // SAFETY: same contract; every x · scale is finite where x is (the caller checked
+            // x · 2⁸, `bits` x · 2¹²⁰); `chunk` reads 128 bytes per block of the row (or its
+            // padded copy), 128 · T buffer values.
+            unsafe { multi_passes::<T, 128>(m, x, s0, rows, y, scale, chunk) };
         }
 
         /// fp8-e4m3-b128, f32 activations, one activation row (the GEMV case): weight rows in
@@ -2504,11 +2630,17 @@ macro_rules! avx2_arm {
             let mut xt = [0f32; 128];
             xt[..tn].copy_from_slice(&x[128 * full..ni]);
             let mut wt = [[0u8; 128]; 8];
+            let bits = crate::isa::fp8_bits_decode() && scalable_by_2_120(&x[..ni]);
+            let Scales::F32(sf) = m.scales() else {
+                unreachable!("fp8-e4m3-b128 has f32 scales (Matrix::new)")
+            };
             let mut r0 = 0;
             while r0 < nr {
                 let nv = (nr - r0).min(8);
                 let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
                 let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                // Block g's scale of row o[r] is sf[sb[r] + g] (128 × 128 scale blocks).
+                let sb: [usize; 8] = core::array::from_fn(|r| m.scale_index(o[r], 0));
                 if tn > 0 {
                     for (r, t) in wt.iter_mut().enumerate() {
                         t[..tn].copy_from_slice(&m.row_bytes(o[r])[128 * full..]);
@@ -2519,20 +2651,31 @@ macro_rules! avx2_arm {
                     // SAFETY: a full block g < full has 128 bytes at 128 · g of every row and 128
                     // activations at 128 · g; the partial one runs on the 128-long copies.
                     let part = unsafe {
-                        if g < full {
+                        let (w, xb, nan) = if g < full {
                             let w = core::array::from_fn(|r| rp[r].add(128 * g));
-                            let xb = x.as_ptr().add(128 * g);
-                            if band_has_nan(w) {
-                                fp8_band_block::<true>(w, xb)
-                            } else {
-                                fp8_band_block::<false>(w, xb)
-                            }
+                            (w, x.as_ptr().add(128 * g), band_has_nan(w))
                         } else {
-                            let w = core::array::from_fn(|r| wt[r].as_ptr());
-                            fp8_band_block::<true>(w, xt.as_ptr())
+                            (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr(), true)
+                        };
+                        match (bits, nan) {
+                            (true, _) => {
+                                let mut xs = [0f32; 128];
+                                for c in (0..128).step_by(8) {
+                                    let v = _mm256_loadu_ps(xb.add(c));
+                                    let v = _mm256_mul_ps(v, _mm256_set1_ps(TWO_120));
+                                    _mm256_storeu_ps(xs.as_mut_ptr().add(c), v);
+                                }
+                                if nan {
+                                    fp8_band_block_bits::<true>(w, xs.as_ptr())
+                                } else {
+                                    fp8_band_block_bits::<false>(w, xs.as_ptr())
+                                }
+                            }
+                            (false, true) => fp8_band_block::<true>(w, xb),
+                            (false, false) => fp8_band_block::<false>(w, xb),
                         }
                     };
-                    let sc: [f32; 8] = core::array::from_fn(|r| scalar::group_scale(m, o[r], g));
+                    let sc: [f32; 8] = core::array::from_fn(|r| sf[sb[r] + g]);
                     // SAFETY: sc holds 8 f32.
                     let scv = unsafe { _mm256_loadu_ps(sc.as_ptr()) };
                     acc = _mm256_fmadd_ps(part, scv, acc);
