@@ -828,12 +828,13 @@ fn int8_row_f32_bands_every_arm() {
     }
 }
 
-/// int4-grouped (gs 32, 64, 128, 256) and mxfp4 with f32 activations where the AVX2 arm runs
-/// its 8-row band kernel (one activation row; S = 3 ends on it after a pass of two): single
-/// rows, partial bands, full + partial bands, partial last blocks and groups, extreme codes and
-/// scales (mxfp4 e = 0, 1, 2; zero f32 scales), subnormal activations. Every arm within
-/// tolerance of the oracle, and every row range's result identical, bit for bit, to the same
-/// rows of the full product.
+/// int4-grouped (gs 32 to 1024) and mxfp4 with f32 activations through the AVX2 arm's grouped
+/// kernels: the 8-row bands (one activation row; S = 3 ends on it after the row kernel's pair),
+/// the small-batch passes (S = 4, 13 = 8 + 4 + 1, 16; gs dividing 512) and the row kernel
+/// (pairs, gs 1024): single rows, partial bands, full + partial bands, partial last blocks
+/// and groups, extreme codes and scales (mxfp4 e = 0, 1, 2; zero f32 scales), subnormal
+/// activations. Every arm within tolerance of the oracle, and every row range's result
+/// identical, bit for bit, to the same rows of the full product.
 #[test]
 fn grouped_nibble_f32_bands_every_arm() {
     let mut rng = StdRng::seed_from_u64(0x9b8f);
@@ -844,6 +845,7 @@ fn grouped_nibble_f32_bands_every_arm() {
         (Format::Int4Grouped, 64),
         (Format::Int4Grouped, 128),
         (Format::Int4Grouped, 256),
+        (Format::Int4Grouped, 1024),
     ] {
         for (o, i) in shapes {
             let t = gen_tensor(
@@ -856,7 +858,7 @@ fn grouped_nibble_f32_bands_every_arm() {
                 false,
             );
             let m = t.matrix();
-            for s in [1, 3] {
+            for s in [1, 3, 4, 13, 16] {
                 let mut x = gen_x(s, i, &mut rng);
                 for v in x.iter_mut().step_by(11) {
                     *v *= 1e-39; // subnormal (or zero)
@@ -1288,9 +1290,10 @@ fn q8_wide_group_row_ranges_every_arm() {
 /// a full band of 8 rows plus a partial one (and 16 + 1 for the AVX-512 arms), partial last
 /// blocks and groups, the scale transposes' padded tails (fewer than 4 or 16 groups left),
 /// mxfp4 and int4-grouped gs 32, 64, 128, and the AVX2 int4-row (one activation row), int8-row
-/// and fp8 (one activation row, f32) bands with their zero-padded tail blocks, and the AVX2
-/// int4-row and fp8 f32 small-batch passes (8, 4, 1 rows) and the int8-row f32 band at a batch,
-/// every arm bit-exact against the scalar reference (f32 paths: within the f32 tolerance).
+/// and fp8 (one activation row, f32) bands and the int4-grouped / mxfp4 f32 bands with their
+/// zero-padded tail blocks, and the AVX2 int4-row, fp8, int4-grouped and mxfp4 f32 small-batch
+/// passes (8, 4, 1 rows) and the int8-row f32 band at a batch, every arm bit-exact against the
+/// scalar reference (f32 paths: within the f32 tolerance).
 #[test]
 fn miri_band_kernels_every_arm() {
     let mut rng = StdRng::seed_from_u64(0xb8b8);
@@ -1310,10 +1313,16 @@ fn miri_band_kernels_every_arm() {
         let t = gen_tensor(format, gs, o, i, &mut rng, 0.2, false);
         check_arm_all(&t, 1, &mut rng);
     }
-    // int4-row and fp8, f32, at a batch of 13: passes of 8, 4 and 1 activation rows, a partial
-    // block; int8-row: each band against the 13 rows.
-    for (format, i) in [(Format::Int4Row, 65), (Format::Fp8E4m3B128, 129), (Format::Int8Row, 33)] {
-        let t = gen_tensor(format, 0, 3, i, &mut rng, 0.2, false);
+    // int4-row, fp8, int4-grouped and mxfp4, f32, at a batch of 13: passes of 8, 4 and 1
+    // activation rows, a partial block (and group); int8-row: each band against the 13 rows.
+    for (format, gs, i) in [
+        (Format::Int4Row, 0, 65),
+        (Format::Fp8E4m3B128, 0, 129),
+        (Format::Int8Row, 0, 33),
+        (Format::Mxfp4, 0, 97),
+        (Format::Int4Grouped, 64, 100),
+    ] {
+        let t = gen_tensor(format, gs, 3, i, &mut rng, 0.2, false);
         check_arm_all(&t, 13, &mut rng);
     }
 }

@@ -170,11 +170,13 @@ macro_rules! avx2_arm {
         }
 
         /// The small-batch f32 passes of this arm ([`f32_int4_multi`], [`f32_fp8_multi`]: 8, 4
-        /// or 2 activation rows per pass) for another arm's dispatch: runs activation rows
-        /// `0..n` (layout of `crate::scalar::matmul_f32_rows`) and returns `n` — `s` or `s − 1`
-        /// (a last single row is left to the caller), or `0` where the passes do not apply
-        /// (formats other than int4-row and fp8, `s < 2`, fp8 activations with an `x · 2⁸`
-        /// that overflows). `None`, without running, if the CPU lacks this arm's features.
+        /// or 2 activation rows per pass; [`f32_nib_multi`]: 8 or 4) for another arm's
+        /// dispatch: runs activation rows `0..n` (layout of `crate::scalar::matmul_f32_rows`)
+        /// and returns `n` — for int4-row and fp8 `s` or `s − 1` (a last single row is left to
+        /// the caller), for int4-grouped and mxfp4 `s` less up to 3 — or `0` where the passes
+        /// do not apply (other formats, too few rows, fp8 activations with an `x · 2⁸` that
+        /// overflows, int4-grouped with `gs` not dividing 512). `None`, without running, if
+        /// the CPU lacks this arm's features.
         #[allow(dead_code)] // the AVX-512 arms call the plain arm's; the vnni arm's is unused
         pub(crate) fn matmul_f32_small_batch(
             m: &Matrix<'_>,
@@ -207,8 +209,10 @@ macro_rules! avx2_arm {
             x.iter().all(|v| (v.abs() * TWO_120).is_finite() || !v.is_finite())
         }
 
-        /// Activation rows `0..n` of an int4-row or fp8 matrix in passes of 8, 4 or 2 rows
-        /// (see [`matmul_f32_small_batch`] for `n`).
+        /// Activation rows `0..n` of an int4-row or fp8 matrix in passes of 8, 4 or 2 rows, of
+        /// an int4-grouped (`gs` dividing 512) or mxfp4 matrix in passes of 8 or 4 (see
+        /// [`matmul_f32_small_batch`] for `n`; here, for the grouped formats, up to 3 rows may
+        /// be left).
         ///
         /// # Safety
         /// The arm's features available; shapes as asserted by [`matmul_f32_rows`].
@@ -220,13 +224,22 @@ macro_rules! avx2_arm {
             rows: Range<usize>,
             y: &mut [f32],
         ) -> usize {
-            let fp8 = match m.format() {
-                Format::Int4Row => false,
-                Format::Fp8E4m3B128 if scalable_by_256(&x[..s * m.i()]) => true,
+            // 0: int4-row, 1: fp8, 2: int4-grouped, 3: mxfp4.
+            let kind = match m.format() {
+                Format::Int4Row => 0,
+                Format::Fp8E4m3B128 if scalable_by_256(&x[..s * m.i()]) => 1,
+                Format::Int4Grouped
+                    if m.group_len().is_multiple_of(32) && 512 % m.group_len() == 0 =>
+                {
+                    2
+                }
+                Format::Mxfp4 => 3,
                 _ => return 0,
             };
+            // int4-grouped and mxfp4: passes of 8 or 4 (pairs run faster on the row kernel).
+            let min_t = if kind >= 2 { 4 } else { 2 };
             let mut s0 = 0;
-            while s - s0 >= 2 {
+            while s - s0 >= min_t {
                 let t = match s - s0 {
                     8.. => 8,
                     4.. => 4,
@@ -234,15 +247,21 @@ macro_rules! avx2_arm {
                 };
                 let r = rows.clone();
                 // SAFETY: same contract; activation rows s0 .. s0 + t exist; fp8: every
-                // x · 2⁸ is finite where x is (checked above).
+                // x · 2⁸ is finite where x is; int4-grouped: gs divides 512 (checked above).
                 unsafe {
-                    match (fp8, t) {
-                        (false, 8) => f32_int4_multi::<8>(m, x, s0, r, y),
-                        (false, 4) => f32_int4_multi::<4>(m, x, s0, r, y),
-                        (false, _) => f32_int4_multi::<2>(m, x, s0, r, y),
-                        (true, 8) => f32_fp8_multi::<8>(m, x, s0, r, y),
-                        (true, 4) => f32_fp8_multi::<4>(m, x, s0, r, y),
-                        (true, _) => f32_fp8_multi::<2>(m, x, s0, r, y),
+                    match (kind, t) {
+                        (0, 8) => f32_int4_multi::<8>(m, x, s0, r, y),
+                        (0, 4) => f32_int4_multi::<4>(m, x, s0, r, y),
+                        (0, _) => f32_int4_multi::<2>(m, x, s0, r, y),
+                        (1, 8) => f32_fp8_multi::<8>(m, x, s0, r, y),
+                        (1, 4) => f32_fp8_multi::<4>(m, x, s0, r, y),
+                        (1, _) => f32_fp8_multi::<2>(m, x, s0, r, y),
+                        (2, 8) => f32_nib_multi::<8, false>(m, x, s0, r, y),
+                        (2, 4) => f32_nib_multi::<4, false>(m, x, s0, r, y),
+                        (2, _) => f32_nib_multi::<2, false>(m, x, s0, r, y),
+                        (_, 8) => f32_nib_multi::<8, true>(m, x, s0, r, y),
+                        (_, 4) => f32_nib_multi::<4, true>(m, x, s0, r, y),
+                        (_, _) => f32_nib_multi::<2, true>(m, x, s0, r, y),
                     }
                 }
                 s0 += t;
@@ -1404,6 +1423,11 @@ macro_rules! avx2_arm {
             let (ni, nr) = (m.i(), rows.len());
             let small = matches!(m.format(), Format::Int2Row | Format::Int3G64);
             let mut s0 = 0;
+            if matches!(m.format(), Format::Int4Grouped | Format::Mxfp4) {
+                // SAFETY: same contract. Activation rows 0..n done (n = 0 where the passes do
+                // not apply: S = 1, or gs not dividing 512).
+                s0 = unsafe { f32_multi_passes(m, x, s, rows.clone(), y) };
+            }
             while s0 < s {
                 let st = if s - s0 >= 4 {
                     4
@@ -1500,7 +1524,9 @@ macro_rules! avx2_arm {
             let all = ni.div_ceil(UNIT);
             let per = 4096 / T / UNIT; // blocks per chunk
             // Weight bytes per block (for the prefetch): int4 packs two columns a byte, fp8 one.
-            let bpb = if m.format() == Format::Int4Row { UNIT / 2 } else { UNIT };
+            let nibbles =
+                matches!(m.format(), Format::Int4Row | Format::Int4Grouped | Format::Mxfp4);
+            let bpb = if nibbles { UNIT / 2 } else { UNIT };
             let mut xb = [0f32; 4096];
             let rb = (1_048_576 / ni.max(1)).max(8);
             let mut r0 = 0;
@@ -1554,6 +1580,86 @@ macro_rules! avx2_arm {
                 }
                 r0 = r1;
             }
+        }
+
+        /// int4-grouped (`gs` dividing 512: 32, 64, …, 512) and mxfp4 (`MX`), f32 activations,
+        /// `T` = 2, 4 or 8 activation rows per pass, in the form of [`f32_int4_multi`]: column
+        /// chunks of `4096 / T` (whole groups, since `gs` divides them) copied into the
+        /// interleaved 16 KiB buffer; per weight row and 32-column block one decode
+        /// ([`nibble_block_f32`], shared by the `T` rows) and one FMA per activation row and 8
+        /// columns into `8 / T` chains per row; at each group end `acc = fma(part, scale, acc)`
+        /// per activation row (mxfp4: `2^(e − 128)`, the codes being doubled). Replaces the row
+        /// kernel [`nibble_row_f32`] (per-group bookkeeping once per 32 columns, every pass
+        /// re-reading the activations from their rows): at `S = 4` and 16 on the Zen 2 dev VM
+        /// that ran at half int4-row's speed.
+        ///
+        /// # Safety
+        /// The arm's features available; `m` is int4-grouped with `512 % gs == 0` or mxfp4,
+        /// `x` holds activation rows `s0 .. s0 + T` of `I` values each, `y` the
+        /// `S × rows.len()` outputs, `rows.end ≤ O`.
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_nib_multi<const T: usize, const MX: bool>(
+            m: &Matrix<'_>,
+            x: &[f32],
+            s0: usize,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let ni = m.i();
+            let (blocks, bpg) = (ni / 32, m.group_len() / 32);
+            let tn = ni - 32 * blocks;
+            let all = blocks + usize::from(tn > 0);
+            let (sf, se): (&[f32], &[u8]) = match m.scales() {
+                Scales::F32(v) => (v, &[]),
+                Scales::Ue8m0(e) => (&[], e),
+                Scales::None => (&[], &[]),
+            };
+            // SAFETY: MX_LUT has 16 bytes.
+            let lut = unsafe { _mm_loadu_si128(MX_LUT.as_ptr().cast()) };
+            // One chunk (blocks b0..b1, whole groups but for a last partial one) of weight row
+            // o: the T activation rows' sums, each group's times its scale.
+            let chunk = |row: &[u8], o: usize, b0: usize, b1: usize, xb: *const f32| {
+                let sb = m.scale_index(o, 0);
+                let mut acc = [_mm256_setzero_ps(); T];
+                let mut part = [[_mm256_setzero_ps(); 4]; T];
+                let mut wt = [0u8; 16];
+                for b in b0..b1 {
+                    let w = if b < blocks {
+                        row[16 * b..16 * b + 16].as_ptr()
+                    } else {
+                        wt[..tn.div_ceil(2)].copy_from_slice(&row[16 * blocks..]);
+                        wt.as_ptr()
+                    };
+                    // SAFETY: 16 bytes at w (the row's block b, or the padded copy).
+                    let d = nibble_block_f32(unsafe { _mm_loadu_si128(w.cast()) }, MX, lut);
+                    let xp = xb.wrapping_add(32 * T * (b - b0));
+                    for (q, dq) in d.into_iter().enumerate() {
+                        for (k, pk) in part.iter_mut().enumerate() {
+                            // SAFETY: the buffer's block b − b0 holds 32 · T values.
+                            let xv = unsafe { _mm256_loadu_ps(xp.add((q * T + k) * 8)) };
+                            let c = q % (8 / T);
+                            pk[c] = _mm256_fmadd_ps(dq, xv, pk[c]);
+                        }
+                    }
+                    if (b + 1) % bpg == 0 || b + 1 == all {
+                        let g = b / bpg;
+                        let sc = if MX {
+                            crate::arch::UE8M0_HALF[usize::from(se[sb + g])]
+                        } else {
+                            sf[sb + g]
+                        };
+                        let sc = _mm256_set1_ps(sc);
+                        for (a, pk) in acc.iter_mut().zip(part.iter_mut()) {
+                            *a = _mm256_fmadd_ps(chains_sum::<T>(*pk), sc, *a);
+                            *pk = [_mm256_setzero_ps(); 4];
+                        }
+                    }
+                }
+                acc
+            };
+            // SAFETY: same contract; `chunk` reads 16 bytes per block of the row (or its padded
+            // copy) and 32 · T buffer values per block.
+            unsafe { multi_passes::<T, 32>(m, x, s0, rows, y, 1.0, chunk) };
         }
 
         /// Fused int4-row f32-activation kernel for `T` = 2, 4 or 8 activation rows sharing each
