@@ -193,6 +193,31 @@ fn check_f32(m: &Matrix<'_>, x: &[f32], s: usize, y: &[f32], what: &str) {
     }
 }
 
+/// Asserts that `matmul_rows_with` over each range `a..b` of `ranges` (those within `0..O`)
+/// gives the same rows of the full product `y` (`S × O`), bit for bit.
+fn assert_row_ranges_match(
+    arm: Isa,
+    m: &Matrix<'_>,
+    x: &[f32],
+    s: usize,
+    y: &[f32],
+    ranges: &[(usize, usize)],
+    what: &str,
+) {
+    let (o, bits) = (m.o(), |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>());
+    for &(a, b) in ranges {
+        if a > b || b > o {
+            continue;
+        }
+        let mut part = vec![0f32; s * (b - a)];
+        kernels::matmul_rows_with(arm, m, x, s, a..b, &mut part).unwrap();
+        for k in 0..s {
+            let (got, full) = (&part[k * (b - a)..(k + 1) * (b - a)], &y[k * o + a..k * o + b]);
+            assert_eq!(bits(got), bits(full), "{arm} {what} O={o} I={} S={s} rows {a}..{b}", m.i());
+        }
+    }
+}
+
 /// Runs every check of one arm on one tensor and batch.
 fn check_arm(isa: Isa, t: &Tensor, s: usize, rng: &mut StdRng) {
     let m = t.matrix();
@@ -689,17 +714,8 @@ fn f32_small_batches_every_arm() {
                         assert!(nans.map(|k| k % o).all(|k| k == r), "{arm} O={o} I={i} S={s}");
                         assert!((0..s).all(|si| y[si * o + r].is_nan()), "{arm} O={o} I={i}");
                     }
-                    let (a, b) = (o / 3, o - o / 4);
-                    let mut part = vec![0f32; s * (b - a)];
-                    kernels::matmul_rows_with(arm, &m, &x, s, a..b, &mut part).unwrap();
-                    for si in 0..s {
-                        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                        assert_eq!(
-                            bits(&part[si * (b - a)..(si + 1) * (b - a)]),
-                            bits(&y[si * o + a..si * o + b]),
-                            "{arm} {format:?} O={o} I={i} S={s} rows {a}..{b}"
-                        );
-                    }
+                    let what = format!("{format:?}");
+                    assert_row_ranges_match(arm, &m, &x, s, &y, &[(o / 3, o - o / 4)], &what);
                 }
             }
         }
@@ -732,15 +748,8 @@ fn fp8_band8_edges_every_arm() {
                     assert!(y[r].is_nan(), "{arm} O={o} I={i} row {r}");
                     assert_eq!(y.iter().filter(|v| v.is_nan()).count(), 1, "{arm} O={o} I={i}");
                 }
-                for (a, b) in [(0, o), (1, o), (o / 2, o), (123, 131), (120, 137), (127, 128)] {
-                    if a > b || b > o {
-                        continue;
-                    }
-                    let mut part = vec![0f32; b - a];
-                    kernels::matmul_rows_with(arm, &m, &x, 1, a..b, &mut part).unwrap();
-                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(&part), bits(&y[a..b]), "{arm} O={o} I={i} rows {a}..{b}");
-                }
+                let ranges = [(0, o), (1, o), (o / 2, o), (123, 131), (120, 137), (127, 128)];
+                assert_row_ranges_match(arm, &m, &x, 1, &y, &ranges, "fp8");
             }
         }
     }
@@ -810,19 +819,8 @@ fn int8_row_f32_bands_every_arm() {
                 let mut y = vec![0f32; s * o];
                 kernels::matmul_with(arm, &m, &x, s, &mut y).unwrap();
                 check_f32(&m, &x, s, &y, arm.name());
-                for (a, b) in [(0, o), (1, o), (o / 2, o), (8, 17), (9, 23)] {
-                    if a > b || b > o {
-                        continue;
-                    }
-                    let mut part = vec![0f32; s * (b - a)];
-                    kernels::matmul_rows_with(arm, &m, &x, s, a..b, &mut part).unwrap();
-                    for k in 0..s {
-                        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                        let full = &y[k * o + a..k * o + b];
-                        let got = &part[k * (b - a)..(k + 1) * (b - a)];
-                        assert_eq!(bits(got), bits(full), "{arm} O={o} I={i} S={s} rows {a}..{b}");
-                    }
-                }
+                let ranges = [(0, o), (1, o), (o / 2, o), (8, 17), (9, 23)];
+                assert_row_ranges_match(arm, &m, &x, s, &y, &ranges, "int8-row");
             }
         }
     }
@@ -867,24 +865,9 @@ fn grouped_nibble_f32_bands_every_arm() {
                     let mut y = vec![0f32; s * o];
                     kernels::matmul_with(arm, &m, &x, s, &mut y).unwrap();
                     check_f32(&m, &x, s, &y, arm.name());
-                    for (a, b) in [(0, o), (1, o), (o / 2, o), (8, 17), (9, 23)] {
-                        if a > b || b > o {
-                            continue;
-                        }
-                        let mut part = vec![0f32; s * (b - a)];
-                        kernels::matmul_rows_with(arm, &m, &x, s, a..b, &mut part).unwrap();
-                        for k in 0..s {
-                            let bits =
-                                |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                            let full = &y[k * o + a..k * o + b];
-                            let got = &part[k * (b - a)..(k + 1) * (b - a)];
-                            assert_eq!(
-                                bits(got),
-                                bits(full),
-                                "{arm} {format:?} gs {gs} O={o} I={i} S={s} rows {a}..{b}"
-                            );
-                        }
-                    }
+                    let ranges = [(0, o), (1, o), (o / 2, o), (8, 17), (9, 23)];
+                    let what = format!("{format:?} gs {gs}");
+                    assert_row_ranges_match(arm, &m, &x, s, &y, &ranges, &what);
                 }
             }
         }

@@ -1742,6 +1742,46 @@ macro_rules! avx2_arm {
             }
         }
 
+        /// The band loop of the one-activation-row f32 band kernels ([`f32_int4_band8`],
+        /// [`f32_nib_band8`], [`f32_fp8_band8`]): `rows` in bands of 8 (a final, shorter band
+        /// repeats its last row and stores only its own); `band(o, rp, wt)` gets the band's
+        /// row indices, row pointers and each row's bytes from `tail_at` on, zero-padded to
+        /// `W` (copied here, outside the kernels' block loops), and returns lane `r` = the
+        /// output of row `o[r]`.
+        ///
+        /// # Safety
+        /// The arm's features available; `rows.end ≤ O`, `y.len() == rows.len()`; every row
+        /// has at most `tail_at + W` bytes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn f32_bands8<const W: usize>(
+            m: &Matrix<'_>,
+            rows: Range<usize>,
+            tail_at: usize,
+            y: &mut [f32],
+            mut band: impl FnMut(&[usize; 8], &[*const u8; 8], &[[u8; W]; 8]) -> __m256,
+        ) {
+            let nr = rows.len();
+            let mut wt = [[0u8; W]; 8];
+            let mut r0 = 0;
+            while r0 < nr {
+                let nv = (nr - r0).min(8);
+                let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+                let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                for (r, t) in wt.iter_mut().enumerate() {
+                    let row = m.row_bytes(o[r]);
+                    if tail_at < row.len() {
+                        t[..row.len() - tail_at].copy_from_slice(&row[tail_at..]);
+                    }
+                }
+                let mut out = [0f32; 8];
+                // SAFETY: out holds 8 f32.
+                unsafe { _mm256_storeu_ps(out.as_mut_ptr(), band(&o, &rp, &wt)) };
+                y[r0..r0 + nv].copy_from_slice(&out[..nv]);
+                r0 += 8;
+            }
+        }
+
         /// Fused int4-row f32-activation kernel for **one** activation row `x` (the GEMV case),
         /// weight rows in bands of 8 (a final, shorter band repeats its last row and stores only
         /// its own): per 32-column block and each 8-column quarter, the 8 activations are
@@ -1757,7 +1797,7 @@ macro_rules! avx2_arm {
         /// rows.len()`, `rows.end ≤ O`.
         #[target_feature(enable = $feat)]
         unsafe fn f32_int4_band8(m: &Matrix<'_>, x: &[f32], rows: Range<usize>, y: &mut [f32]) {
-            let (ni, nr) = (m.i(), rows.len());
+            let ni = m.i();
             let Scales::F32(sf) = m.scales() else {
                 unreachable!("int4-row has f32 scales (Matrix::new)")
             };
@@ -1766,7 +1806,6 @@ macro_rules! avx2_arm {
             // The partial last block: activations zero-padded to 32, each row's bytes to 16.
             let mut xt = [0f32; 32];
             xt[..tn].copy_from_slice(&x[32 * blocks..]);
-            let mut wt = [[0u8; 16]; 8];
             let shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
             let (low, eight) = (_mm256_set1_epi32(0xF), _mm256_set1_epi32(8));
             // acc[r] += (nibbles of the 4 bytes at w[r] − 8) · (8 activations at xq), for the
@@ -1785,16 +1824,7 @@ macro_rules! avx2_arm {
                     }
                 }
             };
-            let mut r0 = 0;
-            while r0 < nr {
-                let nv = (nr - r0).min(8);
-                let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
-                let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
-                if tn > 0 {
-                    for (r, t) in wt.iter_mut().enumerate() {
-                        t[..tn.div_ceil(2)].copy_from_slice(&m.row_bytes(o[r])[16 * blocks..]);
-                    }
-                }
+            let band = |o: &[usize; 8], rp: &[*const u8; 8], wt: &[[u8; 16]; 8]| {
                 let mut acc = [_mm256_setzero_ps(); 8];
                 for b in 0..blocks {
                     // b < blocks: 32 activations at 32·b, 16 bytes at 16·b of every row.
@@ -1804,19 +1834,12 @@ macro_rules! avx2_arm {
                 if tn > 0 {
                     step(&mut acc, core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr());
                 }
-                let sum = sums8_ps(acc);
                 let sc: [f32; 8] = core::array::from_fn(|r| sf[o[r]]);
-                let mut out = [0f32; 8];
-                // SAFETY: sc and out hold 8 f32.
-                unsafe {
-                    _mm256_storeu_ps(
-                        out.as_mut_ptr(),
-                        _mm256_mul_ps(sum, _mm256_loadu_ps(sc.as_ptr())),
-                    )
-                };
-                y[r0..r0 + nv].copy_from_slice(&out[..nv]);
-                r0 += 8;
-            }
+                // SAFETY: sc holds 8 f32.
+                _mm256_mul_ps(sums8_ps(acc), unsafe { _mm256_loadu_ps(sc.as_ptr()) })
+            };
+            // SAFETY: same contract; a row has 16·blocks + 16 bytes at most.
+            unsafe { f32_bands8::<16>(m, rows, 16 * blocks, y, band) };
         }
 
         /// Fused f32-activation kernel for int4-grouped (`gs` a multiple of 32) and mxfp4
@@ -1844,7 +1867,7 @@ macro_rules! avx2_arm {
             rows: Range<usize>,
             y: &mut [f32],
         ) {
-            let (ni, nr, gl) = (m.i(), rows.len(), m.group_len());
+            let (ni, gl) = (m.i(), m.group_len());
             let (blocks, bpg) = (ni / 32, gl / 32);
             let tn = ni - 32 * blocks;
             let all = blocks + usize::from(tn > 0);
@@ -1855,21 +1878,11 @@ macro_rules! avx2_arm {
                 Scales::Ue8m0(e) => (&[], e),
                 Scales::None => (&[], &[]),
             };
-            let mut wt = [[0u8; 16]; 8];
             let mut xt = [0f32; 32];
             xt[..tn].copy_from_slice(&x[32 * blocks..ni]);
-            let mut r0 = 0;
-            while r0 < nr {
-                let nv = (nr - r0).min(8);
-                let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
-                let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+            let band = |o: &[usize; 8], rp: &[*const u8; 8], wt: &[[u8; 16]; 8]| {
                 // Group g's scale of row o[r] is at sb[r] + g.
                 let sb: [usize; 8] = core::array::from_fn(|r| m.scale_index(o[r], 0));
-                if tn > 0 {
-                    for (r, t) in wt.iter_mut().enumerate() {
-                        t[..tn.div_ceil(2)].copy_from_slice(&m.row_bytes(o[r])[16 * blocks..]);
-                    }
-                }
                 let mut acc = [_mm256_setzero_ps(); 8];
                 for g in 0..m.groups_per_row() {
                     let mut part = [_mm256_setzero_ps(); 8];
@@ -1904,12 +1917,10 @@ macro_rules! avx2_arm {
                         *a = _mm256_fmadd_ps(pr, sc, *a);
                     }
                 }
-                let mut out = [0f32; 8];
-                // SAFETY: out holds 8 f32.
-                unsafe { _mm256_storeu_ps(out.as_mut_ptr(), sums8_ps(acc)) };
-                y[r0..r0 + nv].copy_from_slice(&out[..nv]);
-                r0 += 8;
-            }
+                sums8_ps(acc)
+            };
+            // SAFETY: same contract; a row has 16·blocks + 16 bytes at most.
+            unsafe { f32_bands8::<16>(m, rows, 16 * blocks, y, band) };
         }
 
         /// Fused int8-row f32-activation kernel (every `S`): weight rows in bands of 8 (a final,
@@ -2842,28 +2853,18 @@ macro_rules! avx2_arm {
         /// The arm's features available; shapes as asserted by [`matmul_f32_rows`].
         #[target_feature(enable = $feat)]
         unsafe fn f32_fp8_band8(m: &Matrix<'_>, x: &[f32], rows: Range<usize>, y: &mut [f32]) {
-            let (ni, nr) = (m.i(), rows.len());
+            let ni = m.i();
             let full = ni / 128;
             let tn = ni - 128 * full;
             let mut xt = [0f32; 128];
             xt[..tn].copy_from_slice(&x[128 * full..ni]);
-            let mut wt = [[0u8; 128]; 8];
             let bits = crate::isa::fp8_bits_decode() && scalable_by_2_120(&x[..ni]);
             let Scales::F32(sf) = m.scales() else {
                 unreachable!("fp8-e4m3-b128 has f32 scales (Matrix::new)")
             };
-            let mut r0 = 0;
-            while r0 < nr {
-                let nv = (nr - r0).min(8);
-                let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
-                let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+            let band = |o: &[usize; 8], rp: &[*const u8; 8], wt: &[[u8; 128]; 8]| {
                 // Block g's scale of row o[r] is sf[sb[r] + g] (128 × 128 scale blocks).
                 let sb: [usize; 8] = core::array::from_fn(|r| m.scale_index(o[r], 0));
-                if tn > 0 {
-                    for (r, t) in wt.iter_mut().enumerate() {
-                        t[..tn].copy_from_slice(&m.row_bytes(o[r])[128 * full..]);
-                    }
-                }
                 let mut acc = _mm256_setzero_ps();
                 for g in 0..m.groups_per_row() {
                     // SAFETY: a full block g < full has 128 bytes at 128 · g of every row and 128
@@ -2898,12 +2899,10 @@ macro_rules! avx2_arm {
                     let scv = unsafe { _mm256_loadu_ps(sc.as_ptr()) };
                     acc = _mm256_fmadd_ps(part, scv, acc);
                 }
-                let mut out = [0f32; 8];
-                // SAFETY: out holds 8 f32.
-                unsafe { _mm256_storeu_ps(out.as_mut_ptr(), acc) };
-                y[r0..r0 + nv].copy_from_slice(&out[..nv]);
-                r0 += 8;
-            }
+                acc
+            };
+            // SAFETY: same contract; a row has 128·full + 128 bytes at most.
+            unsafe { f32_bands8::<128>(m, rows, 128 * full, y, band) };
         }
 
         /// # Safety
