@@ -1269,14 +1269,14 @@ fn q8_wide_group_row_ranges_every_arm() {
     }
 }
 
-/// The band kernels' memory accesses under Miri (`.ci/miri-tests` runs the `miri_` tests):
-/// a full band of 8 rows plus a partial one (and 16 + 1 for the AVX-512 arms), partial last
-/// blocks and groups, the scale transposes' padded tails (fewer than 4 or 16 groups left),
-/// mxfp4 and int4-grouped gs 32, 64, 128, and the AVX2 int4-row (one activation row), int8-row
-/// and fp8 (one activation row, f32) bands and the int4-grouped / mxfp4 f32 bands with their
-/// zero-padded tail blocks, and the AVX2 int4-row, fp8, int4-grouped and mxfp4 f32 small-batch
-/// passes (8, 4, 1 rows) and the int8-row f32 band at a batch, every arm bit-exact against the
-/// scalar reference (f32 paths: within the f32 tolerance).
+/// The band kernels' memory accesses under Miri (`.ci/miri-tests` runs the `miri_` tests, each
+/// on its own line so that they run concurrently; this one, [`miri_grouped_bands_every_arm`]
+/// and [`miri_f32_batches_every_arm`] split the band kernels): a full band of 8 rows plus a
+/// partial one (and 16 + 1 for the AVX-512 arms), partial last blocks and groups, the scale
+/// transposes' padded tails (fewer than 4 or 16 groups left), here int4-row, int8-row, fp8 and
+/// mxfp4 with one activation row — the AVX2 int4-row, int8-row, fp8 and mxfp4 bands with their
+/// zero-padded tail blocks among them — every arm bit-exact against the scalar reference (f32
+/// paths: within the f32 tolerance).
 #[test]
 fn miri_band_kernels_every_arm() {
     let mut rng = StdRng::seed_from_u64(0xb8b8);
@@ -1286,18 +1286,35 @@ fn miri_band_kernels_every_arm() {
         (Format::Fp8E4m3B128, 0, 9, 129),
         (Format::Mxfp4, 0, 17, 97),
         (Format::Mxfp4, 0, 17, 600),
-        (Format::Int4Grouped, 32, 17, 161),
-        (Format::Int4Grouped, 64, 17, 200),
-        (Format::Int4Grouped, 128, 17, 300),
     ] {
-        // No UE8M0 254 (nan_ok = false): Miri gives a NaN from inf − inf a random sign and
-        // payload per operation, so two NaN outputs need not be bit-equal there (NaN outputs
-        // are checked natively by q8_band_extreme_codes_and_scales_every_arm).
-        let t = gen_tensor(format, gs, o, i, &mut rng, 0.2, false);
-        check_arm_all(&t, 1, &mut rng);
+        miri_band_case(format, gs, o, i, &mut rng);
     }
-    // int4-row, fp8, int4-grouped and mxfp4, f32, at a batch of 13: passes of 8, 4 and 1
-    // activation rows, a partial block (and group); int8-row: each band against the 13 rows.
+}
+
+/// [`miri_band_kernels_every_arm`] for int4-grouped gs 32, 64 and 128.
+#[test]
+fn miri_grouped_bands_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0xb8b9);
+    for (gs, i) in [(32, 161), (64, 200), (128, 300)] {
+        miri_band_case(Format::Int4Grouped, gs, 17, i, &mut rng);
+    }
+}
+
+/// One tensor of the Miri band tests, one activation row.
+fn miri_band_case(format: Format, gs: usize, o: usize, i: usize, rng: &mut StdRng) {
+    // No UE8M0 254 (nan_ok = false): Miri gives a NaN from inf − inf a random sign and payload
+    // per operation, so two NaN outputs need not be bit-equal there (NaN outputs are checked
+    // natively by q8_band_extreme_codes_and_scales_every_arm).
+    let t = gen_tensor(format, gs, o, i, rng, 0.2, false);
+    check_arm_all(&t, 1, rng);
+}
+
+/// The AVX2 f32 small-batch passes (8, 4, 1 activation rows at a batch of 13) of int4-row, fp8,
+/// int4-grouped and mxfp4, and the int8-row f32 band at a batch, with a partial block (and
+/// group), under Miri (see [`miri_band_kernels_every_arm`]).
+#[test]
+fn miri_f32_batches_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0xb8ba);
     for (format, gs, i) in [
         (Format::Int4Row, 0, 65),
         (Format::Fp8E4m3B128, 0, 129),
