@@ -1625,7 +1625,7 @@ macro_rules! avx2_arm {
                 let mut wt = [0u8; 16];
                 for b in b0..b1 {
                     let w = if b < blocks {
-                        row[16 * b..16 * b + 16].as_ptr()
+                        row.as_ptr().wrapping_add(16 * b) // 16 bytes: b < blocks
                     } else {
                         wt[..tn.div_ceil(2)].copy_from_slice(&row[16 * blocks..]);
                         wt.as_ptr()
@@ -2669,6 +2669,25 @@ macro_rules! avx2_arm {
             _mm256_castsi256_ps(_mm256_or_si256(d, nan))
         }
 
+        /// 32 e4m3 bytes at `p` → four [`fp8x8_bits`] vectors (columns 0..8, 8..16, 16..24,
+        /// 24..32), `e4m3 · 2⁻¹²⁰` each.
+        ///
+        /// # Safety
+        /// The arm's features available; `p` points at 32 readable bytes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn fp8x32_bits<const NAN: bool>(p: *const u8) -> [__m256; 4] {
+            // SAFETY: 8 bytes at p + 8k for k < 4 (caller: 32 bytes).
+            unsafe {
+                [
+                    fp8x8_bits::<NAN>(p),
+                    fp8x8_bits::<NAN>(p.add(8)),
+                    fp8x8_bits::<NAN>(p.add(16)),
+                    fp8x8_bits::<NAN>(p.add(24)),
+                ]
+            }
+        }
+
         /// [`fp8_band_block`] without `vcvtph2ps`, for activations scaled by `2¹²⁰` (`xs`: the
         /// block's 128 values `x · 2¹²⁰`, finite): the weights decoded by [`fp8x8_bits`]; the
         /// FMAs' products `(e4m3 · 2⁻¹²⁰) · (x · 2¹²⁰)` are those of [`fp8_band_block`], added
@@ -2710,50 +2729,27 @@ macro_rules! avx2_arm {
             sums8_ps(p)
         }
 
-        /// [`fp8_multi_block`] on the decode of [`fp8x8_bits`], for a buffer holding
-        /// `x · 2¹²⁰`: the same products, added in the same order (bit-identical sums).
-        ///
-        /// # Safety
-        /// The arm's features available; `w` points at 128 bytes, `xp` at `128 · T` values.
-        #[inline]
-        #[target_feature(enable = $feat)]
-        unsafe fn fp8_multi_block_bits<const T: usize, const NAN: bool>(
-            w: *const u8,
-            xp: *const f32,
-        ) -> [__m256; T] {
-            let mut acc = [[_mm256_setzero_ps(); 4]; T];
-            for j in 0..4 {
-                for p in 0..4 {
-                    // SAFETY: w points at 128 bytes, xp at 128 · T values (caller).
-                    unsafe {
-                        let dp = fp8x8_bits::<NAN>(w.add(32 * j + 8 * p));
-                        for (k, a) in acc.iter_mut().enumerate() {
-                            let xv = _mm256_loadu_ps(xp.add(((4 * j + p) * T + k) * 8));
-                            let c = p % (8 / T);
-                            a[c] = _mm256_fmadd_ps(dp, xv, a[c]);
-                        }
-                    }
-                }
-            }
-            acc.map(|a| chains_sum::<T>(a))
-        }
-
         /// One 128-column fp8 block of one weight row (bytes at `w`) against `T` interleaved
         /// activation rows at `xp` ([`f32_fp8_multi`]'s buffer): the `T` partial sums, in
-        /// `8 / T` FMA chains per activation row; `NAN`: decode with the NaN mapping.
+        /// `8 / T` FMA chains per activation row. `decode(p)` turns the 32 bytes at `p` into
+        /// four 8-column vectors: [`fp8x32_low`] (`e4m3 · 2⁻⁸`, buffer `x · 2⁸`) or four
+        /// [`fp8x8_bits`] (`e4m3 · 2⁻¹²⁰`, buffer `x · 2¹²⁰`), the same products either way,
+        /// added in the same order (bit-identical sums); `NAN` picks the decode's NaN mapping.
         ///
         /// # Safety
-        /// The arm's features available; `w` points at 128 bytes, `xp` at `128 · T` values.
+        /// The arm's features available; `w` points at 128 bytes, `xp` at `128 · T` values;
+        /// `decode` reads 32 bytes at its argument.
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn fp8_multi_block<const T: usize, const NAN: bool>(
+        unsafe fn fp8_multi_block<const T: usize>(
             w: *const u8,
             xp: *const f32,
+            decode: impl Fn(*const u8) -> [__m256; 4],
         ) -> [__m256; T] {
             let mut acc = [[_mm256_setzero_ps(); 4]; T];
             for j in 0..4 {
-                // SAFETY: w points at 128 bytes, xp at 128 · T values (caller).
-                let d = fp8x32_low::<NAN>(unsafe { _mm256_loadu_si256(w.add(32 * j).cast()) });
+                // 32 bytes at w + 32·j (caller: w points at 128 bytes).
+                let d = decode(w.wrapping_add(32 * j));
                 for (p, dp) in d.into_iter().enumerate() {
                     for (k, a) in acc.iter_mut().enumerate() {
                         // SAFETY: as above.
@@ -2818,13 +2814,19 @@ macro_rules! avx2_arm {
                         wt[..ni - 128 * full].copy_from_slice(&row[128 * full..]);
                         (wt.as_ptr(), true)
                     };
-                    // SAFETY: as above.
+                    // SAFETY: as above; each decode reads the 32 bytes at its p.
                     let part = unsafe {
                         match (bits, nan) {
-                            (true, true) => fp8_multi_block_bits::<T, true>(w, xp),
-                            (true, false) => fp8_multi_block_bits::<T, false>(w, xp),
-                            (false, true) => fp8_multi_block::<T, true>(w, xp),
-                            (false, false) => fp8_multi_block::<T, false>(w, xp),
+                            (true, true) => fp8_multi_block::<T>(w, xp, |p| fp8x32_bits::<true>(p)),
+                            (true, false) => {
+                                fp8_multi_block::<T>(w, xp, |p| fp8x32_bits::<false>(p))
+                            }
+                            (false, true) => fp8_multi_block::<T>(w, xp, |p| {
+                                fp8x32_low::<true>(_mm256_loadu_si256(p.cast()))
+                            }),
+                            (false, false) => fp8_multi_block::<T>(w, xp, |p| {
+                                fp8x32_low::<false>(_mm256_loadu_si256(p.cast()))
+                            }),
                         }
                     };
                     let sc = _mm256_set1_ps(sf[m.scale_index(o, g)]);
