@@ -2861,6 +2861,33 @@ macro_rules! avx2_arm {
             let mut xt = [0f32; 128];
             xt[..tn].copy_from_slice(&x[128 * full..ni]);
             let bits = crate::isa::fp8_bits_decode() && scalable_by_2_120(&x[..ni]);
+            // The bits decode's activations x · 2¹²⁰ (exact: checked finite above): the padded
+            // tail block always, the full blocks once per call into `xs` where I ≤ XS_MAX
+            // (64 KiB of stack), else per band and block.
+            const XS_MAX: usize = 16_384;
+            let whole = bits && ni <= XS_MAX;
+            let mut xs = [const { core::mem::MaybeUninit::<f32>::uninit() }; XS_MAX];
+            let xsp = xs.as_mut_ptr().cast::<f32>();
+            let two120 = _mm256_set1_ps(TWO_120);
+            if bits {
+                for c in (0..128).step_by(8) {
+                    // SAFETY: c + 8 ≤ 128 values in xt.
+                    unsafe {
+                        let v = _mm256_loadu_ps(xt.as_ptr().add(c));
+                        _mm256_storeu_ps(xt.as_mut_ptr().add(c), _mm256_mul_ps(v, two120));
+                    }
+                }
+            }
+            if whole {
+                for c in (0..128 * full).step_by(8) {
+                    // SAFETY: c + 8 ≤ 128 · full ≤ I ≤ XS_MAX values in x and in xs.
+                    unsafe {
+                        let v = _mm256_loadu_ps(x.as_ptr().add(c));
+                        _mm256_storeu_ps(xsp.add(c), _mm256_mul_ps(v, two120));
+                    }
+                }
+            }
+            let xsp = xsp.cast_const(); // values 0 .. 128 · full written when `whole`
             let Scales::F32(sf) = m.scales() else {
                 unreachable!("fp8-e4m3-b128 has f32 scales (Matrix::new)")
             };
@@ -2880,16 +2907,24 @@ macro_rules! avx2_arm {
                         };
                         match (bits, nan) {
                             (true, _) => {
-                                let mut xs = [0f32; 128];
-                                for c in (0..128).step_by(8) {
-                                    let v = _mm256_loadu_ps(xb.add(c));
-                                    let v = _mm256_mul_ps(v, _mm256_set1_ps(TWO_120));
-                                    _mm256_storeu_ps(xs.as_mut_ptr().add(c), v);
-                                }
-                                if nan {
-                                    fp8_band_block_bits::<true>(w, xs.as_ptr())
+                                // The block's x · 2¹²⁰: in xs (whole) or xt (the tail, scaled
+                                // above), else scaled here.
+                                let mut xl = [0f32; 128];
+                                let xb = if g == full {
+                                    xb
+                                } else if whole {
+                                    xsp.add(128 * g)
                                 } else {
-                                    fp8_band_block_bits::<false>(w, xs.as_ptr())
+                                    for c in (0..128).step_by(8) {
+                                        let v = _mm256_mul_ps(_mm256_loadu_ps(xb.add(c)), two120);
+                                        _mm256_storeu_ps(xl.as_mut_ptr().add(c), v);
+                                    }
+                                    xl.as_ptr()
+                                };
+                                if nan {
+                                    fp8_band_block_bits::<true>(w, xb)
+                                } else {
+                                    fp8_band_block_bits::<false>(w, xb)
                                 }
                             }
                             (false, true) => fp8_band_block::<true>(w, xb),
