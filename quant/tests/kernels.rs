@@ -163,34 +163,53 @@ fn oracle(m: &Matrix<'_>, x: &[f32], si: usize, o: usize) -> (f64, f64) {
     (y, abs)
 }
 
-/// Checks an f32-path result against the oracle with the documented tolerance.
-fn check_f32(m: &Matrix<'_>, x: &[f32], s: usize, y: &[f32], what: &str) {
-    for si in 0..s {
-        for o in 0..m.o() {
-            let (want, abs) = oracle(m, x, si, o);
-            let got = y[si * m.o() + o];
-            let ctx = || {
-                format!(
-                    "{what}: {:?} O={} I={} s={si} o={o}: got {got}, want {want}",
-                    m.format(),
-                    m.o(),
-                    m.i()
-                )
-            };
-            if want.is_nan() {
-                assert!(got.is_nan(), "{}", ctx());
-                continue;
-            }
-            let max_scale = (0..m.groups_per_row())
+/// Every output's oracle for the f32 path, `y` order: `Some((want, tol))` (the exact result and
+/// the documented tolerance; `want` NaN: the output must be NaN), or `None` where partial sums
+/// may overflow (±inf, or NaN from inf − inf, depending on the order).
+fn f32_oracle(m: &Matrix<'_>, x: &[f32], s: usize) -> Vec<Option<(f64, f64)>> {
+    let max_scale: Vec<f64> = (0..m.o())
+        .map(|o| {
+            (0..m.groups_per_row())
                 .map(|g| f64::from(scalar::group_scale(m, o, g)).abs())
-                .fold(0.0, f64::max);
-            let tol = kernels::f32_tolerance_scaled(m.i(), abs, max_scale);
-            if 2.0 * abs + tol > f64::from(f32::MAX) {
-                continue; // partial sums may overflow (±inf, or NaN from inf − inf) depending on the order
-            }
+                .fold(0.0, f64::max)
+        })
+        .collect();
+    let mut out = Vec::with_capacity(s * m.o());
+    for si in 0..s {
+        for (o, &ms) in max_scale.iter().enumerate() {
+            let (want, abs) = oracle(m, x, si, o);
+            let tol = kernels::f32_tolerance_scaled(m.i(), abs, ms);
+            let skip = !want.is_nan() && 2.0 * abs + tol > f64::from(f32::MAX);
+            out.push(if skip { None } else { Some((want, tol)) });
+        }
+    }
+    out
+}
+
+/// Checks an f32-path result `y` against [`f32_oracle`]'s `want`.
+fn check_f32_with(want: &[Option<(f64, f64)>], m: &Matrix<'_>, y: &[f32], what: &str) {
+    for (k, (w, &got)) in want.iter().zip(y).enumerate() {
+        let Some((want, tol)) = *w else { continue };
+        let (si, o) = (k / m.o(), k % m.o());
+        let ctx = || {
+            format!(
+                "{what}: {:?} O={} I={} s={si} o={o}: got {got}, want {want}",
+                m.format(),
+                m.o(),
+                m.i()
+            )
+        };
+        if want.is_nan() {
+            assert!(got.is_nan(), "{}", ctx());
+        } else {
             assert!((f64::from(got) - want).abs() <= tol, "{} (tol {tol})", ctx());
         }
     }
+}
+
+/// Checks an f32-path result against the oracle with the documented tolerance.
+fn check_f32(m: &Matrix<'_>, x: &[f32], s: usize, y: &[f32], what: &str) {
+    check_f32_with(&f32_oracle(m, x, s), m, y, what);
 }
 
 /// Asserts that `matmul_rows_with` over each range `a..b` of `ranges` (those within `0..O`)
@@ -327,16 +346,14 @@ isa_test!(arm_neon_i8mm, Isa::NeonI8mm);
 fn miri_small_shapes_every_arm() {
     let mut rng = StdRng::seed_from_u64(0x313e);
     let mut ran = 0;
-    for arm in isa::available() {
-        for (format, gs) in FORMATS {
-            for i in [3, 64, 129] {
-                let t = gen_tensor(format, gs, 2, i, &mut rng, 0.2, true);
-                check_arm(arm, &t, 2, &mut rng);
-                ran += 1;
-            }
+    for (format, gs) in FORMATS {
+        for i in [3, 64, 129] {
+            let t = gen_tensor(format, gs, 2, i, &mut rng, 0.2, true);
+            check_arm_all(&t, 2, &mut rng);
+            ran += 1;
         }
     }
-    assert!(ran >= FORMATS.len() * 3, "at least the scalar arm ran");
+    assert_eq!(ran, FORMATS.len() * 3);
     for name in ["avx2", "avx-vnni", "avx512", "avx512-vnni"] {
         let arm = Isa::from_name(name).unwrap();
         assert!(!required(arm) || arm.is_available(), "TETRAD_REQUIRE_ISA requires {name}");
@@ -1017,10 +1034,38 @@ fn q8_group32_row_bands_every_arm() {
     }
 }
 
-/// [`check_arm`] on every arm (asserting that none was disabled by its selftest).
+/// [`check_arm`] on every arm (asserting that none was disabled by its selftest), one set of
+/// activations for all: the oracle and the scalar int8 result computed once (under Miri they
+/// cost more than the arms' kernels).
 fn check_arm_all(t: &Tensor, s: usize, rng: &mut StdRng) {
-    for arm in checked_arms() {
-        check_arm(arm, t, s, rng);
+    let arms = checked_arms();
+    let m = t.matrix();
+    let x = gen_x(s, m.i(), rng);
+    let want = f32_oracle(&m, &x, s);
+    let mut ya = vec![0f32; s * m.o()];
+    for &arm in &arms {
+        kernels::matmul_with(arm, &m, &x, s, &mut ya).unwrap();
+        check_f32_with(&want, &m, &ya, arm.name());
+    }
+    if m.has_q8() {
+        let mut q = vec![0i8; s * m.i()];
+        let mut qs = vec![0f32; s];
+        let xq = kernels::quantize_activations(&x, s, m.i(), &mut q, &mut qs).unwrap();
+        let mut ys = vec![0f32; s * m.o()];
+        kernels::matmul_q8_with(Isa::Scalar, &m, &xq, &mut ys).unwrap();
+        for &arm in arms.iter().filter(|a| **a != Isa::Scalar) {
+            kernels::matmul_q8_with(arm, &m, &xq, &mut ya).unwrap();
+            for (k, (a, b)) in ys.iter().zip(&ya).enumerate() {
+                assert_eq!(
+                    a.to_bits(),
+                    b.to_bits(),
+                    "{arm} q8 {:?} O={} I={} S={s} k={k}: {a} vs {b}",
+                    m.format(),
+                    m.o(),
+                    m.i()
+                );
+            }
+        }
     }
 }
 
