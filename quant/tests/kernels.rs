@@ -237,33 +237,10 @@ fn assert_row_ranges_match(
     }
 }
 
-/// Runs every check of one arm on one tensor and batch.
+/// Runs every check of one arm (and the scalar reference) on one tensor and batch.
 fn check_arm(isa: Isa, t: &Tensor, s: usize, rng: &mut StdRng) {
-    let m = t.matrix();
-    let x = gen_x(s, m.i(), rng);
-    let mut ys = vec![0f32; s * m.o()];
-    let mut ya = vec![0f32; s * m.o()];
-    kernels::matmul_with(Isa::Scalar, &m, &x, s, &mut ys).unwrap();
-    kernels::matmul_with(isa, &m, &x, s, &mut ya).unwrap();
-    check_f32(&m, &x, s, &ys, "scalar");
-    check_f32(&m, &x, s, &ya, isa.name());
-    if m.has_q8() {
-        let mut q = vec![0i8; s * m.i()];
-        let mut qs = vec![0f32; s];
-        let xq = kernels::quantize_activations(&x, s, m.i(), &mut q, &mut qs).unwrap();
-        kernels::matmul_q8_with(Isa::Scalar, &m, &xq, &mut ys).unwrap();
-        kernels::matmul_q8_with(isa, &m, &xq, &mut ya).unwrap();
-        for (k, (a, b)) in ys.iter().zip(&ya).enumerate() {
-            assert_eq!(
-                a.to_bits(),
-                b.to_bits(),
-                "{isa} q8 {:?} O={} I={} S={s} k={k}: {a} vs {b}",
-                m.format(),
-                m.o(),
-                m.i()
-            );
-        }
-    }
+    let arms = if isa == Isa::Scalar { vec![isa] } else { vec![Isa::Scalar, isa] };
+    check_arms(&arms, t, s, rng);
 }
 
 const SWEEP_I: [usize; 21] =
@@ -1034,16 +1011,20 @@ fn q8_group32_row_bands_every_arm() {
     }
 }
 
-/// [`check_arm`] on every arm (asserting that none was disabled by its selftest), one set of
-/// activations for all: the oracle and the scalar int8 result computed once (under Miri they
-/// cost more than the arms' kernels).
+/// [`check_arms`] on every arm (asserting that none was disabled by its selftest).
 fn check_arm_all(t: &Tensor, s: usize, rng: &mut StdRng) {
-    let arms = checked_arms();
+    check_arms(&checked_arms(), t, s, rng);
+}
+
+/// The f32 path of every arm in `arms` within tolerance of the oracle, and the int8 path bit
+/// for bit equal to the scalar kernel's, on one set of activations: the oracle and the scalar
+/// int8 result computed once (under Miri they cost more than the arms' kernels).
+fn check_arms(arms: &[Isa], t: &Tensor, s: usize, rng: &mut StdRng) {
     let m = t.matrix();
     let x = gen_x(s, m.i(), rng);
     let want = f32_oracle(&m, &x, s);
     let mut ya = vec![0f32; s * m.o()];
-    for &arm in &arms {
+    for &arm in arms {
         kernels::matmul_with(arm, &m, &x, s, &mut ya).unwrap();
         check_f32_with(&want, &m, &ya, arm.name());
     }
