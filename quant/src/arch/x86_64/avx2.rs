@@ -1730,25 +1730,18 @@ macro_rules! avx2_arm {
                 }
                 return;
             }
-            let (low, eight) = (_mm256_set1_epi32(0xF), _mm256_set1_epi32(8));
             // acc[k][q % C] += (codes of the 16 bytes at w) · (row k's piece q at xp: even and
             // odd columns of 0..16, then of 16..32): C = 8 / T chains per activation row, 8
             // independent FMA chains in all.
             let step = |acc: &mut [[__m256; 4]; T], w: *const u8, xp: *const f32| {
-                for h in 0..2 {
-                    // SAFETY: w points at 16 bytes, xp at 4 · T · 8 activations (callers).
-                    let d = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(w.add(8 * h).cast()) });
-                    let lo = _mm256_sub_epi32(_mm256_and_si256(d, low), eight);
-                    let hi = _mm256_sub_epi32(_mm256_srli_epi32::<4>(d), eight);
-                    let v = [_mm256_cvtepi32_ps(lo), _mm256_cvtepi32_ps(hi)];
-                    for (e, ve) in v.into_iter().enumerate() {
-                        let q = 2 * h + e;
-                        for (k, a) in acc.iter_mut().enumerate() {
-                            // SAFETY: as above.
-                            let xv = unsafe { _mm256_loadu_ps(xp.add((q * T + k) * 8)) };
-                            let c = q % (8 / T);
-                            a[c] = _mm256_fmadd_ps(ve, xv, a[c]);
-                        }
+                // SAFETY: w points at 16 bytes, xp at 4 · T · 8 activations (callers).
+                let v = unsafe { int4_split_codes(w) };
+                for (q, vq) in v.into_iter().enumerate() {
+                    for (k, a) in acc.iter_mut().enumerate() {
+                        // SAFETY: as above.
+                        let xv = unsafe { _mm256_loadu_ps(xp.add((q * T + k) * 8)) };
+                        let c = q % (8 / T);
+                        a[c] = _mm256_fmadd_ps(vq, xv, a[c]);
                     }
                 }
             };
@@ -1965,6 +1958,8 @@ macro_rules! avx2_arm {
         #[inline]
         #[target_feature(enable = $feat)]
         unsafe fn int4_split_block(acc: &mut [__m256; 8], w: [*const u8; 8], xv: [__m256; 4]) {
+            // Not int4_split_codes per row: decoding a row's 32 columns before its FMAs ran at
+            // 14.9 against 17.0 G weights/s (Zen 2, 512 × 1024).
             let (low, eight) = (_mm256_set1_epi32(0xF), _mm256_set1_epi32(8));
             for h in 0..2 {
                 let (xe, xo) = (xv[2 * h], xv[2 * h + 1]);
@@ -1978,6 +1973,26 @@ macro_rules! avx2_arm {
                     *ar = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), xo, *ar);
                 }
             }
+        }
+
+        /// The int4 codes (`nib − 8`) of the 16 bytes at `w` as f32 in the order of
+        /// [`split_even_odd_ps`]: even columns of `0..16`, odd ones, then of `16..32`.
+        ///
+        /// # Safety
+        /// The arm's features available; `w` points at 16 readable bytes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn int4_split_codes(w: *const u8) -> [__m256; 4] {
+            let (low, eight) = (_mm256_set1_epi32(0xF), _mm256_set1_epi32(8));
+            let mut v = [_mm256_setzero_ps(); 4];
+            for h in 0..2 {
+                // SAFETY: 8 bytes at w + 8h (caller: 16).
+                let d = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(w.add(8 * h).cast()) });
+                v[2 * h] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(d, low), eight));
+                v[2 * h + 1] =
+                    _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32::<4>(d), eight));
+            }
+            v
         }
 
         /// Fused f32-activation kernel for int4-grouped (`gs` a multiple of 32) and mxfp4
