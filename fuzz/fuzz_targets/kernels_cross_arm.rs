@@ -9,7 +9,10 @@
 //!   by the row's largest group scale (see the regression in tetrad-quant); row ranges equal the
 //!   full result;
 //! - a forced arm that is not available is `E_PATH_UNAVAILABLE`, never a silent downgrade;
-//! - the AVX-512 mxfp4 kernel in both lookup forms (`isa::set_vbmi_lookups`, from `s`).
+//! - the AVX-512 mxfp4 kernel in both lookup forms (`isa::set_vbmi_lookups`, from `s`);
+//! - fp8: the AVX2 arms' two decodes (straight to f32 bits, and through f16) give the same
+//!   bits (`isa::set_fp8_bits_decode`);
+//! - batches of 1–3 activation rows, and of 4–16 (the small-batch passes) for one `s` in 8.
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
@@ -78,7 +81,7 @@ fn run(inp: Input) {
     let format = DENSE[usize::from(inp.fmt) % DENSE.len()];
     let o = 1 + usize::from(inp.o) % 9;
     let i = 1 + usize::from(inp.i) % 320;
-    let s = 1 + usize::from(inp.s) % 3;
+    let s = if inp.s >= 224 { 4 + usize::from(inp.s) % 13 } else { 1 + usize::from(inp.s) % 3 };
     let gs = match inp.gs {
         0 => 0,
         g if g < 128 => {
@@ -139,6 +142,16 @@ fn run(inp: Input) {
             continue;
         }
         r.expect("available arm runs");
+        if format == Format::Fp8E4m3B128 {
+            let mut yf = vec![0f32; s * o];
+            isa::set_fp8_bits_decode(false);
+            let r = kernels::matmul_with(isa, &m, &x, s, &mut yf);
+            isa::set_fp8_bits_decode(true);
+            r.expect("available arm runs");
+            for (k, (a, b)) in y.iter().zip(&yf).enumerate() {
+                assert!(same(*a, *b), "{isa} fp8 k={k}: bits decode {a}, f16 decode {b}");
+            }
+        }
         for si in 0..s {
             for oo in 0..o {
                 let (want, abs) = oracle(&m, &x, si, oo);
