@@ -2911,7 +2911,8 @@ macro_rules! avx2_arm {
         /// `8 / T` FMA chains per activation row. `decode(p)` turns the 32 bytes at `p` into
         /// four 8-column vectors: [`fp8x32_low`] (`e4m3 · 2⁻⁸`, buffer `x · 2⁸`) or four
         /// [`fp8x8_bits`] (`e4m3 · 2⁻¹²⁰`, buffer `x · 2¹²⁰`), the same products either way,
-        /// added in the same order (bit-identical sums); `NAN` picks the decode's NaN mapping.
+        /// added in the same order (bit-identical sums); the caller picks the decode with or
+        /// without the NaN mapping.
         ///
         /// # Safety
         /// The arm's features available; `w` points at 128 bytes, `xp` at `128 · T` values;
