@@ -73,43 +73,53 @@ impl Model {
         Ok(Model { freq, thr, lo, hi })
     }
 
-    /// The *two-table form* of the decode tables, for arms where a 16-entry lookup is
-    /// expensive (AVX2: two `vpermd` and a blend each): `(low, high)` per bucket, where both
-    /// keep the entry's `f` and symbol in bits 0..16 and the top half holds, for `low`,
-    /// `div[b]` (the bucket's own slot count, which is also the threshold), and for `high`,
-    /// `div[b] + c_hi + 256·b`, the index of the upper part's first slot. Then with
-    /// `d = (x & 255) − div[b]` the step is: upper iff `d ≥ 0`, `e = upper ? high : low`, and
-    /// `x' = f·(x >> 12) + d + (e >> 16)` — two lookups instead of three, and the compare is
-    /// the sign of a subtraction the step needs anyway (the test helper `step_two_table` is
-    /// its scalar form, checked against [`Model::step`]).
+    /// The *byte-plane form* of the decode tables, for arms whose cheap lookup is a 16-byte
+    /// `pshufb` table (AVX2, where a 16-entry `vpermd` lookup costs two permutes and a blend):
+    /// four 16-bit fields per bucket, each split into a low-byte and a high-byte plane of 16
+    /// bytes, in the order `[A lo, A hi, B lo, B hi, C lo, C hi, E lo, E hi]`:
+    /// `A` = the lower part's `f | sym << 12`, `B` = `div[b]` (0..=256, the lower part's slot
+    /// count and so the threshold on `j = x & 255`), `C` = the upper part's `f | sym << 12`,
+    /// `E` = the upper part's first index minus `div[b]` (0 when the bucket has no upper part).
+    /// Then the step is: `lower = j < B`, `fs = lower ? A : C`,
+    /// `index = j + (lower ? 0 : E)` (mod 2^16; it is the index in `0..f`), and
+    /// `x' = (fs & 4095)·(x >> 12) + index` — no signed field, no `thr`, and every value fits
+    /// 16 bits, so one `pshufb` pair serves sixteen states (the test helper `step_planes` is
+    /// its scalar form, checked against [`Model::step`] on every slot).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // only the AVX2 arm uses it
-    pub(crate) fn two_table_form(&self) -> ([u32; 16], [u32; 16]) {
-        let mut low = [0u32; 16];
-        let mut high = [0u32; 16];
+    pub(crate) fn byte_planes(&self) -> [[u8; 16]; 8] {
+        let mut planes = [[0u8; 16]; 8];
+        #[allow(clippy::needless_range_loop)] // b indexes four tables and eight planes
         for b in 0..16 {
             let div = self.thr[b] - BUCKET * small(b);
-            low[b] = (self.lo[b] & 0xFFFF) | (div << 16);
-            // c_hi + 256·b + div = c_hi + thr[b]: the upper part's first index, in 0..4096
-            // (and `div` again when the bucket has no upper part, as `hi == lo` there).
+            // c_hi + thr[b] is the upper part's first index (and `div` again when the bucket
+            // has no upper part, as `hi == lo` there, so E = 0).
             #[allow(clippy::cast_sign_loss, clippy::cast_possible_wrap)] // in 0..4096
             let first = (((self.hi[b] as i32) >> 16) + self.thr[b] as i32) as u32;
-            high[b] = (self.hi[b] & 0xFFFF) | (first << 16);
+            let fields = [self.lo[b] & 0xFFFF, div, self.hi[b] & 0xFFFF, first.wrapping_sub(div)];
+            for (k, v) in fields.into_iter().enumerate() {
+                #[allow(clippy::cast_possible_truncation)] // one byte of a 16-bit field each
+                let (lo, hi) = (v as u8, (v >> 8) as u8);
+                planes[2 * k][b] = lo;
+                planes[2 * k + 1][b] = hi;
+            }
         }
-        (low, high)
+        planes
     }
 
-    /// [`Model::step`] computed from [`Model::two_table_form`] (the AVX2 arm's formula).
+    /// [`Model::step`] computed from [`Model::byte_planes`] (the AVX2 arm's formula, in
+    /// 16-bit arithmetic as the arm does it).
     #[cfg(test)]
-    fn step_two_table(low: &[u32; 16], high: &[u32; 16], x: u32) -> (u8, u32) {
+    fn step_planes(p: &[[u8; 16]; 8], x: u32) -> (u8, u32) {
         let b = ((x >> 8) & 15) as usize;
-        #[allow(clippy::cast_possible_wrap)] // both below 2^9
-        let d = (x & 0xFF) as i32 - (low[b] >> 16) as i32;
-        let e = if d >= 0 { high[b] } else { low[b] };
+        let field = |k: usize| u16::from(p[2 * k][b]) | (u16::from(p[2 * k + 1][b]) << 8);
+        #[allow(clippy::cast_possible_truncation)] // low byte
+        let j = (x & 0xFF) as u16;
+        let lower = j < field(1);
+        let fs = if lower { field(0) } else { field(2) };
+        let index = j.wrapping_add(if lower { 0 } else { field(3) });
         #[allow(clippy::cast_possible_truncation)] // 4-bit field
-        let sym = ((e >> 12) & 15) as u8;
-        #[allow(clippy::cast_sign_loss, clippy::cast_possible_wrap)] // index ∈ [0, f)
-        let index = (d + (e >> 16) as i32) as u32;
-        (sym, (e & 0xFFF) * (x >> 12) + index)
+        let sym = (fs >> 12) as u8;
+        (sym, u32::from(fs & 0xFFF) * (x >> 12) + u32::from(index))
     }
 
     /// The 16 frequencies.
@@ -297,7 +307,7 @@ mod tests {
     fn check_bijection(freq: [u16; 16]) {
         let model = Model::new(freq).unwrap();
         let enc = EncodeModel::new(&freq);
-        let (low, high) = model.two_table_form();
+        let planes = model.byte_planes();
         let mut seen = [false; 4096];
         for s in 0..16 {
             let (f, start, _) = enc.sym[s];
@@ -310,7 +320,7 @@ mod tests {
                 let (sym, next) = model.step(x);
                 assert_eq!(usize::from(sym), s);
                 assert_eq!(next, f * 77 + i);
-                assert_eq!(Model::step_two_table(&low, &high, x), (sym, next), "slot {slot}");
+                assert_eq!(Model::step_planes(&planes, x), (sym, next), "slot {slot}");
             }
         }
         assert!(seen.iter().all(|&v| v));

@@ -14,22 +14,30 @@
 //!    loaded words straight into the lanes' high halves with `vpexpandw` and shifts them in
 //!    with one masked `vpshldd`, the lane mask coming from `pext` on the scalar side.
 //!
-//! The AVX2 arm has no 16-entry permute: each lookup is two `vpermd` and a blend on bit 31 of
-//! `xs` (bucket bit 3). So it uses the *two-table form* (`Model::two_table_form`): the lower
-//! entry carries `div[b]` in its top half, `d = (x & 255) − div[b]` is the compare (its sign
-//! picks the entry, so the blend reads it directly) and also the index term of
-//! `x' = f·(x >> 12) + d + (e >> 16)`: two lookups, no `thr` table, no compare. Its refill
-//! tests the high words with one 16-bit compare, and the `movmskps` of that selects a
+//! The AVX2 arm has no 16-entry permute, and on Zen 2 its 8-entry `vpermd` issues once per
+//! two cycles with a latency of 8 (measured), so a 16-entry lookup of 32-bit entries (two
+//! `vpermd` and a blend) was the bottleneck. It uses the *byte-plane form* instead
+//! (`Model::byte_planes`): per bucket four 16-bit fields (`A` = the lower part's `f | sym <<
+//! 12`, `B` = `div`, `C` = the upper part's `f | sym << 12`, `E` = the upper part's first index
+//! − `div`), each kept as a low-byte and a high-byte 16-byte plane, i.e. a `vpshufb` table
+//! (two per cycle, latency 1). A way's 16 states step together ([`step_way`]): their low
+//! halves are gathered into one vector of 16-bit words, every field is two `vpshufb` and an
+//! OR for all 16 lanes, `lower = j < B` (`j = x & 255`) is one 16-bit compare, `fs = lower ? A
+//! : C` one byte blend, `index = j + (lower ? 0 : E)` an andnot and an add; then the two
+//! 8-lane halves go back to 32 bits for `x' = (fs & 4095)·(x >> 12) + index` (`vpmulld`).
+//! On Zen 2 this took the arm from 1.44 G nibbles/s (the former two-table `vpermd` step) to
+//! 2.2-2.3 (a 4096-entry `vpgatherdd` slot table had been slower than either, 1.18 on Zen 3). Its
+//! refill tests the high words with one 16-bit compare, and the `movmskps` of that selects a
 //! [`REFILL8`] row of two `vpshufb` controls: one places the words (a 16-byte load repeated
 //! in both halves), the other lifts the refilling states by 16 bits, and an OR joins them —
-//! no widening, no lane-crossing permute, no blend (+30 % with the two-table step on Zen 3,
-//! 1.31 → 1.7 G nibbles/s; a 4096-entry `vpgatherdd` slot table instead of the lookups was
-//! slower, 1.18).
+//! no widening, no lane-crossing permute, no blend (lifting by a shift and a blend instead of
+//! the second control was 2-5 % slower on Zen 2: the shifts share a port with `vpshufb`).
 //!
 //! Per round a way does two steps (low nibble, high nibble) and its 16 output bytes come from
 //! the two entries' symbol fields with two shifts, one `vpternlogd` and one `vpmovdb`
 //! (`avx512-vbmi`: a round's 64 bytes from four `vpermt2b`, see [`emit512_vbmi`]; AVX2:
-//! shifts, masks, two packs and a `vpermd`). The four ways are independent chains.
+//! [`pack_ways`], two ways' 32 bytes from their 16-bit fields by shifts, a pack, a `vpshufb`
+//! and a `vpermd`). The four ways are independent chains.
 //!
 //! **Chains first, then operations.** One chunk on AVX-512 is four chains of a dozen
 //! dependent operations per step, too few to hide their latency, so whole blobs decode two
@@ -37,24 +45,28 @@
 //! is bound by the vector ports instead (3.66 GHz here, about 15 cycles per 16-lane step and
 //! 20 vector operations, the compares, shifts and permutes sharing ports), so the
 //! `avx512-vbmi` build trims operations: no widening, no OR, one compare fewer per refill
-//! and a quarter of the output shifts (+24 %). The AVX2 arm steps all eight vectors of a
-//! round before any of their refills (eight chains, +38 % over stepping one way at a time);
-//! pairing chunks there is slower (16 ymm registers: the states spill). Measurements in
-//! docs/PERFORMANCE.md.
+//! and a quarter of the output shifts (+24 %). The AVX2 arm's four ways are written out so
+//! their eight state vectors stay in registers (a loop over an array of states kept them in
+//! memory: 6 % slower); with the `vpshufb` step, stepping all four ways before any refill
+//! measured the same as way by way, so the simpler order stays. Pairing chunks on AVX2 is
+//! slower (16 ymm registers: the states spill). Measurements in docs/PERFORMANCE.md.
 
-use core::arch::x86_64::{__m128i, _mm_loadu_si128};
+use core::arch::x86_64::_mm_loadu_si128;
 use core::arch::x86_64::{
     __m256i, __m512i, _mm_storeu_si128, _mm256_add_epi32, _mm256_and_si256, _mm256_blendv_ps,
-    _mm256_broadcastsi128_si256, _mm256_castps_si256, _mm256_castsi256_ps, _mm256_castsi256_si128,
-    _mm256_cmpeq_epi16, _mm256_loadu_si256, _mm256_movemask_ps, _mm256_mullo_epi32,
-    _mm256_or_si256, _mm256_packus_epi16, _mm256_packus_epi32, _mm256_permutevar8x32_epi32,
-    _mm256_set1_epi32, _mm256_setr_epi32, _mm256_setzero_si256, _mm256_shuffle_epi8,
-    _mm256_slli_epi32, _mm256_srli_epi32, _mm256_storeu_si256, _mm256_sub_epi32, _mm512_add_epi32,
-    _mm512_and_si512, _mm512_cmpge_epu32_mask, _mm512_cmplt_epu32_mask, _mm512_cvtepi32_epi8,
-    _mm512_cvtepu16_epi32, _mm512_loadu_si512, _mm512_mask_blend_epi32, _mm512_mask_slli_epi32,
-    _mm512_maskz_expand_epi32, _mm512_mullo_epi32, _mm512_or_si512, _mm512_permutexvar_epi32,
-    _mm512_set1_epi32, _mm512_srai_epi32, _mm512_srli_epi32, _mm512_storeu_si512,
-    _mm512_ternarylogic_epi32,
+    _mm256_broadcastsi128_si256, _mm256_castps_si256, _mm256_castsi256_ps, _mm256_cmpeq_epi16,
+    _mm256_loadu_si256, _mm256_movemask_ps, _mm256_mullo_epi32, _mm256_or_si256,
+    _mm256_packus_epi16, _mm256_permutevar8x32_epi32, _mm256_setr_epi32, _mm256_setzero_si256,
+    _mm256_shuffle_epi8, _mm256_slli_epi32, _mm256_srli_epi32, _mm256_storeu_si256,
+    _mm512_add_epi32, _mm512_and_si512, _mm512_cmpge_epu32_mask, _mm512_cmplt_epu32_mask,
+    _mm512_cvtepi32_epi8, _mm512_cvtepu16_epi32, _mm512_loadu_si512, _mm512_mask_blend_epi32,
+    _mm512_mask_slli_epi32, _mm512_maskz_expand_epi32, _mm512_mullo_epi32, _mm512_or_si512,
+    _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_srai_epi32, _mm512_srli_epi32,
+    _mm512_storeu_si512, _mm512_ternarylogic_epi32,
+};
+use core::arch::x86_64::{
+    _mm256_add_epi16, _mm256_andnot_si256, _mm256_blend_epi16, _mm256_blendv_epi8,
+    _mm256_cmpgt_epi16, _mm256_set1_epi16, _mm256_setr_epi8, _mm256_srli_epi16,
 };
 use core::arch::x86_64::{
     _mm512_mask_blend_epi64, _mm512_mask_cmpeq_epi16_mask, _mm512_mask_shldi_epi32,
@@ -400,13 +412,10 @@ pub(super) fn rounds_avx2(
     unsafe { rounds256(model, st, ways, pos, out) }
 }
 
-/// The two-table form of one model (`Model::two_table_form`), split in halves for 8-entry
-/// `vpermd`s.
+/// The byte-plane form of one model (`Model::byte_planes`), each 16-byte plane repeated in
+/// both 128-bit halves (a `pshufb` table).
 #[derive(Clone, Copy)]
-struct Tables256 {
-    lo: [__m256i; 2],
-    hi: [__m256i; 2],
-}
+struct Planes256([__m256i; 8]);
 
 /// One row per 8-bit refill mask: two `vpshufb` controls for a 16-byte load of the way
 /// repeated in both 128-bit halves. Bytes 0..32 put word `k` in the low half of the lane of
@@ -454,50 +463,57 @@ fn rounds256(
     pos: &mut [usize; WAYS],
     out: &mut [u8],
 ) -> usize {
-    let load = |a: &[u32; 16], h: usize| {
-        // SAFETY: every table is 16 u32; each 256-bit load reads 8 of them at offset 0 or 8.
-        unsafe { _mm256_loadu_si256(a.as_ptr().wrapping_add(8 * h).cast()) }
-    };
-    let (lo, hi) = model.two_table_form();
-    let tables = Tables256 { lo: [load(&lo, 0), load(&lo, 1)], hi: [load(&hi, 0), load(&hi, 1)] };
-    let mut x = [_mm256_setzero_si256(); 2 * WAYS];
-    for (v, xv) in x.iter_mut().enumerate() {
-        // SAFETY: `st` has 64 u32; vector v covers lanes 8v..8v+8, in bounds for v < 8.
-        *xv = unsafe { _mm256_loadu_si256(st.as_ptr().wrapping_add(8 * v).cast()) };
+    let mut planes = Planes256([_mm256_setzero_si256(); 8]);
+    for (v, p) in planes.0.iter_mut().zip(model.byte_planes()) {
+        // SAFETY: a plane is 16 bytes; the 128-bit load reads exactly them.
+        *v = _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(p.as_ptr().cast()) });
     }
-    let mut off = *pos;
+    // SAFETY: `st` has 64 u32; vector v covers lanes 8v..8v+8, in bounds for v < 8.
+    let load = |v: usize| unsafe { _mm256_loadu_si256(st.as_ptr().wrapping_add(8 * v).cast()) };
+    let (mut x0, mut x1, mut x2, mut x3) = (load(0), load(1), load(2), load(3));
+    let (mut x4, mut x5, mut x6, mut x7) = (load(4), load(5), load(6), load(7));
+    let [mut o0, mut o1, mut o2, mut o3] = *pos;
+    let [w0, w1, w2, w3] = *ways;
+    // One way's step: its 16 lanes decode, then refill in lane order (0..8, 8..16).
+    macro_rules! way {
+        ($xa:ident, $xb:ident, $way:ident, $o:ident) => {{
+            let (f, ya, yb) = step_way($xa, $xb, &planes);
+            $xa = refill256(ya, $way, &mut $o);
+            $xb = refill256(yb, $way, &mut $o);
+            f
+        }};
+    }
     let rounds = out.len() / LANES;
     let mut r = 0;
-    while r < rounds && round_fits(ways, &off) {
-        // All eight vectors step before any refills, so the core sees eight independent
-        // chains; the refills then run in the format's order (per way: lanes 0..8, 8..16).
-        let mut e = [[_mm256_setzero_si256(); 2 * WAYS]; 2];
-        for es in &mut e {
-            let mut y = [_mm256_setzero_si256(); 2 * WAYS];
-            for v in 0..2 * WAYS {
-                (es[v], y[v]) = step256(x[v], &tables);
-            }
-            for v in 0..2 * WAYS {
-                x[v] = refill256(y[v], ways[v / 2], &mut off[v / 2]);
-            }
-        }
-        for w in 0..WAYS {
-            let packed = pack16(e[0][2 * w], e[1][2 * w], e[0][2 * w + 1], e[1][2 * w + 1]);
-            // SAFETY: r < rounds = out.len() / 64, so bytes 64r + 16w .. + 16 are in `out`.
+    while r < rounds && round_fits(ways, &[o0, o1, o2, o3]) {
+        // The four ways are independent chains, written out so their states stay in
+        // registers (a loop over an array of states kept them in memory).
+        let s1 = [
+            way!(x0, x1, w0, o0),
+            way!(x2, x3, w1, o1),
+            way!(x4, x5, w2, o2),
+            way!(x6, x7, w3, o3),
+        ];
+        let s2 = [
+            way!(x0, x1, w0, o0),
+            way!(x2, x3, w1, o1),
+            way!(x4, x5, w2, o2),
+            way!(x6, x7, w3, o3),
+        ];
+        for h in 0..2 {
+            let bytes = pack_ways(s1[2 * h], s2[2 * h], s1[2 * h + 1], s2[2 * h + 1]);
+            // SAFETY: r < rounds = out.len() / 64, so bytes 64r + 32h .. + 32 are in `out`.
             unsafe {
-                _mm_storeu_si128(
-                    out.as_mut_ptr().wrapping_add(LANES * r + WAY_LANES * w).cast(),
-                    packed,
-                )
+                _mm256_storeu_si256(out.as_mut_ptr().wrapping_add(LANES * r + 32 * h).cast(), bytes)
             };
         }
         r += 1;
     }
-    for (v, xv) in x.iter().enumerate() {
+    for (v, xv) in [x0, x1, x2, x3, x4, x5, x6, x7].into_iter().enumerate() {
         // SAFETY: as for the loads above.
-        unsafe { _mm256_storeu_si256(st.as_mut_ptr().wrapping_add(8 * v).cast(), *xv) };
+        unsafe { _mm256_storeu_si256(st.as_mut_ptr().wrapping_add(8 * v).cast(), xv) };
     }
-    *pos = off;
+    *pos = [o0, o1, o2, o3];
     r
 }
 
@@ -514,31 +530,49 @@ pub(super) fn lookup16(t: __m256i, sel: __m256i, table: &[__m256i; 2]) -> __m256
     ))
 }
 
-/// One decode step of 8 lanes: `(entry, next state before refill)`, in the two-table form
-/// (`Model::two_table_form`): the lower entry's top half is the bucket's threshold `div`, so
-/// `d = (x & 255) − div` is both the compare (its sign picks the entry) and the index term.
+/// One decode step of a way's 16 lanes (`x0`: lanes 0..8, `x1`: 8..16) in the byte-plane
+/// form (`Model::byte_planes`): returns the selected `f | sym << 12` fields as 16-bit words
+/// (word `2i` lane `i`, word `2i + 1` lane `8 + i`) and the two vectors' next states before
+/// refill. The lookups run on the low halves of all 16 states at once: each 16-bit field is
+/// two `pshufb` (its low-byte plane indexed from the word's low byte, its high-byte plane
+/// from the high byte, the other byte zeroed by the index's bit 7) and an OR.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
-fn step256(x: __m256i, tb: &Tables256) -> (__m256i, __m256i) {
-    let t = _mm256_srli_epi32::<8>(x);
-    // Bit 31 of xs is bit 11 of x: bucket bit 3, which picks the table half.
-    let xs = _mm256_slli_epi32::<20>(x);
-    let low = lookup16(t, xs, &tb.lo);
-    let high = lookup16(t, xs, &tb.hi);
-    // Both terms are below 2^9: d < 0 exactly when the slot is in the lower part.
-    let d = _mm256_sub_epi32(
-        _mm256_and_si256(x, _mm256_set1_epi32(0xFF)),
-        _mm256_srli_epi32::<16>(low),
+fn step_way(x0: __m256i, x1: __m256i, p: &Planes256) -> (__m256i, __m256i, __m256i) {
+    let low16 = _mm256_blend_epi16::<0xAA>(x0, _mm256_slli_epi32::<16>(x1));
+    // Bytes (0x80, b) per word, and (b, 0x80) by swapping them: b = bits 8..12 of x.
+    let index_hi = _mm256_or_si256(
+        _mm256_and_si256(low16, _mm256_set1_epi16(0x0F00)),
+        _mm256_set1_epi16(0x0080),
     );
-    let e = _mm256_castps_si256(_mm256_blendv_ps(
-        _mm256_castsi256_ps(high),
-        _mm256_castsi256_ps(low),
-        _mm256_castsi256_ps(d),
-    ));
-    let f = _mm256_and_si256(e, _mm256_set1_epi32(0xFFF));
-    let q = _mm256_srli_epi32::<12>(x);
-    let index = _mm256_add_epi32(d, _mm256_srli_epi32::<16>(e));
-    (e, _mm256_add_epi32(_mm256_mullo_epi32(f, q), index))
+    #[rustfmt::skip]
+    let swap = _mm256_setr_epi8(
+        1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14,
+        1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14,
+    );
+    let index_lo = _mm256_shuffle_epi8(index_hi, swap);
+    let field = |k: usize| {
+        _mm256_or_si256(
+            _mm256_shuffle_epi8(p.0[2 * k], index_lo),
+            _mm256_shuffle_epi8(p.0[2 * k + 1], index_hi),
+        )
+    };
+    let j = _mm256_and_si256(low16, _mm256_set1_epi16(0xFF));
+    // B ∈ 0..=256 and j ∈ 0..256: a signed 16-bit compare is exact.
+    let lower = _mm256_cmpgt_epi16(field(1), j);
+    let fs = _mm256_blendv_epi8(field(2), field(0), lower);
+    let index = _mm256_add_epi16(j, _mm256_andnot_si256(lower, field(3)));
+    let f = _mm256_and_si256(fs, _mm256_set1_epi16(0x0FFF));
+    let zero = _mm256_setzero_si256();
+    let y0 = _mm256_add_epi32(
+        _mm256_mullo_epi32(_mm256_blend_epi16::<0xAA>(f, zero), _mm256_srli_epi32::<12>(x0)),
+        _mm256_blend_epi16::<0xAA>(index, zero),
+    );
+    let y1 = _mm256_add_epi32(
+        _mm256_mullo_epi32(_mm256_srli_epi32::<16>(f), _mm256_srli_epi32::<12>(x1)),
+        _mm256_srli_epi32::<16>(index),
+    );
+    (fs, y0, y1)
 }
 
 /// Refills the lanes below `2^16` from `way` at `*off` (lane order), advancing `*off`.
@@ -565,22 +599,28 @@ fn refill256(x: __m256i, way: &[u8], off: &mut usize) -> __m256i {
     _mm256_or_si256(_mm256_shuffle_epi8(x, lift), _mm256_shuffle_epi8(words, place))
 }
 
-/// The 16 output bytes of a way from its four entry vectors (lanes 0..8: `a`, 8..16: `b`).
+/// The 32 output bytes of two ways (`a`, then `b`) from their fields of the round's two
+/// steps (`step_way`'s word order: `2i` lane `i`, `2i + 1` lane `8 + i`).
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
-fn pack16(e0a: __m256i, e1a: __m256i, e0b: __m256i, e1b: __m256i) -> __m128i {
-    let lo = _mm256_set1_epi32(0x0F);
-    let hi = _mm256_set1_epi32(0xF0);
-    let byte = |e0: __m256i, e1: __m256i| {
+fn pack_ways(s1a: __m256i, s2a: __m256i, s1b: __m256i, s2b: __m256i) -> __m256i {
+    // Per word: the first step's symbol in bits 0..4, the second's in 4..8.
+    let byte = |s1: __m256i, s2: __m256i| {
         _mm256_or_si256(
-            _mm256_and_si256(_mm256_srli_epi32::<12>(e0), lo),
-            _mm256_and_si256(_mm256_srli_epi32::<8>(e1), hi),
+            _mm256_srli_epi16::<12>(s1),
+            _mm256_and_si256(_mm256_srli_epi16::<8>(s2), _mm256_set1_epi16(0xF0)),
         )
     };
-    let words = _mm256_packus_epi32(byte(e0a, e1a), byte(e0b, e1b));
-    let bytes = _mm256_packus_epi16(words, words);
-    let order = _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5);
-    _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(bytes, order))
+    // Per half: a's lanes [0, 8, 1, 9, 2, 10, 3, 11] then b's (half 1: 4..8 and 12..16).
+    let packed = _mm256_packus_epi16(byte(s1a, s2a), byte(s1b, s2b));
+    // Per half: a's 0..4, a's 8..12, b's 0..4, b's 8..12 (half 1: 4..8, 12..16).
+    #[rustfmt::skip]
+    let order = _mm256_setr_epi8(
+        0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15,
+        0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15,
+    );
+    let grouped = _mm256_shuffle_epi8(packed, order);
+    _mm256_permutevar8x32_epi32(grouped, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
 }
 
 #[cfg(test)]
