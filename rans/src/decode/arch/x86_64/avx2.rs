@@ -1,9 +1,11 @@
 //! The AVX2 record decode arm: 8 streams per 256-bit vector, 4 vectors (32 streams) in flight.
 //!
 //! Per step of 8 lanes (one symbol from 8 streams):
-//! - slot lookup: one 8-element `vpgatherdd` of 4 bytes at `slot` from the table's padded
-//!   slot → symbol bytes (the low byte is the symbol; the 16 slack bytes keep the 4-byte read
-//!   inside the array), masked to 4 bits;
+//! - slot → symbol ([`symbol_of`]): the count of `start[1..16]` at or below the slot, by 15
+//!   compares against broadcast constants and a tree of adds (the bands are consecutive). It
+//!   replaced a `vpgatherdd` from the slot → symbol bytes: on Zen 2 the gather's many
+//!   micro-operations and long latency crowded the out-of-order window of the four chains,
+//!   and the compares decode 20-40 % faster there (docs/PERFORMANCE.md);
 //! - `freq`/`start`: one 32-bit word `freq | start << 16` per symbol, looked up in registers
 //!   with two `vpermd` (symbols 0–7 and 8–15) and a blend;
 //! - `x = freq·(x >> sb) + slot − start` (`vpmulld`);
@@ -18,11 +20,11 @@
 //! rounds as every lane of the group has 2 bytes per round left (`k ≤ 2` since every state is
 //! in `[L, 2^32)`), which also bounds every gather inside the stream. The rounds it cannot
 //! cover (a stream's last few bytes) go to the scalar branch-free group, which caps `k`.
-//! The gathers dominate on Zen 3 (about one element per cycle each): see
-//! docs/PERFORMANCE.md for the measured rate and the operation count.
+//! The refill's gather dominates (about one element per cycle on Zen 3): see
+//! docs/PERFORMANCE.md for the measured rates and the operation count.
 
 use crate::decode::scalar;
-use crate::table::{MAX_SLOTS, SLOT_SLACK, SYMBOLS, Table};
+use crate::table::{SYMBOLS, Table};
 use core::arch::x86_64::{
     __m256i, _mm_cvtsi32_si128, _mm_storeu_si128, _mm256_add_epi32, _mm256_and_si256,
     _mm256_blendv_epi8, _mm256_castsi256_si128, _mm256_cmpeq_epi32, _mm256_cmpgt_epi32,
@@ -77,7 +79,7 @@ pub(in crate::decode) fn rounds(
         // freq ≤ 2^15 and start < 2^15: both fit in 16 bits.
         *e = table.freq()[s] | (table.start()[s] << 16);
     }
-    let k = Kernel { sym: table.slot_symbols_padded(), lut, sb: table.scale_bits(), data };
+    let k = Kernel { start: *table.start(), lut, sb: table.scale_bits(), data };
     let mut r0 = 0;
     while r0 < rounds {
         let t = TILE.min(rounds - r0);
@@ -101,7 +103,7 @@ pub(in crate::decode) fn rounds(
 
 /// What the kernel reads: the table in kernel form and the data.
 struct Kernel<'a> {
-    sym: &'a [u8; MAX_SLOTS + SLOT_SLACK],
+    start: [u32; SYMBOLS],
     lut: [u32; SYMBOLS],
     sb: u32,
     data: &'a [u8],
@@ -155,6 +157,34 @@ fn group<const V: usize>(
     }
 }
 
+/// The symbol of each lane's slot: how many of `start[1..16]` are at most the slot (the bands
+/// `[start[s], start[s] + freq[s])` are consecutive and cover `[0, M)`, so for a slot in band
+/// `s` exactly `start[1..=s]` are; a zero-frequency symbol's start equals the next one's, so it
+/// is counted exactly when the next is). Fifteen compares and a tree of adds, no memory.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn symbol_of(slot: __m256i, below: &[__m256i; SYMBOLS - 1]) -> __m256i {
+    let m: [__m256i; SYMBOLS - 1] = core::array::from_fn(|s| _mm256_cmpgt_epi32(slot, below[s]));
+    let a = [
+        _mm256_add_epi32(m[0], m[1]),
+        _mm256_add_epi32(m[2], m[3]),
+        _mm256_add_epi32(m[4], m[5]),
+        _mm256_add_epi32(m[6], m[7]),
+        _mm256_add_epi32(m[8], m[9]),
+        _mm256_add_epi32(m[10], m[11]),
+        _mm256_add_epi32(m[12], m[13]),
+    ];
+    let b = [
+        _mm256_add_epi32(a[0], a[1]),
+        _mm256_add_epi32(a[2], a[3]),
+        _mm256_add_epi32(a[4], a[5]),
+        _mm256_add_epi32(a[6], m[14]),
+    ];
+    let total = _mm256_add_epi32(_mm256_add_epi32(b[0], b[1]), _mm256_add_epi32(b[2], b[3]));
+    // Each true compare is −1.
+    _mm256_sub_epi32(_mm256_setzero_si256(), total)
+}
+
 /// `r` rounds of `8V` lanes: states `xs`, read positions minus 2 in `qs`; writes bytes
 /// `ob .. ob + 4V` of each round (`half` bytes apart) in `out`.
 ///
@@ -187,7 +217,6 @@ unsafe fn kernel<const V: usize>(
     let sbv = _mm_cvtsi32_si128(k.sb as i32);
     let mask = _mm256_set1_epi32(((1u32 << k.sb) - 1) as i32);
     let low16 = _mm256_set1_epi32(0xFFFF);
-    let nib = _mm256_set1_epi32(15);
     let seven = _mm256_set1_epi32(7);
     let sixteen = _mm256_set1_epi32(16);
     let zero = _mm256_setzero_si256();
@@ -212,17 +241,16 @@ unsafe fn kernel<const V: usize>(
         0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, //
         0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,
     );
-    let sym = k.sym.as_ptr().cast::<i32>();
+    // start[s] − 1 for s = 1..16 (≥ −1): `slot ≥ start[s]` is one signed compare.
+    let below: [__m256i; SYMBOLS - 1] =
+        core::array::from_fn(|s| _mm256_set1_epi32(k.start[s + 1] as i32 - 1));
     let data = k.data.as_ptr().cast::<i32>();
     for round in 0..r {
         let mut bytes = zero;
         for v in 0..V {
             let x = xv[v];
             let slot = _mm256_and_si256(x, mask);
-            // SAFETY: slot < M ≤ 2^15, and the 4-byte read at slot ends inside the
-            // MAX_SLOTS + SLOT_SLACK bytes of the padded slot array.
-            let s = unsafe { _mm256_i32gather_epi32::<1>(sym, slot) };
-            let s = _mm256_and_si256(s, nib);
+            let s = symbol_of(slot, &below);
             let lo = _mm256_permutevar8x32_epi32(lut_lo, s);
             let hi = _mm256_permutevar8x32_epi32(lut_hi, s);
             let e = _mm256_blendv_epi8(lo, hi, _mm256_cmpgt_epi32(s, seven));
