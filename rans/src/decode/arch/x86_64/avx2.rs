@@ -5,7 +5,7 @@
 //!   compares against broadcast constants and a tree of adds (the bands are consecutive). It
 //!   replaced a `vpgatherdd` from the slot → symbol bytes: on Zen 2 the gather's many
 //!   micro-operations and long latency crowded the out-of-order window of the four chains,
-//!   and the compares decode 20-40 % faster there (docs/PERFORMANCE.md);
+//!   and with the compares the arm decodes 8-10 % faster there (docs/PERFORMANCE.md);
 //! - `freq`/`start`: one 32-bit word `freq | start << 16` per symbol, looked up in registers
 //!   with two `vpermd` (symbols 0–7 and 8–15) and a blend;
 //! - `x = freq·(x >> sb) + slot − start` (`vpmulld`);
