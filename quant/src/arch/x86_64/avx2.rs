@@ -197,7 +197,19 @@ macro_rules! avx2_arm {
         /// Whether every finite activation stays finite times `2⁸` (the fp8 kernels that move
         /// the decode's `2⁸` onto the activations need it).
         fn scalable_by_256(x: &[f32]) -> bool {
-            x.iter().all(|v| (v.abs() * 256.0).is_finite() || !v.is_finite())
+            finite_magnitude_below(x, (127 + 120) << 23) // |x| < 2¹²⁰
+        }
+
+        /// Whether every finite `|x|` has bits below `limit` (a power of two's): branch-free
+        /// over the slice (it vectorises), unlike a short-circuiting `all`, which ran as a
+        /// scalar loop of 6 % of a 512 × 1024 fp8 GEMV's time. `|x| · 2ᵏ` is exact unless it
+        /// overflows, and finite exactly when `|x| < 2¹²⁸⁻ᵏ`.
+        fn finite_magnitude_below(x: &[f32], limit: u32) -> bool {
+            let over = x.iter().fold(0u32, |any, v| {
+                let a = v.to_bits() & 0x7FFF_FFFF;
+                any | u32::from(a >= limit && a < 0x7F80_0000)
+            });
+            over == 0
         }
 
         /// `2¹²⁰`: e4m3 bits moved into an f32's (`(sext(b) ≪ 20) & 0x87F0_0000`) read as
@@ -207,7 +219,7 @@ macro_rules! avx2_arm {
         /// Whether every finite activation stays finite times `2¹²⁰` (`|x| < 2⁸`), so that the
         /// fp8 band kernel may decode e4m3 to f32 bits with integer operations only.
         fn scalable_by_2_120(x: &[f32]) -> bool {
-            x.iter().all(|v| (v.abs() * TWO_120).is_finite() || !v.is_finite())
+            finite_magnitude_below(x, (127 + 8) << 23) // |x| < 2⁸
         }
 
         /// Activation rows `0..n` of an int4-row or fp8 matrix in passes of 8, 4 or 2 rows, of
@@ -278,6 +290,25 @@ macro_rules! avx2_arm {
             } else {
                 scalar::group_scale(m, o, g)
             }
+        }
+
+        /// The `vhaddps` tree of 4 vectors: lanes `r` and `4 + r` hold halves of `Σ p[r]`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn sums4_half_ps(p: [__m256; 4]) -> __m256 {
+            let h = |a: __m256, b: __m256| _mm256_hadd_ps(a, b);
+            h(h(p[0], p[1]), h(p[2], p[3]))
+        }
+
+        /// [`sums4_half_ps`] of two halves `[lo, hi]` → lane `r` = row `r`'s sum, rows 0..4 of
+        /// `lo`, 4..8 of `hi` (the cross-half add of [`sums8_ps`]).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn sums8_halves_ps([lo, hi]: [__m256; 2]) -> __m256 {
+            _mm256_add_ps(
+                _mm256_permute2f128_ps::<0x20>(lo, hi),
+                _mm256_permute2f128_ps::<0x31>(lo, hi),
+            )
         }
 
         /// The horizontal sums of 8 vectors as one vector (lane `r` = `Σ p[r]`): one
@@ -2785,43 +2816,6 @@ macro_rules! avx2_arm {
             _mm256_movemask_epi8(ones) != 0
         }
 
-        /// One 128-column block of 8 fp8 weight rows against `xb`: lane `r` of the result is
-        /// `Σ (e4m3 · 2⁻⁸) · (x · 2⁸)` over row `r`'s block, two accumulators per row; the
-        /// activations are scaled once for the band into a stack buffer (exactly: the caller
-        /// has checked that every `x · 2⁸` is finite) and read by the FMAs from there.
-        ///
-        /// # Safety
-        /// The arm's features available; every `w[r]` points at 128 bytes, `xb` at 128 f32.
-        #[inline]
-        #[target_feature(enable = $feat)]
-        unsafe fn fp8_band_block<const NAN: bool>(w: [*const u8; 8], xb: *const f32) -> __m256 {
-            let mut xs = [0f32; 128];
-            for c in (0..128).step_by(8) {
-                // SAFETY: c + 8 ≤ 128 values at xb (caller) and in xs.
-                unsafe {
-                    let v = _mm256_mul_ps(_mm256_loadu_ps(xb.add(c)), _mm256_set1_ps(256.0));
-                    _mm256_storeu_ps(xs.as_mut_ptr().add(c), v);
-                }
-            }
-            let mut p = [_mm256_setzero_ps(); 8];
-            for (r, pr) in p.iter_mut().enumerate() {
-                let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-                for j in 0..4 {
-                    // SAFETY: 32 · j + 32 ≤ 128 bytes at w[r] (caller), 128 values in xs.
-                    unsafe {
-                        let xj = xs.as_ptr().add(32 * j);
-                        let d = fp8x32_low::<NAN>(_mm256_loadu_si256(w[r].add(32 * j).cast()));
-                        a0 = _mm256_fmadd_ps(d[0], _mm256_loadu_ps(xj), a0);
-                        a1 = _mm256_fmadd_ps(d[1], _mm256_loadu_ps(xj.add(8)), a1);
-                        a0 = _mm256_fmadd_ps(d[2], _mm256_loadu_ps(xj.add(16)), a0);
-                        a1 = _mm256_fmadd_ps(d[3], _mm256_loadu_ps(xj.add(24)), a1);
-                    }
-                }
-                *pr = _mm256_add_ps(a0, a1);
-            }
-            sums8_ps(p)
-        }
-
         /// 8 e4m3 bytes at `p` → eight f32 `e4m3 · 2⁻¹²⁰`, exactly, with integer operations
         /// only: sign-extended to i32 (`vpmovsxbd` from memory), shifted left by 20 and masked
         /// with `0x87F0_0000` (the exponent field `E` under f32's bias is `2^(E − 7 − 120)`;
@@ -2865,45 +2859,77 @@ macro_rules! avx2_arm {
             }
         }
 
-        /// [`fp8_band_block`] without `vcvtph2ps`, for activations scaled by `2¹²⁰` (`xs`: the
-        /// block's 128 values `x · 2¹²⁰`, finite): the weights decoded by [`fp8x8_bits`]; the
-        /// FMAs' products `(e4m3 · 2⁻¹²⁰) · (x · 2¹²⁰)` are those of [`fp8_band_block`], added
-        /// in its order (two chains per row: columns `32j .. 32j + 8` and `+ 16 .. + 24` into
-        /// the first), so the sums are bit-identical to it. Four rows at a time share each
-        /// activation load (8 chains in flight). On the Zen 2 dev VM the f16 route is bound by
-        /// `vcvtph2ps` (2 uops per 8 values): in a loop of 4 rows, 3.3 weights per cycle
-        /// against 5.2 for this decode. A subnormal weight entering an FMA costs nothing there
-        /// (the product is normal); a `vmulps` by `2¹²⁰` of the decoded weights instead takes
-        /// the subnormal-operand slow path and halves the rate.
+        /// One 128-column block of 4 fp8 weight rows (bytes at `w[r]`) against `xs`, the block's
+        /// 128 activations scaled to match `decode`: row `r`'s 8-lane partial sums. `decode(p)`
+        /// turns the 16 bytes at `p` into two 8-column vectors, [`fp8x16_bits`] (`e4m3 ·
+        /// 2⁻¹²⁰` against `x · 2¹²⁰`) or [`fp8x16_low`] (`e4m3 · 2⁻⁸` against `x · 2⁸`): the
+        /// same products either way, added in the same order (two chains per row: columns
+        /// `16j .. 16j + 8` into the first, `16j + 8 .. 16j + 16` into the second, then their
+        /// sum), so both decodes give the same bits. The 4 rows share each activation
+        /// load (8 chains in flight). On the Zen 2 dev VM the f16 route is bound by `vcvtph2ps`
+        /// (2 uops per 8 values): in a loop of 4 rows, 3.3 weights per cycle against 5.2 for the
+        /// bits. A subnormal weight entering an FMA costs nothing there (the product is
+        /// normal); a `vmulps` by `2¹²⁰` of the decoded weights instead takes the
+        /// subnormal-operand slow path and halves the rate.
         ///
         /// # Safety
-        /// The arm's features available; every `w[r]` points at 128 bytes, `xs` at 128 f32.
+        /// The arm's features available; every `w[r]` points at 128 bytes, `xs` at 128 f32;
+        /// `decode` reads 16 bytes at its argument.
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn fp8_band_block_bits<const NAN: bool>(
-            w: [*const u8; 8],
+        unsafe fn fp8_rows4_block(
+            w: [*const u8; 4],
             xs: *const f32,
-        ) -> __m256 {
-            let mut p = [_mm256_setzero_ps(); 8];
-            for h in 0..2 {
-                let mut a = [[_mm256_setzero_ps(); 2]; 4];
-                for c in (0..128).step_by(16) {
-                    // SAFETY: c + 16 ≤ 128 values at xs and bytes at every w[r] (caller).
-                    unsafe {
-                        let xv = [_mm256_loadu_ps(xs.add(c)), _mm256_loadu_ps(xs.add(c + 8))];
-                        for (r, ar) in a.iter_mut().enumerate() {
-                            for (k, x8) in xv.into_iter().enumerate() {
-                                let d = fp8x8_bits::<NAN>(w[4 * h + r].add(c + 8 * k));
-                                ar[k] = _mm256_fmadd_ps(d, x8, ar[k]);
-                            }
-                        }
+            decode: impl Fn(*const u8) -> [__m256; 2],
+        ) -> [__m256; 4] {
+            let mut a = [[_mm256_setzero_ps(); 2]; 4];
+            for c in (0..128).step_by(16) {
+                // SAFETY: c + 16 ≤ 128 values at xs and bytes at every w[r] (caller).
+                unsafe {
+                    let xv = [_mm256_loadu_ps(xs.add(c)), _mm256_loadu_ps(xs.add(c + 8))];
+                    for (r, ar) in a.iter_mut().enumerate() {
+                        let d = decode(w[r].add(c));
+                        ar[0] = _mm256_fmadd_ps(d[0], xv[0], ar[0]);
+                        ar[1] = _mm256_fmadd_ps(d[1], xv[1], ar[1]);
                     }
                 }
-                for (r, ar) in a.iter().enumerate() {
-                    p[4 * h + r] = _mm256_add_ps(ar[0], ar[1]);
-                }
             }
-            sums8_ps(p)
+            core::array::from_fn(|r| _mm256_add_ps(a[r][0], a[r][1]))
+        }
+
+        /// 16 e4m3 bytes at `p` → two vectors of eight exact f32 values `e4m3 · 2⁻⁸`, columns
+        /// 0..8 and 8..16: the 128-bit form of [`fp8x32_low`] (the same bits per column).
+        ///
+        /// # Safety
+        /// The arm's features available; `p` points at 16 readable bytes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn fp8x16_low<const NAN: bool>(p: *const u8) -> [__m256; 2] {
+            // SAFETY: 16 bytes at p (caller).
+            let v = unsafe { _mm_loadu_si128(p.cast()) };
+            #[allow(clippy::cast_possible_wrap)] // bit pattern
+            let keep = _mm_set1_epi16(0xBF80u16 as i16);
+            let ab = [_mm_unpacklo_epi8(v, v), _mm_unpackhi_epi8(v, v)];
+            let w = ab.map(|t| _mm256_cvtph_ps(_mm_and_si128(_mm_srai_epi16::<1>(t), keep)));
+            if !NAN {
+                return w;
+            }
+            let sev = _mm_set1_epi16(0x7F);
+            core::array::from_fn(|k| {
+                let m = _mm_cmpeq_epi16(_mm_and_si128(ab[k], sev), sev);
+                _mm256_or_ps(w[k], _mm256_castsi256_ps(_mm256_cvtepi16_epi32(m)))
+            })
+        }
+
+        /// 16 e4m3 bytes at `p` → two [`fp8x8_bits`] vectors (columns 0..8, 8..16).
+        ///
+        /// # Safety
+        /// The arm's features available; `p` points at 16 readable bytes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn fp8x16_bits<const NAN: bool>(p: *const u8) -> [__m256; 2] {
+            // SAFETY: 8 bytes at p and at p + 8 (caller: 16).
+            unsafe { [fp8x8_bits::<NAN>(p), fp8x8_bits::<NAN>(p.add(8))] }
         }
 
         /// One 128-column fp8 block of one weight row (bytes at `w`) against `T` interleaved
@@ -3021,100 +3047,141 @@ macro_rules! avx2_arm {
             unsafe { multi_passes::<T, 128, false>(m, x, s0, rows, y, scale, chunk) };
         }
 
+        /// The 128-column blocks `0 .. blocks` of 4 fp8 weight rows (bytes at `w[r]`) against
+        /// `xs` (their activations, `x · 2¹²⁰` with `BITS`, else `x · 2⁸`): per block one NaN
+        /// probe of the 4 rows ([`band_has_nan`]), the rows' 8-lane partial sums
+        /// ([`fp8_rows4_block`]; [`fp8x16_bits`] with `BITS`, else [`fp8x16_low`], with NaN
+        /// handling only where the probe finds a NaN code) and `acc[r] += part[r] · scale`
+        /// lane-wise, block `g`'s scale of row `r` at `sc[r] + g`.
+        ///
+        /// # Safety
+        /// The arm's features available; `128 · blocks` bytes at every `w[r]` and values at
+        /// `xs`, `blocks` scales at every `sc[r]`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn fp8_rows4_sweep<const BITS: bool>(
+            mut acc: [__m256; 4],
+            w: [*const u8; 4],
+            xs: *const f32,
+            blocks: usize,
+            sc: [*const f32; 4],
+        ) -> [__m256; 4] {
+            for g in 0..blocks {
+                // SAFETY: block g < blocks of every row, of xs and of every scale run (caller).
+                unsafe {
+                    let (wg, xg) = (w.map(|p| p.add(128 * g)), xs.add(128 * g));
+                    let part = match (BITS, band_has_nan(wg)) {
+                        (true, true) => fp8_rows4_block(wg, xg, |p| fp8x16_bits::<true>(p)),
+                        (true, false) => fp8_rows4_block(wg, xg, |p| fp8x16_bits::<false>(p)),
+                        (false, true) => fp8_rows4_block(wg, xg, |p| fp8x16_low::<true>(p)),
+                        (false, false) => fp8_rows4_block(wg, xg, |p| fp8x16_low::<false>(p)),
+                    };
+                    for (r, (a, p)) in acc.iter_mut().zip(part).enumerate() {
+                        *a = _mm256_fmadd_ps(p, _mm256_broadcast_ss(&*sc[r].add(g)), *a);
+                    }
+                }
+            }
+            acc
+        }
+
         /// fp8-e4m3-b128, f32 activations, one activation row (the GEMV case): weight rows in
-        /// bands of 8 (a final, shorter band repeats its last row and stores only its own), per
-        /// 128-column block one NaN probe for the band ([`band_has_nan`]; the decode with NaN
-        /// handling only where it finds one), the block's 8 partial sums
-        /// ([`fp8_band_block`]) and `acc = fma(part, scale, acc)` lane-wise. A partial last block
-        /// runs on zero-padded copies (zero codes and activations add `0`). The caller has
-        /// checked that every `x · 2⁸` is finite.
+        /// bands of 8 (a final, shorter band repeats its last row and stores only its own),
+        /// each half of a band (4 rows) swept over the row's full blocks
+        /// ([`fp8_rows4_sweep`]: per 128-column block the rows' 8-lane partial sums from
+        /// [`fp8_rows4_block`] and `acc[r] = fma(part[r], scale, acc[r])` lane-wise), one
+        /// `vhaddps` tree per half at the end. Per block one NaN probe of the 4 rows
+        /// ([`band_has_nan`]) picks the decode with NaN handling only where it finds a NaN
+        /// code (a probe of whole rows before the sweep was slower from L3: its loads did not
+        /// overlap the decode). A partial last block runs on zero-padded copies with NaN
+        /// handling (zero codes and activations add `0`). The activations are scaled to match
+        /// the decode — `x · 2¹²⁰` for the bits decode where every `|x| < 2⁸`, else `x · 2⁸`
+        /// for the f16 route (the caller has checked that every `x · 2⁸` is finite) — into a
+        /// stack buffer once per call for `I` ≤ 16 384, else per band and 16 384-column chunk.
+        /// On the Zen 2 dev VM (bits decode) the sweeps instead of one `vhaddps` tree and
+        /// scale per 8-row block measured 11.9 → 14.0 G weights/s at 512 × 1024 (10.6 → 13.0
+        /// at 256 × 20 480); the NaN probe is 12 % of the time (15.7 without it).
         ///
         /// # Safety
         /// The arm's features available; shapes as asserted by [`matmul_f32_rows`].
         #[target_feature(enable = $feat)]
         unsafe fn f32_fp8_band8(m: &Matrix<'_>, x: &[f32], rows: Range<usize>, y: &mut [f32]) {
+            const XS_MAX: usize = 16_384; // columns of scaled activations on the stack
+            const CHUNK: usize = XS_MAX / 128; // blocks per chunk
             let ni = m.i();
             let full = ni / 128;
             let tn = ni - 128 * full;
+            let bits = crate::isa::fp8_bits_decode() && scalable_by_2_120(&x[..ni]);
+            let scale = _mm256_set1_ps(if bits { TWO_120 } else { 256.0 });
+            // Writes x[from .. from + n] · scale at `to` (n a multiple of 8).
+            let scale_into = |from: &[f32], to: *mut f32| {
+                for (c, v) in from.chunks_exact(8).enumerate() {
+                    // SAFETY: 8 values in v; `to` has room for from.len() values (callers).
+                    unsafe {
+                        let v = _mm256_mul_ps(_mm256_loadu_ps(v.as_ptr()), scale);
+                        _mm256_storeu_ps(to.add(8 * c), v);
+                    }
+                }
+            };
+            // The padded tail block, scaled (zero padding stays zero).
             let mut xt = [0f32; 128];
             xt[..tn].copy_from_slice(&x[128 * full..ni]);
-            let bits = crate::isa::fp8_bits_decode() && scalable_by_2_120(&x[..ni]);
-            // The bits decode's activations x · 2¹²⁰ (exact: checked finite above): the padded
-            // tail block always, the full blocks once per call into `xs` where I ≤ XS_MAX
-            // (64 KiB of stack), else per band and block.
-            const XS_MAX: usize = 16_384;
-            let whole = bits && ni <= XS_MAX;
+            scale_into(&xt.clone(), xt.as_mut_ptr());
+            // The full blocks' scaled activations: all of them once per call where I ≤ XS_MAX,
+            // else one chunk at a time per band.
+            let whole = full <= CHUNK;
             let mut xs = [const { core::mem::MaybeUninit::<f32>::uninit() }; XS_MAX];
             let xsp = xs.as_mut_ptr().cast::<f32>();
-            let two120 = _mm256_set1_ps(TWO_120);
-            if bits {
-                for c in (0..128).step_by(8) {
-                    // SAFETY: c + 8 ≤ 128 values in xt.
-                    unsafe {
-                        let v = _mm256_loadu_ps(xt.as_ptr().add(c));
-                        _mm256_storeu_ps(xt.as_mut_ptr().add(c), _mm256_mul_ps(v, two120));
-                    }
-                }
-            }
             if whole {
-                for c in (0..128 * full).step_by(8) {
-                    // SAFETY: c + 8 ≤ 128 · full ≤ I ≤ XS_MAX values in x and in xs.
-                    unsafe {
-                        let v = _mm256_loadu_ps(x.as_ptr().add(c));
-                        _mm256_storeu_ps(xsp.add(c), _mm256_mul_ps(v, two120));
-                    }
-                }
+                scale_into(&x[..128 * full], xsp);
             }
-            let xsp = xsp.cast_const(); // values 0 .. 128 · full written when `whole`
             let Scales::F32(sf) = m.scales() else {
                 unreachable!("fp8-e4m3-b128 has f32 scales (Matrix::new)")
             };
             let band = |o: &[usize; 8], rp: &[*const u8; 8], wt: &[[u8; 128]; 8]| {
-                // Block g's scale of row o[r] is sf[sb[r] + g] (128 × 128 scale blocks).
-                let sb: [usize; 8] = core::array::from_fn(|r| m.scale_index(o[r], 0));
-                let mut acc = _mm256_setzero_ps();
-                for g in 0..m.groups_per_row() {
-                    // SAFETY: a full block g < full has 128 bytes at 128 · g of every row and 128
-                    // activations at 128 · g; the partial one runs on the 128-long copies.
-                    let part = unsafe {
-                        let (w, xb, nan) = if g < full {
-                            let w = core::array::from_fn(|r| rp[r].add(128 * g));
-                            (w, x.as_ptr().add(128 * g), band_has_nan(w))
-                        } else {
-                            (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr(), true)
-                        };
-                        match (bits, nan) {
-                            (true, _) => {
-                                // The block's x · 2¹²⁰: in xs (whole) or xt (the tail, scaled
-                                // above), else scaled here.
-                                let mut xl = [0f32; 128];
-                                let xb = if g == full {
-                                    xb
-                                } else if whole {
-                                    xsp.add(128 * g)
-                                } else {
-                                    for c in (0..128).step_by(8) {
-                                        let v = _mm256_mul_ps(_mm256_loadu_ps(xb.add(c)), two120);
-                                        _mm256_storeu_ps(xl.as_mut_ptr().add(c), v);
-                                    }
-                                    xl.as_ptr()
-                                };
-                                if nan {
-                                    fp8_band_block_bits::<true>(w, xb)
-                                } else {
-                                    fp8_band_block_bits::<false>(w, xb)
-                                }
+                // A band of at most 4 rows repeats row 3 in its second half: skipped (zeros).
+                let halves = if o[4] == o[3] { 1 } else { 2 };
+                let mut acc = [[_mm256_setzero_ps(); 4]; 2];
+                for c0 in (0..full).step_by(CHUNK) {
+                    let nb = CHUNK.min(full - c0);
+                    if !whole {
+                        scale_into(&x[128 * c0..128 * (c0 + nb)], xsp);
+                    }
+                    let xc = if whole { xsp.wrapping_add(128 * c0) } else { xsp };
+                    for (h, ah) in acc.iter_mut().enumerate().take(halves) {
+                        // Block g's scale of row o[4h + r] is sf[scale_index(o, 0) + g].
+                        let sc = core::array::from_fn(|r| {
+                            sf[m.scale_index(o[4 * h + r], 0) + c0..].as_ptr()
+                        });
+                        let w = core::array::from_fn(|r| rp[4 * h + r].wrapping_add(128 * c0));
+                        // SAFETY: blocks c0 .. c0 + nb ≤ full of every row, their scaled
+                        // activations at xc (written above), their nb scales at every sc[r].
+                        *ah = unsafe {
+                            if bits {
+                                fp8_rows4_sweep::<true>(*ah, w, xc, nb, sc)
+                            } else {
+                                fp8_rows4_sweep::<false>(*ah, w, xc, nb, sc)
                             }
-                            (false, true) => fp8_band_block::<true>(w, xb),
-                            (false, false) => fp8_band_block::<false>(w, xb),
-                        }
-                    };
-                    let sc: [f32; 8] = core::array::from_fn(|r| sf[sb[r] + g]);
-                    // SAFETY: sc holds 8 f32.
-                    let scv = unsafe { _mm256_loadu_ps(sc.as_ptr()) };
-                    acc = _mm256_fmadd_ps(part, scv, acc);
+                        };
+                    }
                 }
-                acc
+                if tn > 0 {
+                    for (h, ah) in acc.iter_mut().enumerate().take(halves) {
+                        let sc = core::array::from_fn(|r| {
+                            sf[m.scale_index(o[4 * h + r], 0) + full..].as_ptr()
+                        });
+                        let w = core::array::from_fn(|r| wt[4 * h + r].as_ptr());
+                        // SAFETY: one block: 128 bytes in every copy, 128 values in xt, one
+                        // scale at every sc[r].
+                        *ah = unsafe {
+                            if bits {
+                                fp8_rows4_sweep::<true>(*ah, w, xt.as_ptr(), 1, sc)
+                            } else {
+                                fp8_rows4_sweep::<false>(*ah, w, xt.as_ptr(), 1, sc)
+                            }
+                        };
+                    }
+                }
+                sums8_halves_ps(acc.map(|a| sums4_half_ps(a)))
             };
             // SAFETY: same contract; a row has 128·full + 128 bytes at most.
             unsafe { f32_bands8::<128>(m, rows, 128 * full, y, band) };
