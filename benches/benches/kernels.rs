@@ -152,6 +152,15 @@ fn bench_size(c: &mut C, label: &str, shape: impl Fn(Format) -> (usize, usize), 
                     b.iter(|| kernels::matmul_q8_with(arm, &m, black_box(&xq), &mut y).unwrap());
                 });
             }
+            if format == Format::Fp8E4m3B128 {
+                // A matrix checked once for NaN codes (none here): the kernels skip their
+                // per-block probes, as an engine's long-lived weights would.
+                let mc = m.with_nan_codes_checked();
+                assert!(mc.fp8_nan_free());
+                g.bench_function(format!("f32-checked/{arm}"), |b| {
+                    b.iter(|| kernels::matmul_with(arm, &mc, black_box(&x), 1, &mut y).unwrap());
+                });
+            }
         }
         g.finish();
     }

@@ -11,7 +11,8 @@
 //! - a forced arm that is not available is `E_PATH_UNAVAILABLE`, never a silent downgrade;
 //! - the AVX-512 mxfp4 kernel in both lookup forms (`isa::set_vbmi_lookups`, from `s`);
 //! - fp8: the AVX2 arms' two decodes (straight to f32 bits, and through f16) give the same
-//!   bits (`isa::set_fp8_bits_decode`);
+//!   bits (`isa::set_fp8_bits_decode`), and so does the view from `with_nan_codes_checked`
+//!   (marked NaN-free exactly when no byte is a NaN code);
 //! - batches of 1–3 activation rows, and of 4–16 (the small-batch passes) for one `s` in 8.
 #![no_main]
 
@@ -150,6 +151,14 @@ fn run(inp: Input) {
             r.expect("available arm runs");
             for (k, (a, b)) in y.iter().zip(&yf).enumerate() {
                 assert!(same(*a, *b), "{isa} fp8 k={k}: bits decode {a}, f16 decode {b}");
+            }
+            // Checked once for NaN codes: marked only without any, and the same bits.
+            let mc = m.with_nan_codes_checked();
+            assert_eq!(mc.fp8_nan_free(), !weights.iter().any(|b| b & 0x7F == 0x7F));
+            let mut yc = vec![0f32; s * o];
+            kernels::matmul_with(isa, &mc, &x, s, &mut yc).expect("available arm runs");
+            for (k, (a, b)) in y.iter().zip(&yc).enumerate() {
+                assert!(same(*a, *b), "{isa} fp8 k={k}: unchecked {a}, checked {b}");
             }
         }
         for si in 0..s {

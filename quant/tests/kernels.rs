@@ -661,6 +661,50 @@ fn fp8_nan_code_anywhere_makes_its_row_nan() {
     }
 }
 
+/// `Matrix::with_nan_codes_checked`: fp8 weights without a NaN code are marked and every arm
+/// gives the same bits with and without the mark (one activation row and batches, full and
+/// partial 128-blocks, bands crossing a 128-row scale block); one NaN code anywhere leaves the
+/// mark off, so its row stays NaN; other formats are never marked.
+#[test]
+fn fp8_nan_free_mark_changes_no_bits() {
+    let mut rng = StdRng::seed_from_u64(0x0f8c);
+    for (o, i) in [(1, 1), (3, 127), (9, 300), (17, 1024), (137, 257)] {
+        let t = gen_tensor(Format::Fp8E4m3B128, 0, o, i, &mut rng, 0.3, false); // no NaN code
+        let plain = t.matrix();
+        assert!(!plain.fp8_nan_free());
+        let checked = plain.with_nan_codes_checked();
+        assert!(checked.fp8_nan_free(), "O={o} I={i}");
+        for s in [1, 2, 3, 16] {
+            let x = gen_x(s, i, &mut rng);
+            for arm in checked_arms() {
+                let (mut y, mut yc) = (vec![0f32; s * o], vec![0f32; s * o]);
+                kernels::matmul_with(arm, &plain, &x, s, &mut y).unwrap();
+                kernels::matmul_with(arm, &checked, &x, s, &mut yc).unwrap();
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&y), bits(&yc), "{arm} O={o} I={i} S={s}");
+                check_f32(&checked, &x, s, &yc, arm.name());
+            }
+        }
+        // One NaN code (first byte, a middle one, the last byte) keeps the mark off.
+        for pos in [0, (o / 2) * i + i / 2, o * i - 1] {
+            let mut tn = gen_tensor(Format::Fp8E4m3B128, 0, o, i, &mut rng, 0.3, false);
+            tn.w[pos] = if pos % 2 == 0 { 0xFF } else { 0x7F };
+            let m = tn.matrix().with_nan_codes_checked();
+            assert!(!m.fp8_nan_free(), "O={o} I={i} pos={pos}");
+            let x = gen_x(1, i, &mut rng);
+            for arm in checked_arms() {
+                let mut y = vec![0f32; o];
+                kernels::matmul_with(arm, &m, &x, 1, &mut y).unwrap();
+                assert!(y[pos / i].is_nan(), "{arm} O={o} I={i} pos={pos}");
+            }
+        }
+    }
+    for format in [Format::Int8Row, Format::Int4Row] {
+        let t = gen_tensor(format, 0, 3, 64, &mut rng, 0.3, false);
+        assert!(!t.matrix().with_nan_codes_checked().fp8_nan_free(), "{format:?}");
+    }
+}
+
 /// int4-row and fp8 with f32 activations at small batches (the 256-bit arms take 8, 4 or 2
 /// activation rows per pass over column chunks of `4096 / T`, in row blocks of about 1 MiB of
 /// weights): widths around the chunks' edges (512, 1024, 2048 columns) with and without a

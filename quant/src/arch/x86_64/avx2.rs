@@ -3000,6 +3000,7 @@ macro_rules! avx2_arm {
             let bits = T == 2
                 && crate::isa::fp8_bits_decode()
                 && scalable_by_2_120(&x[s0 * ni..(s0 + T) * ni]);
+            let probe = !m.fp8_nan_free(); // with_nan_codes_checked found none: no probes
             // One chunk (blocks g0..g1) of weight row o: the T activation rows' sums, each
             // block's times its scale.
             let chunk = |row: &[u8], o: usize, g0: usize, g1: usize, xb: *const f32| {
@@ -3013,7 +3014,7 @@ macro_rules! avx2_arm {
                         // SAFETY: as above.
                         let w = unsafe { row.as_ptr().add(128 * g) };
                         // SAFETY: 128 bytes at w.
-                        (w, unsafe { band_has_nan([w]) })
+                        (w, probe && unsafe { band_has_nan([w]) })
                     } else {
                         wt[..ni - 128 * full].copy_from_slice(&row[128 * full..]);
                         (wt.as_ptr(), true)
@@ -3049,7 +3050,7 @@ macro_rules! avx2_arm {
 
         /// The 128-column blocks `0 .. blocks` of 4 fp8 weight rows (bytes at `w[r]`) against
         /// `xs` (their activations, `x · 2¹²⁰` with `BITS`, else `x · 2⁸`): per block one NaN
-        /// probe of the 4 rows ([`band_has_nan`]), the rows' 8-lane partial sums
+        /// probe of the 4 rows ([`band_has_nan`], with `probe`), the rows' 8-lane partial sums
         /// ([`fp8_rows4_block`]; [`fp8x16_bits`] with `BITS`, else [`fp8x16_low`], with NaN
         /// handling only where the probe finds a NaN code) and `acc[r] += part[r] · scale`
         /// lane-wise, block `g`'s scale of row `r` at `sc[r] + g`.
@@ -3060,6 +3061,7 @@ macro_rules! avx2_arm {
         #[inline]
         #[target_feature(enable = $feat)]
         unsafe fn fp8_rows4_sweep<const BITS: bool>(
+            probe: bool,
             mut acc: [__m256; 4],
             w: [*const u8; 4],
             xs: *const f32,
@@ -3070,7 +3072,7 @@ macro_rules! avx2_arm {
                 // SAFETY: block g < blocks of every row, of xs and of every scale run (caller).
                 unsafe {
                     let (wg, xg) = (w.map(|p| p.add(128 * g)), xs.add(128 * g));
-                    let part = match (BITS, band_has_nan(wg)) {
+                    let part = match (BITS, probe && band_has_nan(wg)) {
                         (true, true) => fp8_rows4_block(wg, xg, |p| fp8x16_bits::<true>(p)),
                         (true, false) => fp8_rows4_block(wg, xg, |p| fp8x16_bits::<false>(p)),
                         (false, true) => fp8_rows4_block(wg, xg, |p| fp8x16_low::<true>(p)),
@@ -3092,8 +3094,9 @@ macro_rules! avx2_arm {
         /// `vhaddps` tree per half at the end. Per block one NaN probe of the 4 rows
         /// ([`band_has_nan`]) picks the decode with NaN handling only where it finds a NaN
         /// code (a probe of whole rows before the sweep was slower from L3: its loads did not
-        /// overlap the decode). A partial last block runs on zero-padded copies with NaN
-        /// handling (zero codes and activations add `0`). The activations are scaled to match
+        /// overlap the decode; a matrix from [`Matrix::with_nan_codes_checked`] that found no
+        /// NaN code skips the probes). A partial last block runs on zero-padded copies (zero
+        /// codes and activations add `0`). The activations are scaled to match
         /// the decode — `x · 2¹²⁰` for the bits decode where every `|x| < 2⁸`, else `x · 2⁸`
         /// for the f16 route (the caller has checked that every `x · 2⁸` is finite) — into a
         /// stack buffer once per call for `I` ≤ 16 384, else per band and 16 384-column chunk.
@@ -3111,6 +3114,7 @@ macro_rules! avx2_arm {
             let full = ni / 128;
             let tn = ni - 128 * full;
             let bits = crate::isa::fp8_bits_decode() && scalable_by_2_120(&x[..ni]);
+            let probe = !m.fp8_nan_free(); // with_nan_codes_checked found none: no probes
             let scale = _mm256_set1_ps(if bits { TWO_120 } else { 256.0 });
             // Writes x[from .. from + n] · scale at `to` (n a multiple of 8).
             let scale_into = |from: &[f32], to: *mut f32| {
@@ -3157,9 +3161,9 @@ macro_rules! avx2_arm {
                         // activations at xc (written above), their nb scales at every sc[r].
                         *ah = unsafe {
                             if bits {
-                                fp8_rows4_sweep::<true>(*ah, w, xc, nb, sc)
+                                fp8_rows4_sweep::<true>(probe, *ah, w, xc, nb, sc)
                             } else {
-                                fp8_rows4_sweep::<false>(*ah, w, xc, nb, sc)
+                                fp8_rows4_sweep::<false>(probe, *ah, w, xc, nb, sc)
                             }
                         };
                     }
@@ -3174,9 +3178,9 @@ macro_rules! avx2_arm {
                         // scale at every sc[r].
                         *ah = unsafe {
                             if bits {
-                                fp8_rows4_sweep::<true>(*ah, w, xt.as_ptr(), 1, sc)
+                                fp8_rows4_sweep::<true>(probe, *ah, w, xt.as_ptr(), 1, sc)
                             } else {
-                                fp8_rows4_sweep::<false>(*ah, w, xt.as_ptr(), 1, sc)
+                                fp8_rows4_sweep::<false>(probe, *ah, w, xt.as_ptr(), 1, sc)
                             }
                         };
                     }
