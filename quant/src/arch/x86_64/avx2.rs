@@ -2030,69 +2030,104 @@ macro_rules! avx2_arm {
             v
         }
 
+        /// One 32-column block of 4 int4-grouped or mxfp4 (`MX`) weight rows (16 bytes at
+        /// `w[r]`) into the rows' group sums `part`: mxfp4 by [`nibble_block_f32`] and 4 FMAs
+        /// against the 32 activations at `xb`; int4-grouped by [`int4_split_block`] against the
+        /// block's split activations (at `split` when given, else split from `xb`).
+        ///
+        /// # Safety
+        /// The arm's features available; 16 bytes at every `w[r]`, 32 values at `xb` and at
+        /// `split` when given.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn nib_block4<const MX: bool>(
+            part: &mut [__m256; 4],
+            w: [*const u8; 4],
+            xb: *const f32,
+            split: Option<*const f32>,
+            lut: __m128i,
+        ) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                if MX {
+                    let xv: [__m256; 4] = core::array::from_fn(|q| _mm256_loadu_ps(xb.add(8 * q)));
+                    for (r, pr) in part.iter_mut().enumerate() {
+                        let d = nibble_block_f32(_mm_loadu_si128(w[r].cast()), MX, lut);
+                        for q in 0..4 {
+                            *pr = _mm256_fmadd_ps(d[q], xv[q], *pr);
+                        }
+                    }
+                } else {
+                    let xv = match split {
+                        Some(p) => core::array::from_fn(|k| _mm256_loadu_ps(p.add(8 * k))),
+                        None => split_even_odd_ps(xb),
+                    };
+                    int4_split_block(part, w, xv);
+                }
+            }
+        }
+
+        /// The end of group `g` of 4 int4-grouped or mxfp4 (`MX`) rows: `acc[r] = fma(part[r],
+        /// scale, acc[r])`, row `r`'s scales at `sc[r]` (`f32`, or UE8M0 bytes for `MX`, as
+        /// `2^(e − 128)` for the doubled codes).
+        ///
+        /// # Safety
+        /// A scale of group `g` at every `sc[r]` (the one of the format's kind).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn nib_group_end<const MX: bool>(
+            acc: &mut [__m256; 4],
+            part: [__m256; 4],
+            sc: &[(*const f32, *const u8); 4],
+            g: usize,
+        ) {
+            for (r, (a, pr)) in acc.iter_mut().zip(part).enumerate() {
+                // SAFETY: the caller's contract.
+                let s = unsafe {
+                    if MX {
+                        crate::arch::UE8M0_HALF[usize::from(*sc[r].1.add(g))]
+                    } else {
+                        *sc[r].0.add(g)
+                    }
+                };
+                *a = _mm256_fmadd_ps(pr, _mm256_set1_ps(s), *a);
+            }
+        }
+
         /// The groups `0 .. groups` of `bpg` full 32-column blocks of 4 int4-grouped or mxfp4
-        /// (`MX`) weight rows (bytes at `w[r]`) against the activations at `x`: per block the
-        /// rows' codes into their group sums — int4-grouped by [`int4_split_block`] against
-        /// the block's split activations (from the per-call buffer `split.1` when `split.0`,
-        /// else split here), mxfp4 by [`nibble_block_f32`] and 4 FMAs — and at each group end
-        /// `acc[r] = fma(part[r], scale, acc[r])`, row `r`'s scales at `sc[r]` (`f32`, or
-        /// UE8M0 bytes for `MX`, as `2^(e − 128)`). Pointers advance by the block, so the loop
-        /// keeps no per-block index arithmetic or bounds checks.
+        /// (`MX`) weight rows (bytes at `w[r]`) against the activations at `x` (their split,
+        /// block by block, at `split` when given): [`nib_block4`] per block,
+        /// [`nib_group_end`] per group. Pointers advance by the block, so the loop keeps no
+        /// per-block index arithmetic or bounds checks.
         ///
         /// # Safety
         /// The arm's features available; `16 · bpg · groups` bytes at every `w[r]`, `32 · bpg ·
-        /// groups` values at `x` (and at `split.1` when `split.0`), `groups` scales at every
-        /// `sc[r]` (the one of the format's kind).
+        /// groups` values at `x` (and at `split` when given), `groups` scales at every `sc[r]`
+        /// (the one of the format's kind).
         #[inline]
         #[target_feature(enable = $feat)]
         unsafe fn nib_rows4_sweep<const MX: bool>(
             w: [*const u8; 4],
             x: *const f32,
-            split: (bool, *const f32),
+            split: Option<*const f32>,
             groups: usize,
             bpg: usize,
-            sc: [(*const f32, *const u8); 4],
+            sc: &[(*const f32, *const u8); 4],
             lut: __m128i,
         ) -> [__m256; 4] {
             let mut acc = [_mm256_setzero_ps(); 4];
-            let (mut w, mut xb, mut xe) = (w, x, split.1);
+            let (mut w, mut xb, mut xe) = (w, x, split);
             for g in 0..groups {
                 let mut part = [_mm256_setzero_ps(); 4];
                 for _ in 0..bpg {
-                    // SAFETY: one full block at w[r], xb (and xe when split.0) (caller).
-                    unsafe {
-                        if MX {
-                            let xv: [__m256; 4] =
-                                core::array::from_fn(|q| _mm256_loadu_ps(xb.add(8 * q)));
-                            for (r, pr) in part.iter_mut().enumerate() {
-                                let d = nibble_block_f32(_mm_loadu_si128(w[r].cast()), MX, lut);
-                                for q in 0..4 {
-                                    *pr = _mm256_fmadd_ps(d[q], xv[q], *pr);
-                                }
-                            }
-                        } else {
-                            let xv = if split.0 {
-                                core::array::from_fn(|k| _mm256_loadu_ps(xe.add(8 * k)))
-                            } else {
-                                split_even_odd_ps(xb)
-                            };
-                            int4_split_block(&mut part, w, xv);
-                        }
-                    }
+                    // SAFETY: one full block at w[r], xb (and xe) (caller).
+                    unsafe { nib_block4::<MX>(&mut part, w, xb, xe, lut) };
                     w = w.map(|p| p.wrapping_add(16));
-                    (xb, xe) = (xb.wrapping_add(32), xe.wrapping_add(32));
+                    xb = xb.wrapping_add(32);
+                    xe = xe.map(|p| p.wrapping_add(32));
                 }
-                for (r, (a, pr)) in acc.iter_mut().zip(part).enumerate() {
-                    // SAFETY: group g < groups has a scale at sc[r] (caller).
-                    let s = unsafe {
-                        if MX {
-                            crate::arch::UE8M0_HALF[usize::from(*sc[r].1.add(g))]
-                        } else {
-                            *sc[r].0.add(g)
-                        }
-                    };
-                    *a = _mm256_fmadd_ps(pr, _mm256_set1_ps(s), *a);
-                }
+                // SAFETY: group g < groups has a scale at every sc[r] (caller).
+                unsafe { nib_group_end::<MX>(&mut acc, part, sc, g) };
             }
             acc
         }
@@ -2171,54 +2206,31 @@ macro_rules! avx2_arm {
                             (sf[sb[r]..].as_ptr(), core::ptr::null())
                         }
                     });
+                    let split = whole.then_some(xep); // block b's split at 32·b
                     // SAFETY: gfull · bpg ≤ blocks full blocks of every row and of x (and of
                     // its split in xeo when `whole`); gfull ≤ groups scales of every row.
                     let mut acc = unsafe {
-                        nib_rows4_sweep::<MX>(w0, x.as_ptr(), (whole, xep), gfull, bpg, sc, lut)
+                        nib_rows4_sweep::<MX>(w0, x.as_ptr(), split, gfull, bpg, &sc, lut)
                     };
                     for g in gfull..m.groups_per_row() {
                         let mut part = [_mm256_setzero_ps(); 4];
                         for b in g * bpg..((g + 1) * bpg).min(all) {
-                            let (w, xb): ([*const u8; 4], *const f32) = if b < blocks {
-                                let w =
-                                    core::array::from_fn(|r| rp[4 * h + r].wrapping_add(16 * b));
-                                (w, x.as_ptr().wrapping_add(32 * b))
-                            } else {
-                                (core::array::from_fn(|r| wt[4 * h + r].as_ptr()), xt.as_ptr())
-                            };
                             // SAFETY: b < blocks: 32 activations at 32·b (their split at 32·b
                             // of xeo when `whole`) and 16 bytes at 16·b of every row; else the
                             // 32- and 16-long padded copies.
                             unsafe {
-                                if !MX {
-                                    let xv = if whole && b < blocks {
-                                        let p = xep.add(32 * b);
-                                        core::array::from_fn(|k| _mm256_loadu_ps(p.add(8 * k)))
-                                    } else {
-                                        split_even_odd_ps(xb)
-                                    };
-                                    int4_split_block(&mut part, w, xv);
-                                    continue;
-                                }
-                                let xv: [__m256; 4] =
-                                    core::array::from_fn(|q| _mm256_loadu_ps(xb.add(8 * q)));
-                                for (r, pr) in part.iter_mut().enumerate() {
-                                    let v = _mm_loadu_si128(w[r].cast());
-                                    let d = nibble_block_f32(v, MX, lut);
-                                    for q in 0..4 {
-                                        *pr = _mm256_fmadd_ps(d[q], xv[q], *pr);
-                                    }
+                                if b < blocks {
+                                    let w = core::array::from_fn(|r| rp[4 * h + r].add(16 * b));
+                                    let xs = split.map(|p| p.add(32 * b));
+                                    nib_block4::<MX>(&mut part, w, x.as_ptr().add(32 * b), xs, lut);
+                                } else {
+                                    let w = core::array::from_fn(|r| wt[4 * h + r].as_ptr());
+                                    nib_block4::<MX>(&mut part, w, xt.as_ptr(), None, lut);
                                 }
                             }
                         }
-                        for (r, (a, pr)) in acc.iter_mut().zip(part).enumerate() {
-                            let sc = if MX {
-                                crate::arch::UE8M0_HALF[usize::from(se[sb[r] + g])]
-                            } else {
-                                sf[sb[r] + g]
-                            };
-                            *a = _mm256_fmadd_ps(pr, _mm256_set1_ps(sc), *a);
-                        }
+                        // SAFETY: g < groups: a scale of group g at every sc[r].
+                        unsafe { nib_group_end::<MX>(&mut acc, part, &sc, g) };
                     }
                     *rh = sums4_half_ps(acc);
                 }
