@@ -217,25 +217,49 @@ pub fn set_vbmi_lookups(allowed: bool) {
     VBMI_LOOKUPS.store(allowed, Ordering::Relaxed);
 }
 
-/// Whether the 256-bit fp8 f32 kernels may decode e4m3 straight to f32 bits (see
-/// [`fp8_bits_decode`]).
-static FP8_BITS_DECODE: AtomicBool = AtomicBool::new(true);
+/// The fp8 bits-decode switch of [`fp8_bits_decode`]: not yet decided (`FP8_AUTO`), decided
+/// from the CPU, or set by [`set_fp8_bits_decode`].
+static FP8_BITS_DECODE: AtomicU8 = AtomicU8::new(FP8_AUTO);
+const FP8_AUTO: u8 = 0;
+const FP8_SET_OFF: u8 = 1;
+const FP8_SET_ON: u8 = 2;
+const FP8_CPU_OFF: u8 = 3;
+const FP8_CPU_ON: u8 = 4;
 
 /// Whether the AVX2 arm's fp8 f32 kernels (one activation row, and passes of two) may decode
 /// e4m3 straight to f32 bits against activations scaled by `2¹²⁰` (where every `|x| < 2⁸`),
-/// rather than through f16 against `x · 2⁸`: on unless switched off
-/// ([`set_fp8_bits_decode`]). Both decodes give the same bits; this is not an arm of its own.
+/// rather than through f16 against `x · 2⁸`. The bits decode turns exponent-0 codes into f32
+/// subnormals, which an FMA takes at full speed on AMD's cores but through a microcode assist
+/// per instruction on Intel's (30 × slower on random codes), so by default it is used only
+/// where the CPU takes subnormal operands at full speed; [`set_fp8_bits_decode`] overrides
+/// that. Both decodes give the same bits; this is not an arm of its own.
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn fp8_bits_decode() -> bool {
-    FP8_BITS_DECODE.load(Ordering::Relaxed)
+    match FP8_BITS_DECODE.load(Ordering::Relaxed) {
+        FP8_SET_ON | FP8_CPU_ON => true,
+        FP8_SET_OFF | FP8_CPU_OFF => false,
+        _ => {
+            let on = crate::arch::x86_64::subnormal_operands_full_speed();
+            let decided = if on { FP8_CPU_ON } else { FP8_CPU_OFF };
+            // A concurrent `set_fp8_bits_decode` wins: only an undecided switch is written.
+            let _ = FP8_BITS_DECODE.compare_exchange(
+                FP8_AUTO,
+                decided,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            on
+        }
+    }
 }
 
-/// Allows (`true`, the default) or forbids the f32-bits decode of the AVX2 arm's fp8 f32
-/// kernels, so that tests can compare it with the f16 decode on the same inputs. Results are
-/// identical either way; only speed changes. For tests and measurements.
+/// Forces (`true`) or forbids (`false`) the f32-bits decode of the AVX2 arm's fp8 f32 kernels
+/// whatever the CPU (by default it is chosen from the CPU, see `fp8_bits_decode`), so that
+/// tests can compare it with the f16 decode on the same inputs. Results are identical either
+/// way; only speed changes. For tests and measurements.
 #[doc(hidden)]
 pub fn set_fp8_bits_decode(allowed: bool) {
-    FP8_BITS_DECODE.store(allowed, Ordering::Relaxed);
+    FP8_BITS_DECODE.store(if allowed { FP8_SET_ON } else { FP8_SET_OFF }, Ordering::Relaxed);
 }
 
 /// Every arm available on this CPU (scalar first).

@@ -44,9 +44,11 @@
 //! prefetched. fp8 with one activation row does the same as int4-row's (`f32_fp8_band8`): per
 //! 128-column block, one NaN probe for the band's 8 rows, the activations scaled once for the
 //! band, and one block sum per row, `acc = fma(part, scale, acc)` lane-wise. Where every
-//! `|x| < 2⁸` the activations are scaled by `2¹²⁰` and the weights decoded with integer
-//! operations only (`fp8x8_bits`: `vpmovsxbd`, `≪ 20`, `& 0x87F0_0000` is the f32
-//! `e4m3 · 2⁻¹²⁰`, subnormals included); otherwise by `2⁸` (the caller checks every `x · 2⁸`
+//! `|x| < 2⁸` and the CPU takes subnormal FMA operands at full speed (AMD; on Intel each one
+//! is a microcode assist, `isa::fp8_bits_decode`) the activations are scaled by `2¹²⁰` and the
+//! weights decoded with integer operations only (`fp8x8_bits`: `vpmovsxbd`, `≪ 20`,
+//! `& 0x87F0_0000` is the f32 `e4m3 · 2⁻¹²⁰`, subnormals included); otherwise by `2⁸` (the
+//! caller checks every `x · 2⁸`
 //! is finite, else the row kernel runs) and 32 bytes decoded to f16 per `vpunpck{l,h}bw` pair
 //! and converted (`fp8x32_low`, `e4m3 · 2⁻⁸`). The products, so the sums, are the same either
 //! way. With 2 to 16 activation rows fp8 takes int4-row's small-batch form (`f32_fp8_multi`,
