@@ -21,9 +21,9 @@ use core::ops::Range;
 use crate::format::Format;
 use crate::kernels::{Matrix, Scales};
 
-/// Whether this CPU's floating-point units take subnormal operands at full speed: AMD's
-/// cores do (vendor `AuthenticAMD`, and Hygon's Zen-derived `HygonGenuine`: measured on Zen 2,
-/// 3 and 4), Intel's take a microcode assist per instruction with a subnormal operand (an
+/// Whether this CPU's FMA takes a subnormal multiplicand at full speed when the product is
+/// normal: AMD's cores do (vendor `AuthenticAMD`, and Hygon's Zen-derived `HygonGenuine`;
+/// measured on Zen 2), Intel's take a microcode assist per instruction with a subnormal operand (an
 /// Intel Xeon of 2026-12-02 ran the AVX2 fp8 kernel's f32-bits decode, in which the
 /// exponent-0 codes of random weights — 5 % of them — are subnormal, at 0.42 G weights/s
 /// against 13.8 on Zen 2). Unknown vendors count as slow; so does Miri (no `cpuid`).
