@@ -1347,15 +1347,16 @@ fn q8_wide_group_row_ranges_every_arm() {
 /// and [`miri_f32_batches_every_arm`] split the band kernels): a full band of 8 rows plus a
 /// partial one (and 16 + 1 for the AVX-512 arms), partial last blocks and groups, the scale
 /// transposes' padded tails (fewer than 4 or 16 groups left), here int4-row, int8-row, fp8 and
-/// mxfp4 with one activation row — the AVX2 int4-row, int8-row, fp8 and mxfp4 bands with their
-/// zero-padded tail blocks among them — every arm bit-exact against the scalar reference (f32
-/// paths: within the f32 tolerance).
+/// mxfp4 with one activation row — the AVX2 int4-row, int8-row, fp8 and mxfp4 bands and the
+/// AVX-512 int4-row and int8-row q8 bands (a full 128- or 64-column block, then a partial one)
+/// with their zero-padded tail blocks among them — every arm bit-exact against the scalar
+/// reference (f32 paths: within the f32 tolerance).
 #[test]
 fn miri_band_kernels_every_arm() {
     let mut rng = StdRng::seed_from_u64(0xb8b8);
     for (format, gs, o, i) in [
-        (Format::Int4Row, 0, 9, 65),
-        (Format::Int8Row, 0, 9, 33),
+        (Format::Int4Row, 0, 9, 193),
+        (Format::Int8Row, 0, 9, 97),
         (Format::Fp8E4m3B128, 0, 9, 129),
         (Format::Mxfp4, 0, 17, 97),
         (Format::Mxfp4, 0, 17, 600),

@@ -1373,8 +1373,224 @@ macro_rules! avx512_arm {
             out
         }
 
+        /// Exact lane sums of 8 vectors: lane `r` of the result is `Σ lanes of a[r]` (i32;
+        /// exact while every sum fits, which the callers' bounds guarantee): each vector's
+        /// 256-bit halves added, two levels of `vphaddd` and one fold of the 128-bit halves.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn sums8_512(a: [__m512i; 8]) -> __m256i {
+            let h: [__m256i; 8] = core::array::from_fn(|r| {
+                _mm256_add_epi32(_mm512_castsi512_si256(a[r]), _mm512_extracti64x4_epi64::<1>(a[r]))
+            });
+            let h01 = _mm256_hadd_epi32(h[0], h[1]);
+            let h23 = _mm256_hadd_epi32(h[2], h[3]);
+            let h45 = _mm256_hadd_epi32(h[4], h[5]);
+            let h67 = _mm256_hadd_epi32(h[6], h[7]);
+            let lo = _mm256_hadd_epi32(h01, h23); // rows 0..4: low-half sums | high-half sums
+            let hi = _mm256_hadd_epi32(h45, h67); // rows 4..8
+            _mm256_add_epi32(
+                _mm256_permute2x128_si256::<0x20>(lo, hi),
+                _mm256_permute2x128_si256::<0x31>(lo, hi),
+            )
+        }
+
+        /// The 8 exact sums of a band of 8 weight rows against one activation row, as one
+        /// vector (lane `r` = row `r`): `step(acc, w, x)` adds one block (`W` bytes of each row
+        /// at `w[r]`, `X` activation codes at `x`) into the 8 accumulators, one per row (8
+        /// independent `dpbusd` chains, where the one-row kernels had two), for each of the
+        /// `blocks` full blocks and then the partial last block `tail` (zero-padded copies), if
+        /// any; [`sums8_512`] at the end (one reduction per 8 rows). `STREAM`: each block also
+        /// prefetches into L2 the next `8 · W` bytes from `ahead`, the start of the next band
+        /// (its 8 rows are contiguous), so one band is in flight while this one is summed.
+        ///
+        /// # Safety
+        /// Features available; every `rows[r]` holds at least `W · blocks` bytes, `x` at least
+        /// `X · blocks` codes, the tail's pointers `W` and `X`; `step` reads only the `W` and
+        /// `X` bytes at its pointers.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn band8_sums_512<const W: usize, const X: usize, const STREAM: bool>(
+            rows: [*const u8; 8],
+            x: *const i8,
+            blocks: usize,
+            tail: Option<([*const u8; 8], *const i8)>,
+            ahead: *const u8,
+            step: impl Fn(&mut [__m512i; 8], [*const u8; 8], *const i8),
+        ) -> __m256i {
+            let mut acc = [_mm512_setzero_si512(); 8];
+            for b in 0..blocks {
+                if STREAM {
+                    for l in 0..8 * W / 64 {
+                        // A hint: never faults, whatever the (wrapping) address.
+                        _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(8 * W * b + 64 * l).cast());
+                    }
+                }
+                // b < blocks: X codes at X·b, W bytes at W·b of every row.
+                let w = core::array::from_fn(|r| rows[r].wrapping_add(W * b));
+                step(&mut acc, w, x.wrapping_add(X * b));
+            }
+            if let Some((w, x)) = tail {
+                step(&mut acc, w, x);
+            }
+            sums8_512(acc)
+        }
+
+        /// `Σ nib · x` of 8 int4 rows against **one** activation row ([`band8_sums_512`],
+        /// 128-column blocks): the block's 128 activation codes are loaded once and split into
+        /// even and odd columns ([`split_even_odd`]), shared by the 8 rows; a row's block is
+        /// one 64-byte load, `& 0x0F`, `≫ 4 & 0x0F` and two `dpbusd` (no unpacking into column
+        /// order). In the zero-padded tail the padding nibbles meet zero codes. Exact: `nib ≤
+        /// 15`, `|x| ≤ 127`.
+        ///
+        /// # Safety
+        /// As [`band8_sums_512`] with `W = 64`, `X = 128`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn int4_band8_q8<const STREAM: bool>(
+            rows: [*const u8; 8],
+            x: *const i8,
+            blocks: usize,
+            tail: Option<([*const u8; 8], *const i8)>,
+            ahead: *const u8,
+        ) -> __m256i {
+            let mask = _mm512_set1_epi8(0x0F);
+            let step = |acc: &mut [__m512i; 8], w: [*const u8; 8], x: *const i8| {
+                // SAFETY: x points at 128 codes, each w[r] at 64 bytes (band8_sums_512).
+                let (xe, xo) = unsafe {
+                    split_even_odd(
+                        _mm512_loadu_si512(x.cast()),
+                        _mm512_loadu_si512(x.add(64).cast()),
+                    )
+                };
+                for r in 0..8 {
+                    // SAFETY: as above.
+                    let w = unsafe { _mm512_loadu_si512(w[r].cast()) };
+                    let lo = _mm512_and_si512(w, mask);
+                    let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(w), mask);
+                    acc[r] = dpbusd(dpbusd(acc[r], lo, xe), hi, xo);
+                }
+            };
+            // SAFETY: the caller's contract.
+            unsafe { band8_sums_512::<64, 128, STREAM>(rows, x, blocks, tail, ahead, step) }
+        }
+
+        /// `Σ w · x` of 8 int8 rows against one activation row ([`band8_sums_512`], 64-column
+        /// blocks): the block's activation codes are loaded once for the 8 rows, each row's
+        /// block is one load and one [`dot64_signed`].
+        ///
+        /// # Safety
+        /// As [`band8_sums_512`] with `W = X = 64`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn int8_band8_q8<const STREAM: bool>(
+            rows: [*const u8; 8],
+            x: *const i8,
+            blocks: usize,
+            tail: Option<([*const u8; 8], *const i8)>,
+            ahead: *const u8,
+        ) -> __m256i {
+            let step = |acc: &mut [__m512i; 8], w: [*const u8; 8], x: *const i8| {
+                // SAFETY: x and each w[r] point at 64 readable bytes (band8_sums_512).
+                let xv = unsafe { _mm512_loadu_si512(x.cast()) };
+                for r in 0..8 {
+                    // SAFETY: as above.
+                    let w = unsafe { _mm512_loadu_si512(w[r].cast()) };
+                    acc[r] = dot64_signed(acc[r], w, xv);
+                }
+            };
+            // SAFETY: the caller's contract.
+            unsafe { band8_sums_512::<64, 64, STREAM>(rows, x, blocks, tail, ahead, step) }
+        }
+
+        /// The reference's epilogue of a one-group row format (`((0 + (d as f32) · s) · sx)`)
+        /// for the 8 rows `o` of a band as lane-wise vector operations (lane `r`: row `o[r]`'s
+        /// exact `d`; each lane performs exactly its row's f32 operations, so bit-identical),
+        /// stored to `y` (its first `y.len() ≤ 8` lanes). Only for `I > 0` (the reference skips
+        /// the product when a row has no columns).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn row_epilogue8(d: __m256i, sf: &[f32], o: &[usize; 8], sx: f32, y: &mut [f32]) {
+            let sc: [f32; 8] = core::array::from_fn(|r| sf[o[r]]);
+            // SAFETY: sc holds 8 f32.
+            let scv = unsafe { _mm256_loadu_ps(sc.as_ptr()) };
+            let p = _mm256_mul_ps(_mm256_cvtepi32_ps(d), scv);
+            let v = _mm256_mul_ps(_mm256_add_ps(_mm256_setzero_ps(), p), _mm256_set1_ps(sx));
+            let mut out = [0f32; 8];
+            // SAFETY: out holds 8 f32.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
+            y.copy_from_slice(&out[..y.len()]);
+        }
+
+        /// [`q8_int4_row`] for activation row `si` alone (`xsum` = its `Σx`), the GEMV case:
+        /// weight rows in bands of 8 through [`int4_band8_q8`] (a final, shorter band repeats
+        /// its last row and stores only its own), then the reference's epilogue
+        /// `((0 + (d as f32) · s) · sx)` for the 8 rows as lane-wise vector operations (each
+        /// lane exactly its row's operations: bit-identical).
+        ///
+        /// # Safety
+        /// Features available; shapes as asserted by [`matmul_q8_rows`].
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_int4_band8(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            si: usize,
+            xsum: i32,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            let (ni, nr) = (m.i(), rows.len());
+            let blocks = ni / 128;
+            let (q, sx) = xq.row(si);
+            let ys = &mut y[si * nr..(si + 1) * nr];
+            let Scales::F32(sf) = m.scales() else {
+                unreachable!("int4-row has f32 scales (Matrix::new)")
+            };
+            if ni == 0 {
+                for v in ys.iter_mut() {
+                    *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
+                }
+                return;
+            }
+            // The partial last block's activation codes, zero-padded.
+            let mut xt = [0i8; 128];
+            xt[..ni - 128 * blocks].copy_from_slice(&q[128 * blocks..]);
+            let off = _mm256_set1_epi32(8 * xsum);
+            let stream = streams(m);
+            // Each row's partial last block, zero-padded (every band copies the same number
+            // of bytes over the same prefix, so the padding stays zero).
+            let mut wt = [[0u8; 64]; 8];
+            let mut r0 = 0;
+            while r0 < nr {
+                let nv = (nr - r0).min(8);
+                let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+                let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                if ni % 128 != 0 {
+                    for (r, t) in wt.iter_mut().enumerate() {
+                        let row = m.row_bytes(o[r]);
+                        t[..row.len() - 64 * blocks].copy_from_slice(&row[64 * blocks..]);
+                    }
+                }
+                let tail = (ni % 128 != 0)
+                    .then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
+                // SAFETY: every row has ceil(I/2) ≥ 64·blocks bytes, q has I ≥ 128·blocks
+                // codes; the tail copies hold 64 bytes and 128 codes.
+                let d = unsafe {
+                    let ahead = rp[0].wrapping_add(8 * m.row_bytes(0).len());
+                    if stream {
+                        int4_band8_q8::<true>(rp, q.as_ptr(), blocks, tail, ahead)
+                    } else {
+                        int4_band8_q8::<false>(rp, q.as_ptr(), blocks, tail, ahead)
+                    }
+                };
+                row_epilogue8(_mm256_sub_epi32(d, off), sf, &o, sx, &mut ys[r0..r0 + nv]);
+                r0 += 8;
+            }
+        }
+
         /// Fused int4-row int8-activation kernel: `d = Σ nib·x − 8·Σx` (exact), then the
-        /// scalar reference's epilogue.
+        /// scalar reference's epilogue. Activation rows 4 or 2 at a time share each weight
+        /// row's loads ([`int4_row_dots`]); a single one (`S = 1`, or the last of an odd batch)
+        /// takes the 8-row band kernel [`q8_int4_band8`].
         ///
         /// # Safety
         /// Features available; shapes as asserted by [`matmul_q8_rows`].
@@ -1403,6 +1619,12 @@ macro_rules! avx512_arm {
                     xp[k] = q.as_ptr();
                     xsum[k] = q.iter().map(|&v| i32::from(v)).sum();
                 }
+                if st == 1 {
+                    // SAFETY: same contract.
+                    unsafe { q8_int4_band8(m, xq, s0, xsum[0], rows.clone(), y) };
+                    s0 += 1;
+                    continue;
+                }
                 let mut abuf = AlignedActs(core::mem::MaybeUninit::uninit());
                 // SAFETY: each xp[k], k < st, points at an activation row of I codes.
                 unsafe { align_acts(&mut xp, st, ni, &mut abuf) };
@@ -1413,7 +1635,8 @@ macro_rules! avx512_arm {
                         match st {
                             4 if stream => int4_row_dots::<4, true>(row, xp, ni),
                             4 => int4_row_dots::<4, false>(row, xp, ni),
-                            2 => {
+                            _ => {
+                                // st = 2 (a single activation row took q8_int4_band8).
                                 let x2 = [xp[0], xp[1]];
                                 let d = if stream {
                                     int4_row_dots::<2, true>(row, x2, ni)
@@ -1422,8 +1645,6 @@ macro_rules! avx512_arm {
                                 };
                                 [d[0], d[1], 0, 0]
                             }
-                            _ if stream => [int4_row_dots::<1, true>(row, [xp[0]], ni)[0], 0, 0, 0],
-                            _ => [int4_row_dots::<1, false>(row, [xp[0]], ni)[0], 0, 0, 0],
                         }
                     };
                     let sc = scalar::group_scale_q8(m, o, 0);
@@ -1658,7 +1879,12 @@ macro_rules! avx512_arm {
             [out[0], out[4], out[8], out[12]]
         }
 
-        /// int8-row int8-activation kernel: one exact dot product per row and activation row.
+        /// int8-row int8-activation kernel: weight rows in bands of 8 (a final, shorter band
+        /// repeats its last row and stores only its own), each band against every activation
+        /// row in turn ([`int8_band8_q8`], 64-column blocks, the last partial block from
+        /// zero-padded copies), then the reference's epilogue `((0 + d·s) · sx)` for the 8
+        /// rows ([`row_epilogue8`]). The band's bytes stay cached for the later activation
+        /// rows, so only the first one prefetches the next band when streaming.
         ///
         /// # Safety
         /// Features available; shapes as asserted by [`matmul_q8_rows`].
@@ -1670,22 +1896,53 @@ macro_rules! avx512_arm {
             y: &mut [f32],
         ) {
             let (ni, nr) = (m.i(), rows.len());
+            let Scales::F32(sf) = m.scales() else {
+                unreachable!("int8-row has f32 scales (Matrix::new)")
+            };
+            if ni == 0 {
+                for si in 0..xq.s() {
+                    let sx = xq.row(si).1;
+                    for v in &mut y[si * nr..(si + 1) * nr] {
+                        *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
+                    }
+                }
+                return;
+            }
+            let blocks = ni / 64;
+            // The partial last block of each row and activation row, zero-padded (every copy
+            // covers the same prefix, so the padding stays zero).
+            let (mut wt, mut xt) = ([[0u8; 64]; 8], [0i8; 64]);
+            let tn = ni - 64 * blocks;
             let stream = streams(m);
-            for (r, o) in rows.clone().enumerate() {
-                let row = m.row_bytes(o);
-                let sc = scalar::group_scale_q8(m, o, 0);
+            let mut r0 = 0;
+            while r0 < nr {
+                let nv = (nr - r0).min(8);
+                let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+                let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                if tn > 0 {
+                    for (r, t) in wt.iter_mut().enumerate() {
+                        t[..tn].copy_from_slice(&m.row_bytes(o[r])[64 * blocks..]);
+                    }
+                }
                 for si in 0..xq.s() {
                     let (q, sx) = xq.row(si);
-                    // SAFETY: the row has I bytes and the activation row I codes.
+                    if tn > 0 {
+                        xt[..tn].copy_from_slice(&q[64 * blocks..]);
+                    }
+                    let tail =
+                        (tn > 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
+                    // SAFETY: every row and q hold I ≥ 64·blocks bytes; the tail copies 64.
                     let d = unsafe {
-                        if stream {
-                            dot_i8::<true>(row.as_ptr().cast(), q.as_ptr(), ni)
+                        let ahead = rp[0].wrapping_add(8 * m.row_bytes(0).len());
+                        if stream && si == 0 {
+                            int8_band8_q8::<true>(rp, q.as_ptr(), blocks, tail, ahead)
                         } else {
-                            dot_i8::<false>(row.as_ptr().cast(), q.as_ptr(), ni)
+                            int8_band8_q8::<false>(rp, q.as_ptr(), blocks, tail, ahead)
                         }
                     };
-                    y[si * nr + r] = epilogue_row(d, sc, sx, ni);
+                    row_epilogue8(d, sf, &o, sx, &mut y[si * nr + r0..si * nr + r0 + nv]);
                 }
+                r0 += 8;
             }
         }
 
@@ -1713,7 +1970,7 @@ macro_rules! avx512_arm {
         #[target_feature(enable = $feat)]
         fn split_even_odd(x0: __m512i, x1: __m512i) -> (__m512i, __m512i) {
             #[rustfmt::skip]
-                    let pat = _mm512_broadcast_i32x4(_mm_setr_epi8(
+                            let pat = _mm512_broadcast_i32x4(_mm_setr_epi8(
                         0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
             ));
             let (a, b) = (_mm512_shuffle_epi8(x0, pat), _mm512_shuffle_epi8(x1, pat));
