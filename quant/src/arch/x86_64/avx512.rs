@@ -95,7 +95,9 @@ macro_rules! avx512_arm {
         use core::ops::Range;
 
         use super::{CH, I4_F32, I4_MAG, MX_F32, MX_MAG, MX_OFF, ST, mask16, mask64};
-        use crate::arch::x86_64::{BandPrefetch, group_sums64, int3_epilogue, streams};
+        use crate::arch::x86_64::{
+            BandPrefetch, group_sums64, int3_epilogue, row_epilogue8, streams, sums8,
+        };
         use crate::format::Format;
         use crate::kernels::{Matrix, QuantizedActs, Scales};
         use crate::scalar;
@@ -1375,23 +1377,13 @@ macro_rules! avx512_arm {
 
         /// Exact lane sums of 8 vectors: lane `r` of the result is `Σ lanes of a[r]` (i32;
         /// exact while every sum fits, which the callers' bounds guarantee): each vector's
-        /// 256-bit halves added, two levels of `vphaddd` and one fold of the 128-bit halves.
+        /// 256-bit halves added, then the AVX2 arm's [`sums8`].
         #[inline]
         #[target_feature(enable = $feat)]
         fn sums8_512(a: [__m512i; 8]) -> __m256i {
-            let h: [__m256i; 8] = core::array::from_fn(|r| {
+            sums8(core::array::from_fn(|r| {
                 _mm256_add_epi32(_mm512_castsi512_si256(a[r]), _mm512_extracti64x4_epi64::<1>(a[r]))
-            });
-            let h01 = _mm256_hadd_epi32(h[0], h[1]);
-            let h23 = _mm256_hadd_epi32(h[2], h[3]);
-            let h45 = _mm256_hadd_epi32(h[4], h[5]);
-            let h67 = _mm256_hadd_epi32(h[6], h[7]);
-            let lo = _mm256_hadd_epi32(h01, h23); // rows 0..4: low-half sums | high-half sums
-            let hi = _mm256_hadd_epi32(h45, h67); // rows 4..8
-            _mm256_add_epi32(
-                _mm256_permute2x128_si256::<0x20>(lo, hi),
-                _mm256_permute2x128_si256::<0x31>(lo, hi),
-            )
+            }))
         }
 
         /// The 8 exact sums of a band of 8 weight rows against one activation row, as one
@@ -1500,25 +1492,6 @@ macro_rules! avx512_arm {
             };
             // SAFETY: the caller's contract.
             unsafe { band8_sums_512::<64, 64, STREAM>(rows, x, blocks, tail, ahead, step) }
-        }
-
-        /// The reference's epilogue of a one-group row format (`((0 + (d as f32) · s) · sx)`)
-        /// for the 8 rows `o` of a band as lane-wise vector operations (lane `r`: row `o[r]`'s
-        /// exact `d`; each lane performs exactly its row's f32 operations, so bit-identical),
-        /// stored to `y` (its first `y.len() ≤ 8` lanes). Only for `I > 0` (the reference skips
-        /// the product when a row has no columns).
-        #[inline]
-        #[target_feature(enable = $feat)]
-        fn row_epilogue8(d: __m256i, sf: &[f32], o: &[usize; 8], sx: f32, y: &mut [f32]) {
-            let sc: [f32; 8] = core::array::from_fn(|r| sf[o[r]]);
-            // SAFETY: sc holds 8 f32.
-            let scv = unsafe { _mm256_loadu_ps(sc.as_ptr()) };
-            let p = _mm256_mul_ps(_mm256_cvtepi32_ps(d), scv);
-            let v = _mm256_mul_ps(_mm256_add_ps(_mm256_setzero_ps(), p), _mm256_set1_ps(sx));
-            let mut out = [0f32; 8];
-            // SAFETY: out holds 8 f32.
-            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
-            y.copy_from_slice(&out[..y.len()]);
         }
 
         /// [`q8_int4_row`] for activation row `si` alone (`xsum` = its `Σx`), the GEMV case:

@@ -16,6 +16,11 @@ use core::arch::x86_64::{
     _mm_unpackhi_epi8, _mm_unpackhi_epi16, _mm_unpackhi_epi32, _mm_unpacklo_epi8,
     _mm_unpacklo_epi16, _mm_unpacklo_epi32,
 };
+use core::arch::x86_64::{
+    __m256i, _mm256_add_epi32, _mm256_add_ps, _mm256_cvtepi32_ps, _mm256_hadd_epi32,
+    _mm256_loadu_ps, _mm256_mul_ps, _mm256_permute2x128_si256, _mm256_set1_ps, _mm256_setzero_ps,
+    _mm256_storeu_ps,
+};
 use core::ops::Range;
 
 use crate::format::Format;
@@ -37,6 +42,42 @@ pub(crate) fn subnormal_operands_full_speed() -> bool {
     vendor[4..8].copy_from_slice(&id.edx.to_le_bytes());
     vendor[8..].copy_from_slice(&id.ecx.to_le_bytes());
     matches!(&vendor, b"AuthenticAMD" | b"HygonGenuine")
+}
+
+/// Exact lane sums of 8 vectors: lane `r` of the result is `Σ lanes of a[r]` (i32;
+/// exact while every sum fits, which the callers' bounds guarantee). Two levels of
+/// `vphaddd` and one fold of the 128-bit halves.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) fn sums8(a: [__m256i; 8]) -> __m256i {
+    let h01 = _mm256_hadd_epi32(a[0], a[1]);
+    let h23 = _mm256_hadd_epi32(a[2], a[3]);
+    let h45 = _mm256_hadd_epi32(a[4], a[5]);
+    let h67 = _mm256_hadd_epi32(a[6], a[7]);
+    let lo = _mm256_hadd_epi32(h01, h23); // rows 0..4: low-half sums | high-half sums
+    let hi = _mm256_hadd_epi32(h45, h67); // rows 4..8
+    _mm256_add_epi32(
+        _mm256_permute2x128_si256::<0x20>(lo, hi),
+        _mm256_permute2x128_si256::<0x31>(lo, hi),
+    )
+}
+
+/// The reference's epilogue of a one-group row format (`((0 + (d as f32) · s) · sx)`)
+/// for the 8 rows `o` of a band as lane-wise vector operations (lane `r`: row `o[r]`'s
+/// exact `d`; each lane performs exactly its row's f32 operations, so bit-identical),
+/// stored to `y` (its first `y.len() ≤ 8` lanes). Only for `I > 0` (the reference skips
+/// the product when a row has no columns).
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) fn row_epilogue8(d: __m256i, sf: &[f32], o: &[usize; 8], sx: f32, y: &mut [f32]) {
+    let sc: [f32; 8] = core::array::from_fn(|r| sf[o[r]]);
+    // SAFETY: sc holds 8 f32.
+    let p = _mm256_mul_ps(_mm256_cvtepi32_ps(d), unsafe { _mm256_loadu_ps(sc.as_ptr()) });
+    let v = _mm256_mul_ps(_mm256_add_ps(_mm256_setzero_ps(), p), _mm256_set1_ps(sx));
+    let mut out = [0f32; 8];
+    // SAFETY: out holds 8 f32.
+    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
+    y.copy_from_slice(&out[..y.len()]);
 }
 
 /// 16 bytes of 2-bit fields (field `k` of byte `j` = column `4j + k`) → the 64 fields in
