@@ -223,8 +223,6 @@ static FP8_BITS_DECODE: AtomicU8 = AtomicU8::new(FP8_AUTO);
 const FP8_AUTO: u8 = 0;
 const FP8_SET_OFF: u8 = 1;
 const FP8_SET_ON: u8 = 2;
-const FP8_CPU_OFF: u8 = 3;
-const FP8_CPU_ON: u8 = 4;
 
 /// Whether the AVX2 arm's fp8 f32 kernels (one activation row, and passes of two) may decode
 /// e4m3 straight to f32 bits against activations scaled by `2¹²⁰` (where every `|x| < 2⁸`),
@@ -233,8 +231,10 @@ const FP8_CPU_ON: u8 = 4;
 /// per instruction on Intel's (30 × slower on random codes), so by default it is used only
 /// where the CPU takes subnormal operands at full speed; [`set_fp8_bits_decode`] overrides
 /// that. Both decodes give the same bits; this is not an arm of its own.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 pub(crate) fn fp8_bits_decode() -> bool {
+    const FP8_CPU_OFF: u8 = 3;
+    const FP8_CPU_ON: u8 = 4;
     match FP8_BITS_DECODE.load(Ordering::Relaxed) {
         FP8_SET_ON | FP8_CPU_ON => true,
         FP8_SET_OFF | FP8_CPU_OFF => false,
