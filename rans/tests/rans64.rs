@@ -302,6 +302,78 @@ fn tiles_equal_whole_decode() {
     }
 }
 
+/// `decode_next_pair` on two chunks, in random pieces of unequal lengths (invalid ones too),
+/// gives exactly what `decode_next` on each gives: the same bytes, the same results (errors
+/// included, on a blob with a damaged chunk) and the same decoder progress.
+#[test]
+fn paired_pieces_equal_separate_pieces() {
+    let src = gaussian_int4(300_001, 999, 8);
+    let good = encode(&src, 16);
+    let mut damaged = good.clone();
+    let at = damaged.len() * 3 / 4;
+    damaged[at] ^= 0x5A;
+    let mut rng = StdRng::seed_from_u64(21);
+    let mut damage_seen = 0;
+    for blob_bytes in [&good, &damaged] {
+        let blob = Blob::parse(blob_bytes).unwrap();
+        assert!(blob.n_chunks() >= 4);
+        for arm in arms() {
+            for (ca, cb) in [(0, 1), (1, 3), (2, 0), (3, 4)] {
+                let (ra, rb) = (blob.chunk_range(ca), blob.chunk_range(cb));
+                let (na, nb) = ((ra.end - ra.start) as usize, (rb.end - rb.start) as usize);
+                let mut pa = ChunkDecoder::new_with(blob.chunk(ca).unwrap(), arm).unwrap();
+                let mut pb = ChunkDecoder::new_with(blob.chunk(cb).unwrap(), arm).unwrap();
+                let (mut sa, mut sb) = (pa.clone(), pb.clone());
+                let (mut oa, mut ob) = (vec![0u8; na], vec![0u8; nb]);
+                let (mut wa, mut wb) = (vec![0u8; na], vec![0u8; nb]);
+                let (mut at_a, mut at_b) = (0usize, 0usize);
+                let mut steps = 0;
+                while (at_a < na || at_b < nb) && steps < 400 {
+                    steps += 1;
+                    let pick = |at: usize, n: usize, rng: &mut StdRng| {
+                        let want = 64 * rng.random_range(0..300usize)
+                            + usize::from(rng.random_range(0..20u8) == 0);
+                        want.min(n - at)
+                    };
+                    let (ta, tb) = (pick(at_a, na, &mut rng), pick(at_b, nb, &mut rng));
+                    let got = ChunkDecoder::decode_next_pair(
+                        &mut pa,
+                        &mut oa[at_a..at_a + ta],
+                        &mut pb,
+                        &mut ob[at_b..at_b + tb],
+                    );
+                    let want = (
+                        sa.decode_next(&mut wa[at_a..at_a + ta]),
+                        sb.decode_next(&mut wb[at_b..at_b + tb]),
+                    );
+                    assert_eq!(got, want, "{arm} chunks {ca},{cb}");
+                    assert_eq!((pa.remaining(), pb.remaining()), (sa.remaining(), sb.remaining()));
+                    if got.0.is_ok() {
+                        at_a += ta;
+                    }
+                    if got.1.is_ok() {
+                        at_b += tb;
+                    }
+                    for e in [&got.0, &got.1].into_iter().filter_map(|r| r.as_ref().err()) {
+                        if e.class() != "E_OUTPUT_LENGTH" {
+                            damage_seen += 1;
+                        }
+                    }
+                }
+                assert_eq!(oa[..at_a], wa[..at_a], "{arm}");
+                assert_eq!(ob[..at_b], wb[..at_b], "{arm}");
+                if blob_bytes == &good {
+                    assert_eq!(damage_seen, 0);
+                    assert_eq!((at_a, at_b), (na, nb), "{arm}");
+                    assert_eq!(oa[..], src[ra.start as usize..ra.end as usize]);
+                    assert_eq!(ob[..], src[rb.start as usize..rb.end as usize]);
+                }
+            }
+        }
+    }
+    assert!(damage_seen > 0, "the damaged chunk was never refused");
+}
+
 #[test]
 fn tile_length_contract() {
     let src = gaussian_int4(10_000, 100, 1);

@@ -75,6 +75,12 @@ impl Arm {
         }
     }
 
+    /// Whether the arm decodes two chunks faster together than one after the other
+    /// ([`ChunkDecoder::decode_next_pair`]: the AVX-512 arms' paired kernel).
+    pub fn has_paired_kernel(self) -> bool {
+        matches!(self, Arm::Avx512 | Arm::Avx512Vbmi)
+    }
+
     /// Whether the CPU (and this build) can run the arm, before the selftest.
     pub fn cpu_supported(self) -> bool {
         match self {
@@ -277,13 +283,17 @@ impl<'a> ChunkDecoder<'a> {
         self.chunk.raw_len - self.done
     }
 
-    /// Runs the arm's paired kernel over the first whole rounds of two fresh coded chunks
-    /// whose outputs are `da` and `db` (each the chunk's full raw length); returns how many
-    /// rounds each decoded (0 when the arm has no paired kernel or a chunk is raw). The
-    /// decoders continue from there with [`ChunkDecoder::decode_next`] on the rest.
+    /// Runs the arm's paired kernel over the whole rounds that the next `da.len()` bytes of
+    /// `a` and `db.len()` bytes of `b` have in common (each a valid [`decode_next`] length:
+    /// at most the chunk's rest); returns how many rounds each decoded (0 when the arm has no
+    /// paired kernel, a decoder has failed or a chunk is raw). The decoders continue from
+    /// there with [`decode_next`] on the rest; the kernel never errs (it stops where a way
+    /// runs short, and the checks run in [`decode_next`]).
+    ///
+    /// [`decode_next`]: ChunkDecoder::decode_next
     fn pair_rounds(a: &mut Self, da: &mut [u8], b: &mut Self, db: &mut [u8]) -> usize {
-        let fresh = |d: &Self, out: &[u8]| d.done == 0 && !d.failed && out.len() == d.chunk.raw_len;
-        if !fresh(a, da) || !fresh(b, db) {
+        let ready = |d: &Self, out: &[u8]| !d.failed && out.len() <= d.remaining();
+        if a.arm != b.arm || !ready(a, da) || !ready(b, db) {
             return 0;
         }
         let (
@@ -301,6 +311,37 @@ impl<'a> ChunkDecoder<'a> {
         a.done += n * LANES;
         b.done += n * LANES;
         n
+    }
+
+    /// Decodes the next `da.len()` bytes of `a` and the next `db.len()` bytes of `b`: the
+    /// same results, decoder states and errors as `(a.decode_next(da), b.decode_next(db))`,
+    /// but the rounds the two pieces have in common run through the arm's paired kernel
+    /// where it has one (the AVX-512 arms: eight vector chains instead of four, about 1.7×
+    /// one chunk's speed). For callers that consume two chunks tile by tile, such as the
+    /// fused matmul's two half-bands.
+    pub fn decode_next_pair(
+        a: &mut Self,
+        da: &mut [u8],
+        b: &mut Self,
+        db: &mut [u8],
+    ) -> (Result<(), Error>, Result<(), Error>) {
+        let valid = |d: &Self, out: &[u8]| {
+            let rem = d.remaining();
+            out.len() <= rem && (out.len().is_multiple_of(LANES) || out.len() == rem)
+        };
+        let (before_a, before_b) = (a.done, b.done);
+        let n =
+            if valid(a, da) && valid(b, db) { ChunkDecoder::pair_rounds(a, da, b, db) } else { 0 };
+        let (got_a, got_b) =
+            (a.decode_next(&mut da[n * LANES..]), b.decode_next(&mut db[n * LANES..]));
+        // A refused piece counts as not decoded at all, as with `decode_next`.
+        if got_a.is_err() {
+            a.done = before_a;
+        }
+        if got_b.is_err() {
+            b.done = before_b;
+        }
+        (got_a, got_b)
     }
 
     /// Decodes the next `out.len()` bytes. `out.len()` must be a multiple of 64 or reach the
