@@ -311,64 +311,74 @@ impl<'a> Rans64Matrix<'a> {
         }
         // Rows per kernel call that `ybuf` holds.
         let per_call = ybuf.len().checked_div(s).unwrap_or(usize::MAX).max(1);
-        let cap = wbuf.len();
-        let shift = u32::from(self.blob.chunk_shift());
-        let start = rows.start * stride;
-        let end = rows.end * stride;
-        let mut c = start >> shift;
-        let mut dec = ChunkDecoder::new_with(self.blob.chunk(c)?, arm)?;
-        // Drop the chunk's bytes before the band: whole 64-byte rounds into the scratch, the
-        // rest (`lead`) decoded with the first piece and skipped there.
-        let mut skip = start - (c << shift);
-        let lead = skip % rans64::LANES;
-        skip -= lead;
-        while skip > 0 {
-            let take = skip.min(cap / rans64::LANES * rans64::LANES);
-            dec.decode_next(&mut wbuf[..take])?;
-            skip -= take;
-        }
-        let mut head = 0; // wbuf[head..fill] holds decoded, not yet multiplied bytes
-        let mut fill = 0;
-        let mut pending_lead = lead;
-        let mut decoded_to = start - lead; // absolute offset of wbuf[fill]
-        let mut next_row = rows.start;
-        while next_row < rows.end {
-            if head > 0 {
-                wbuf.copy_within(head..fill, 0);
-                fill -= head;
-                head = 0;
-            }
-            if dec.remaining() == 0 {
-                c += 1;
-                dec = ChunkDecoder::new_with(self.blob.chunk(c)?, arm)?;
-            }
-            let rem = dec.remaining();
-            let space = cap - fill;
-            let need = (end - decoded_to).next_multiple_of(rans64::LANES);
-            let take = if rem <= space.min(need) {
-                rem
-            } else {
-                space.min(need) / rans64::LANES * rans64::LANES
+        let out = Out { isa, acts, band: &rows, per_call };
+        let Some(mid) = self.pair_split(arm, &rows, wbuf.len()) else {
+            return Cursor::start(self, arm, rows.clone(), wbuf)?
+                .run(self, arm, &out, wbuf, ybuf, yband);
+        };
+        // Two half-bands in lockstep, each in its half of the scratch, their common rounds
+        // through the paired decode kernel. Errors in chunk order: the first half's chunks
+        // all come before the second's, so an error of the second half is held until the
+        // first half has finished cleanly.
+        let (wa, wb) = wbuf.split_at_mut(wbuf.len() / 2);
+        let mut a = Cursor::start(self, arm, rows.start..mid, wa)?;
+        let mut b = Cursor::start(self, arm, mid..rows.end, wb);
+        while !a.done() {
+            let ra = a.piece(self, arm, wa)?;
+            let rb = match &mut b {
+                Ok(bc) if !bc.done() => match bc.piece(self, arm, wb) {
+                    Ok(rb) => Some(rb),
+                    Err(e) => {
+                        b = Err(e);
+                        None
+                    }
+                },
+                _ => None,
             };
-            dec.decode_next(&mut wbuf[fill..fill + take])?;
-            fill += take;
-            decoded_to += take;
-            // The first piece is at least 64 bytes (or the chunk's rest, which extends past
-            // the band's first byte), so it covers the lead.
-            head += pending_lead;
-            pending_lead = 0;
-            // Every whole row now in the scratch, in kernel calls of at most `per_call` rows.
-            let mut whole = ((fill - head) / stride).min(rows.end - next_row);
-            while whole > 0 {
-                let k = whole.min(per_call);
-                let tile = &wbuf[head..head + k * stride];
-                self.multiply(isa, acts, tile, next_row..next_row + k, &rows, ybuf, yband)?;
-                head += k * stride;
-                next_row += k;
-                whole -= k;
+            match (rb, &mut b) {
+                (Some(rb), Ok(bc)) => {
+                    let (got_a, got_b) = ChunkDecoder::decode_next_pair(
+                        &mut a.dec,
+                        &mut wa[ra.clone()],
+                        &mut bc.dec,
+                        &mut wb[rb.clone()],
+                    );
+                    got_a?;
+                    match got_b {
+                        Ok(()) => {
+                            bc.decoded(rb.len());
+                            bc.multiply(self, &out, wb, ybuf, yband)?;
+                        }
+                        Err(e) => b = Err(e.into()),
+                    }
+                }
+                _ => a.dec.decode_next(&mut wa[ra.clone()])?,
             }
+            a.decoded(ra.len());
+            a.multiply(self, &out, wa, ybuf, yband)?;
         }
-        Ok(())
+        b?.run(self, arm, &out, wb, ybuf, yband)
+    }
+
+    /// Where [`band_inner`](Self::band_inner) splits `rows` into two half-bands decoded in
+    /// lockstep: at the first row starting at or after the chunk boundary nearest the band's
+    /// middle byte, when `arm` has a paired kernel, the band crosses a chunk boundary and
+    /// each half of a `wlen`-byte scratch holds a row plus [`SCRATCH_SLACK`]. The second half
+    /// then starts at (or less than a row after) a chunk's first byte: it decodes no chunk
+    /// the whole band would not, and drops less than a row.
+    fn pair_split(&self, arm: Arm, rows: &Range<usize>, wlen: usize) -> Option<usize> {
+        if !arm.has_paired_kernel() || wlen / 2 < self.stride + SCRATCH_SLACK {
+            return None;
+        }
+        let chunk = 1usize << self.blob.chunk_shift();
+        let (start, end) = (rows.start * self.stride, rows.end * self.stride);
+        let middle = start + (end - start) / 2;
+        let below = middle / chunk * chunk;
+        let nearest = if middle - below <= chunk / 2 { below } else { below + chunk };
+        let boundary =
+            [nearest, below, below + chunk].into_iter().find(|&b| start < b && b < end)?;
+        let mid = boundary.div_ceil(self.stride);
+        (rows.start < mid && mid < rows.end).then_some(mid)
     }
 
     /// Rows `r` (decoded in `tile`) through the int4-row kernel into `ybuf`, then scattered
@@ -456,11 +466,160 @@ impl<'a> Rans64Matrix<'a> {
         let n = rows.len();
         let tile = crate::adapter::tile_bytes(&acts);
         let tile_rows = (tile / self.stride.max(1)).clamp(1, n.max(1));
-        let mut wbuf = std::vec![0u8; self.scratch_len(tile_rows * self.stride + SCRATCH_SLACK)];
+        // One tile per half-band where the arm decodes two chunks at once (`band_inner`).
+        let halves = if arm.has_paired_kernel() { 2 } else { 1 };
+        let tile_len = self.scratch_len(tile_rows * self.stride + SCRATCH_SLACK);
+        let mut wbuf = std::vec![0u8; halves * tile_len];
         let mut ybuf = std::vec![0f32; s.max(1) * tile_rows];
         let len = s.checked_mul(n).ok_or(Rans64AdapterError::Overflow { o: self.o, i: self.i })?;
         let mut y = std::vec![0f32; len];
         self.matmul_band(isa, arm, acts, rows, &mut y, &mut wbuf, &mut ybuf)?;
         Ok(y)
+    }
+}
+
+/// Where a band's outputs go: the arm, the activations, the band (rows of `yband`) and the
+/// rows per kernel call that the output scratch holds.
+struct Out<'x, 'b> {
+    isa: Isa,
+    acts: Acts<'x>,
+    band: &'b Range<usize>,
+    per_call: usize,
+}
+
+/// One band's (or half-band's) progress through its chunks: the decoder of the current
+/// chunk, the rows still to multiply, and what its weight scratch holds (`buf[head..fill]`:
+/// decoded, not yet multiplied bytes, `buf[fill]` being absolute byte `decoded_to`).
+struct Cursor<'a> {
+    dec: ChunkDecoder<'a>,
+    chunk: usize,
+    next_row: usize,
+    rows_end: usize,
+    end: usize,
+    head: usize,
+    fill: usize,
+    pending_lead: usize,
+    decoded_to: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// Opens the chunk holding row `rows.start`'s first byte and drops the chunk's bytes
+    /// before it: whole 64-byte rounds decoded into `buf`, the rest (the lead) decoded with
+    /// the first piece and skipped there.
+    fn start(
+        m: &Rans64Matrix<'a>,
+        arm: Arm,
+        rows: Range<usize>,
+        buf: &mut [u8],
+    ) -> Result<Self, Rans64AdapterError> {
+        let shift = u32::from(m.blob.chunk_shift());
+        let start = rows.start * m.stride;
+        let chunk = start >> shift;
+        let mut dec = ChunkDecoder::new_with(m.blob.chunk(chunk)?, arm)?;
+        let mut skip = start - (chunk << shift);
+        let lead = skip % rans64::LANES;
+        skip -= lead;
+        while skip > 0 {
+            let take = skip.min(buf.len() / rans64::LANES * rans64::LANES);
+            dec.decode_next(&mut buf[..take])?;
+            skip -= take;
+        }
+        Ok(Cursor {
+            dec,
+            chunk,
+            next_row: rows.start,
+            rows_end: rows.end,
+            end: rows.end * m.stride,
+            head: 0,
+            fill: 0,
+            pending_lead: lead,
+            decoded_to: start - lead,
+        })
+    }
+
+    /// Every row multiplied.
+    fn done(&self) -> bool {
+        self.next_row >= self.rows_end
+    }
+
+    /// Moves the partial row left over to the front of `buf`, opens the next chunk if the
+    /// current one is spent, and returns where in `buf` the next piece goes: a multiple of
+    /// 64 bytes or the chunk's rest, no more than the band still needs (rounded up to 64).
+    fn piece(
+        &mut self,
+        m: &Rans64Matrix<'a>,
+        arm: Arm,
+        buf: &mut [u8],
+    ) -> Result<Range<usize>, Rans64AdapterError> {
+        if self.head > 0 {
+            buf.copy_within(self.head..self.fill, 0);
+            self.fill -= self.head;
+            self.head = 0;
+        }
+        if self.dec.remaining() == 0 {
+            self.chunk += 1;
+            self.dec = ChunkDecoder::new_with(m.blob.chunk(self.chunk)?, arm)?;
+        }
+        let rem = self.dec.remaining();
+        let space = buf.len() - self.fill;
+        let need = (self.end - self.decoded_to).next_multiple_of(rans64::LANES);
+        let take = if rem <= space.min(need) {
+            rem
+        } else {
+            space.min(need) / rans64::LANES * rans64::LANES
+        };
+        Ok(self.fill..self.fill + take)
+    }
+
+    /// Records a decoded piece of `take` bytes. The first piece is at least 64 bytes (or the
+    /// chunk's rest, which extends past the band's first byte), so it covers the lead.
+    fn decoded(&mut self, take: usize) {
+        self.fill += take;
+        self.decoded_to += take;
+        self.head += self.pending_lead;
+        self.pending_lead = 0;
+    }
+
+    /// Every whole row now in `buf`, in kernel calls of at most `out.per_call` rows.
+    fn multiply(
+        &mut self,
+        m: &Rans64Matrix<'a>,
+        out: &Out<'_, '_>,
+        buf: &[u8],
+        ybuf: &mut [f32],
+        yband: &mut [f32],
+    ) -> Result<(), Rans64AdapterError> {
+        let stride = m.stride;
+        let mut whole = ((self.fill - self.head) / stride).min(self.rows_end - self.next_row);
+        while whole > 0 {
+            let k = whole.min(out.per_call);
+            let tile = &buf[self.head..self.head + k * stride];
+            let r = self.next_row..self.next_row + k;
+            m.multiply(out.isa, out.acts, tile, r, out.band, ybuf, yband)?;
+            self.head += k * stride;
+            self.next_row += k;
+            whole -= k;
+        }
+        Ok(())
+    }
+
+    /// Decodes and multiplies piece by piece until every row is done.
+    fn run(
+        mut self,
+        m: &Rans64Matrix<'a>,
+        arm: Arm,
+        out: &Out<'_, '_>,
+        buf: &mut [u8],
+        ybuf: &mut [f32],
+        yband: &mut [f32],
+    ) -> Result<(), Rans64AdapterError> {
+        while !self.done() {
+            let r = self.piece(m, arm, buf)?;
+            let take = r.len();
+            self.dec.decode_next(&mut buf[r])?;
+            self.decoded(take);
+            self.multiply(m, out, buf, ybuf, yband)?;
+        }
+        Ok(())
     }
 }
