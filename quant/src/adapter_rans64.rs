@@ -16,6 +16,16 @@
 //! byte (the bytes before it in that chunk are decoded and dropped) and stops once row
 //! `r1 - 1` is complete. That is what lets the `tetrad` crate split a matmul across threads.
 //!
+//! Half-bands: one chunk decodes as four vector chains, too few to hide their latency on the
+//! AVX-512 arms, which decode two chunks at once about 1.7× as fast. So on an arm with a
+//! paired kernel (`Arm::has_paired_kernel`) and a scratch of two tiles, a band that crosses a
+//! chunk boundary is cut at the first row starting at or after the boundary nearest its
+//! middle, and the two half-bands advance in lockstep, each in its half of the scratch, their
+//! pieces decoded together by `ChunkDecoder::decode_next_pair`. The second half starts at (or
+//! less than a row after) a chunk's first byte, so no chunk is decoded that the whole band
+//! would not decode, and errors still come out in chunk order (the second half's are held
+//! until the first half has finished).
+//!
 //! Exactness: each row's outputs come from the int4-row kernel of the chosen arm over the
 //! same bytes and activations as dense [`crate::kernels::matmul`] on the decoded matrix, so
 //! `y` is bit-identical to it (tested per arm).
