@@ -404,14 +404,17 @@ macro_rules! avx512_arm {
                     // SAFETY: same contract.
                     unsafe { f32_tiled(m, x, s, rows, y, Kind::Fp8) }
                 }
-                Format::Int8Row | Format::Int2Row | Format::Int3G64 => {
+                Format::Int8Row | Format::Int2Row | Format::Int3G64 | Format::F32 => {
                     // The AVX2 arm's fused kernels: int8-row on 8-row bands (per 8 weights one
                     // `vpmovsxbd`, one conversion, one FMA; from DRAM the next band
                     // prefetched), int2-row / int3-g64 decoded 64 columns at a time in
                     // registers. This arm's chunked path (codes widened into an L1 buffer,
                     // then a dot) was slower for all three (Zen 4 VM, S = 1, G weights/s, L2 /
                     // DRAM): int8-row 8 / 5 against 28 / 22, int2-row 5.1 / 5.9 against 13.0 /
-                    // 12.3, int3-g64 3.6 / 3.3 against 5.6 / 6.7.
+                    // 12.3, int3-g64 3.6 / 3.3 against 5.6 / 6.7. f32 weights: the AVX2 arm's
+                    // 256-bit dot was faster on every core measured (512 × 1024, S = 1: Zen 4
+                    // 11.1 against 8.6, Intel Xeon 7.5 against 6.3, Zen 5 13.4 against 10.4;
+                    // from DRAM within noise of each other).
                     let r = rows.clone();
                     if !crate::arch::x86_64::avx2::plain::matmul_f32_rows(m, x, s, r, y) {
                         // SAFETY: same contract.
