@@ -24,6 +24,27 @@ def u32(b, at):
     return int.from_bytes(b[at:at + 4], "little")
 
 
+MASK64 = (1 << 64) - 1
+CHECK_P = 0x9E3779B97F4A7C15
+
+
+def rotl64(x, r):
+    return ((x << r) | (x >> (64 - r))) & MASK64
+
+
+def chunk_check(body):
+    """Section 2.5: 32 lanes of rotl(h + w, 29) * P over the little-endian u64 words."""
+    h = list(range(32))
+    for k in range(0, len(body), 8):
+        w = int.from_bytes(body[k:k + 8].ljust(8, b"\0"), "little")
+        lane = (k // 8) % 32
+        h[lane] = rotl64((h[lane] + w) & MASK64, 29) * CHECK_P & MASK64
+    r = len(body)
+    for lane in range(32):
+        r ^= rotl64(h[lane], 2 * lane) if lane else h[lane]
+    return r
+
+
 def alias_layout(freq):
     rem, placed = list(freq), [False] * 16
     div, alias = [0] * 16, [0] * 16
@@ -57,7 +78,8 @@ def decode(blob, n_out):
         raise Refused("E_MAGIC")
     if len(blob) < 16:
         raise Refused("E_TRUNCATED")
-    if blob[4] != 1:
+    version = blob[4]
+    if version not in (1, 2):
         raise Refused("E_VERSION")
     shift = blob[5]
     if not 12 <= shift <= 26:
@@ -69,24 +91,27 @@ def decode(blob, n_out):
         raise Refused("E_TOO_LARGE")
     C = 1 << shift
     K = (n + C - 1) // C
-    if len(blob) < 16 + 4 * K:
+    per_chunk = 4 if version == 1 else 12
+    if len(blob) < 16 + per_chunk * K:
         raise Refused("E_TRUNCATED")
     sizes = [u32(blob, 16 + 4 * c) for c in range(K)]
     raws = [min(C, n - c * C) for c in range(K)]
     for S, R in zip(sizes, raws):
         if not (S == R or 304 <= S < R):
             raise Refused("E_CHUNK_SIZE")
-    total = 16 + 4 * K + sum(sizes)
+    total = 16 + per_chunk * K + sum(sizes)
     if len(blob) < total:
         raise Refused("E_TRUNCATED")
     if len(blob) > total:
         raise Refused("E_TRAILING")
     assert n == n_out, "vector output length mismatch"
     out = bytearray()
-    at = 16 + 4 * K
-    for S, R in zip(sizes, raws):
+    at = 16 + per_chunk * K
+    for c, (S, R) in enumerate(zip(sizes, raws)):
         body = blob[at:at + S]
         at += S
+        if version == 2 and chunk_check(body) != int.from_bytes(blob[16 + 4 * K + 8 * c:16 + 4 * K + 8 * c + 8], "little"):
+            raise Refused("E_CHECKSUM")
         if S == R:
             out += body
             continue

@@ -2,13 +2,16 @@
 //! refusal, never panic; every available decode arm gives exactly what the scalar reference
 //! gives (the same bytes, or the same error, field for field); so do the resumable
 //! `ChunkDecoder` fed in uneven pieces and `decode_threads`; a wrong output length is refused
-//! alike by every arm.
+//! alike by every arm; `ChunkDecoder::decode_next_pair` over neighbouring chunks gives exactly
+//! what `decode_next` on each gives (bytes, results, progress).
 //!
 //! Input: byte 0 picks the mode. Even: the rest is the blob itself. Odd: a valid blob is built
 //! from arbitrary bytes (mapped onto a peaked nibble distribution so most chunks are coded,
 //! chunk shift 12..=14, i.e. several chunks), checked to decode back on every arm, and then
 //! damaged by a list of structured mutations (header and index fields, chunk-head fields:
-//! frequencies, way lengths, states; truncation, garbage tails, bit flips).
+//! frequencies, way lengths, states; truncation, garbage tails, bit flips), after which the
+//! chunk checks are rewritten or not (one input bit): rewritten, the damage reaches the head
+//! parser, the decoders and the seal; not, it must be refused (`E_CHECKSUM` or earlier).
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
@@ -54,7 +57,7 @@ fn le_u32(b: &[u8], at: usize) -> Option<u32> {
 
 /// Offset of chunk `c`'s stored bytes, from the (possibly damaged) index.
 fn chunk_at(blob: &[u8], n_chunks: usize, c: usize) -> Option<usize> {
-    let mut at = rans64::HEADER_LEN + 4 * n_chunks;
+    let mut at = rans64::HEADER_LEN + 12 * n_chunks;
     for k in 0..c {
         at = at.checked_add(le_u32(blob, rans64::HEADER_LEN + 4 * k)? as usize)?;
     }
@@ -98,6 +101,77 @@ fn mutate(blob: &mut Vec<u8>, n_chunks: usize, m: &Mutation) {
                 blob[at] ^= 1 << (bit % 8);
             }
         }
+    }
+}
+
+/// Rewrites the chunk checks of a version-2 blob from its (possibly damaged) header and index,
+/// where they are still in the blob.
+fn reseal(b: &mut [u8]) {
+    if b.len() < rans64::HEADER_LEN || b[4] != rans64::VERSION {
+        return;
+    }
+    let n = u64::from_le_bytes(b[8..16].try_into().expect("8 bytes"));
+    let Some(k) = n.checked_shr(u32::from(b[5])).map(|q| q + u64::from(n % (1u64 << (b[5] % 64)) != 0)) else {
+        return;
+    };
+    if k > 1 << 16 {
+        return;
+    }
+    let k = k as usize;
+    let checks = rans64::HEADER_LEN + 4 * k;
+    let mut at = checks + 8 * k;
+    for c in 0..k {
+        let Some(stored) = le_u32(b, rans64::HEADER_LEN + 4 * c) else { return };
+        let Some(end) = at.checked_add(stored as usize) else { return };
+        let Some(body) = b.get(at..end) else { return };
+        let check = rans64::chunk_check(body);
+        if b.len() < checks + 8 * c + 8 {
+            return;
+        }
+        b[checks + 8 * c..checks + 8 * c + 8].copy_from_slice(&check.to_le_bytes());
+        at = end;
+    }
+}
+
+/// `decode_next_pair` on chunks `(0, 1), (2, 3), …` in pieces of `pa` and `pb` rounds against
+/// `decode_next` on copies of the same decoders: the same results, progress and bytes.
+fn check_pairs(parsed: &Blob<'_>, pa: usize, pb: usize) {
+    for ca in (0..parsed.n_chunks().saturating_sub(1)).step_by(2) {
+        let (Ok(a), Ok(b)) = (parsed.chunk(ca), parsed.chunk(ca + 1)) else { continue };
+        let (Ok(mut xa), Ok(mut xb)) =
+            (ChunkDecoder::new_with(a, Arm::best()), ChunkDecoder::new_with(b, Arm::best()))
+        else {
+            continue;
+        };
+        let (mut ya, mut yb) = (xa.clone(), xb.clone());
+        let (na, nb) = (xa.remaining(), xb.remaining());
+        let (mut oa, mut ob, mut wa, mut wb) =
+            (vec![0u8; na], vec![0u8; nb], vec![0u8; na], vec![0u8; nb]);
+        let (mut at_a, mut at_b) = (0, 0);
+        for _ in 0..(na + nb) / rans64::LANES + 4 {
+            if at_a == na && at_b == nb {
+                break;
+            }
+            let ta = (pa * rans64::LANES).min(na - at_a);
+            let tb = (pb * rans64::LANES).min(nb - at_b);
+            let got = ChunkDecoder::decode_next_pair(
+                &mut xa,
+                &mut oa[at_a..at_a + ta],
+                &mut xb,
+                &mut ob[at_b..at_b + tb],
+            );
+            let want =
+                (ya.decode_next(&mut wa[at_a..at_a + ta]), yb.decode_next(&mut wb[at_b..at_b + tb]));
+            assert_eq!(got, want, "decode_next_pair differs from decode_next, chunks {ca}, {}", ca + 1);
+            assert_eq!((xa.remaining(), xb.remaining()), (ya.remaining(), yb.remaining()));
+            if got.0.is_err() || got.1.is_err() {
+                break;
+            }
+            at_a += ta;
+            at_b += tb;
+        }
+        assert_eq!(oa[..at_a], wa[..at_a]);
+        assert_eq!(ob[..at_b], wb[..at_b]);
     }
 }
 
@@ -169,6 +243,7 @@ fn check(blob: &[u8], piece: usize) -> Option<Vec<u8>> {
         (Err(e), Some(f)) => assert_eq!(e, f, "piecewise decode refuses differently"),
         (r, f) => panic!("piecewise decode disagrees: reference {r:?}, pieces {f:?}"),
     }
+    check_pairs(&parsed, piece, piece % 3 + 1);
     for threads in [2, 3] {
         let mut got = vec![0u8; n];
         let r = rans64::decode_threads(blob, &mut got, threads);
@@ -208,11 +283,19 @@ fn run(data: &[u8]) -> arbitrary::Result<()> {
     blob.truncate(len);
     assert_eq!(check(&blob, piece).as_deref(), Some(&src[..]), "own blob decodes back");
     let n_chunks = Blob::parse(&blob).expect("own blob parses").n_chunks();
+    let rewrite_checks: bool = u.arbitrary()?;
     let muts: Vec<Mutation> = u.arbitrary()?;
     for m in muts.iter().take(8) {
         mutate(&mut blob, n_chunks, m);
     }
-    check(&blob, piece);
+    if rewrite_checks {
+        reseal(&mut blob);
+    }
+    let got = check(&blob, piece);
+    if !rewrite_checks && let Some(out) = got {
+        // Damage that the checks were not rewritten for is refused: what decodes is the input.
+        assert_eq!(out, src, "a damaged version-2 blob decoded to other bytes");
+    }
     Ok(())
 }
 

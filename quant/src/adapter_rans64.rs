@@ -135,6 +135,7 @@ const fn blob_class(e: &rans64::Error) -> &'static str {
         rans64::Error::Truncated { .. } => "E_TRUNCATED",
         rans64::Error::Trailing { .. } => "E_TRAILING",
         rans64::Error::ChunkSize { .. } => "E_CHUNK_SIZE",
+        rans64::Error::Checksum { .. } => "E_CHECKSUM",
         rans64::Error::Table { .. } => "E_TABLE",
         rans64::Error::WayLengths { .. } => "E_WAY_LENGTHS",
         rans64::Error::StateRange { .. } => "E_STATE_RANGE",

@@ -34,6 +34,32 @@ impl Xs {
     }
 }
 
+/// Rewrites every chunk check of a version-2 blob from its (possibly damaged) index, so that a
+/// mutated chunk head or body reaches the head and decode checks instead of `E_CHECKSUM`.
+fn reseal(b: &mut [u8]) {
+    let n = u64::from_le_bytes(b[8..16].try_into().unwrap());
+    let k = n.div_ceil(1 << b[5]) as usize;
+    let checks = 16 + 4 * k;
+    let mut at = checks + 8 * k;
+    for c in 0..k {
+        let stored = u32::from_le_bytes(b[16 + 4 * c..20 + 4 * c].try_into().unwrap()) as usize;
+        let Some(body) = b.get(at..at + stored) else { return };
+        let check = rans64::chunk_check(body);
+        b[checks + 8 * c..checks + 8 * c + 8].copy_from_slice(&check.to_le_bytes());
+        at += stored;
+    }
+}
+
+/// The version-1 form of a version-2 blob: the same chunks without the check table.
+fn to_version_1(b: &[u8]) -> Vec<u8> {
+    let n = u64::from_le_bytes(b[8..16].try_into().unwrap());
+    let k = n.div_ceil(1 << b[5]) as usize;
+    let mut v1 = b[..16 + 4 * k].to_vec();
+    v1[4] = 1;
+    v1.extend_from_slice(&b[16 + 12 * k..]);
+    v1
+}
+
 fn class(blob: &[u8], n: usize) -> Option<&'static str> {
     let mut out = vec![0u8; n];
     rans64::decode_with(Arm::Scalar, blob, &mut out).err().map(|e| e.class())
@@ -74,10 +100,20 @@ fn main() {
         let mut out = vec![0u8; src.len()];
         rans64::decode_with(Arm::Scalar, &blob, &mut out).expect("decode");
         assert_eq!(&out, src);
-        if blob.len() > 16 + 4 + 304 && blob.len() < src.len() {
+        if blob.len() > 16 + 12 + 304 && blob.len() < src.len() {
             coded.push((blob.clone(), src.len()));
         }
-        blobs.push(json!({"name": name, "chunk_shift": shift, "input_hex": hex(src), "blob_hex": hex(&blob)}));
+        blobs.push(json!({"name": name, "chunk_shift": shift, "version": 2, "input_hex": hex(src), "blob_hex": hex(&blob)}));
+    }
+    // Version 1 (no chunk checks) stays readable: two of the blobs in that form, decode only.
+    for (name, src, shift) in
+        inputs.iter().filter(|(name, ..)| name.contains("two chunks") || name.contains("rare"))
+    {
+        let v1 = to_version_1(&encode(src, *shift));
+        let mut out = vec![0u8; src.len()];
+        rans64::decode_with(Arm::Scalar, &v1, &mut out).expect("version 1 decodes");
+        assert_eq!(&out, src);
+        blobs.push(json!({"name": format!("{name} (version 1)"), "chunk_shift": shift, "version": 1, "input_hex": hex(src), "blob_hex": hex(&v1)}));
     }
 
     // Refusals: hand-made header cases, then mutation search for the chunk classes.
@@ -90,8 +126,8 @@ fn main() {
     push("short magic", b"T4", 0, "E_MAGIC");
     push("short header", &base[..12], n, "E_TRUNCATED");
     let mut b = base.clone();
-    b[4] = 2;
-    push("version 2", &b, n, "E_VERSION");
+    b[4] = 3;
+    push("version 3", &b, n, "E_VERSION");
     let mut b = base.clone();
     b[5] = 27;
     push("chunk shift 27", &b, n, "E_CHUNK_SHIFT");
@@ -109,15 +145,26 @@ fn main() {
     let mut b = base.clone();
     b.push(0);
     push("trailing byte", &b, n, "E_TRAILING");
-    let body = 20;
+    // One chunk: header, index entry, check, body. Every mutation of the chunk below is
+    // resealed (its check rewritten) so that it reaches the class it is meant for; one is not.
+    let body = 16 + 4 + 8;
+    let mut b = base.clone();
+    b[body + 100] ^= 0x10;
+    push("a body bit flipped, check not rewritten", &b, n, "E_CHECKSUM");
+    let mut b = base.clone();
+    b[20] ^= 1;
+    push("the recorded check off by one bit", &b, n, "E_CHECKSUM");
     let mut b = base.clone();
     b[body] ^= 1;
+    reseal(&mut b);
     push("frequencies off by one", &b, n, "E_TABLE");
     let mut b = base.clone();
     b[body + 32] ^= 1;
+    reseal(&mut b);
     push("way length off by one", &b, n, "E_WAY_LENGTHS");
     let mut b = base.clone();
     b[body + 48 + 2..body + 48 + 4].fill(0);
+    reseal(&mut b);
     push("lane 0 state below L", &b, n, "E_STATE_RANGE");
     // Decode-time classes: mutate the words and the states, in a fixed order, until each is
     // found.
@@ -129,6 +176,7 @@ fn main() {
     let s0 = u32::from_le_bytes(b[16..20].try_into().unwrap());
     b[16..20].copy_from_slice(&(s0 + 2).to_le_bytes());
     b.extend_from_slice(&[0x34, 0x12]);
+    reseal(&mut b);
     push("an extra word at the end of way 3", &b, n, "E_LEFTOVER");
     for want in ["E_OVERRUN", "E_FINAL_STATE"] {
         let mut found = false;
@@ -139,6 +187,7 @@ fn main() {
                     continue;
                 }
                 b[at] = v;
+                reseal(&mut b);
                 if class(&b, n) == Some(want) {
                     push(&format!("byte {at} set to {v:#04x}"), &b, n, want);
                     found = true;
@@ -157,6 +206,7 @@ fn main() {
                 b[body + 32 + 4 * from..body + 36 + 4 * from]
                     .copy_from_slice(&(a - 1).to_le_bytes());
                 b[body + 32 + 4 * to..body + 36 + 4 * to].copy_from_slice(&(c + 1).to_le_bytes());
+                reseal(&mut b);
                 if class(&b, n) == Some(want) {
                     push(&format!("one word moved from way {from} to way {to}"), &b, n, want);
                     found = true;
@@ -168,8 +218,8 @@ fn main() {
     }
     let doc = json!({
         "format": "int4-rans64-t1",
-        "version": 1,
-        "about": "blobs: input_hex (packed int4 bytes) encoded with chunk_shift by the reference encoder of docs/int4-rans64-t1.md section 4; refusals: blob_hex decoded to n_bytes must be refused with class",
+        "version": 2,
+        "about": "blobs: input_hex (packed int4 bytes) encoded with chunk_shift by the reference encoder of docs/int4-rans64-t1.md section 4 (version 2; the version-1 blobs are decode-only); refusals: blob_hex decoded to n_bytes must be refused with class",
         "blobs": blobs,
         "refusals": refusals,
     });

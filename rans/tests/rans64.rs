@@ -233,7 +233,7 @@ fn extreme_inputs_round_trip_on_every_arm() {
     // Incompressible input never grows by more than the header and index.
     let random: Vec<u8> = (0..1 << 20).map(|_| rng.random()).collect();
     let blob = encode(&random, 20);
-    assert_eq!(blob.len(), 16 + 4 + random.len());
+    assert_eq!(blob.len(), 16 + 12 + random.len());
 }
 
 #[test]
@@ -312,6 +312,8 @@ fn paired_pieces_equal_separate_pieces() {
     let mut damaged = good.clone();
     let at = damaged.len() * 3 / 4;
     damaged[at] ^= 0x5A;
+    // Rewrite the damaged chunk's check so the damage reaches the decoders (not E_CHECKSUM).
+    reseal(&mut damaged);
     let mut rng = StdRng::seed_from_u64(21);
     let mut damage_seen = 0;
     for blob_bytes in [&good, &damaged] {
@@ -374,6 +376,50 @@ fn paired_pieces_equal_separate_pieces() {
     assert!(damage_seen > 0, "the damaged chunk was never refused");
 }
 
+/// A piece refused by the seal (the call that reaches the chunk's end) leaves `remaining()`
+/// as it was, as every other refusal does, and the decoder refuses from then on; the paired
+/// call agrees (a fuzz finding: the seal refusal used to count the piece as decoded).
+#[test]
+fn a_seal_refusal_consumes_nothing() {
+    let src = gaussian_int4(8192, 128, 3);
+    let good = encode(&src, 12);
+    let body = chunk_body(&good, 2, 0);
+    let (_, w) = way_lengths(&good, 2);
+    // Damaged chunks 0 (checks rewritten) that the seal refuses: a state or word changed.
+    let mut sealed = Vec::new();
+    for at in (body + 48..body + 304 + w.iter().sum::<usize>()).step_by(5) {
+        let mut bad = good.clone();
+        bad[at] ^= 0x40;
+        reseal(&mut bad);
+        let blob = Blob::parse(&bad).unwrap();
+        let mut dec = ChunkDecoder::new_with(blob.chunk(0).unwrap(), Arm::Scalar).unwrap();
+        let mut out = vec![0u8; 4096];
+        if let Err(Error::FinalState { .. } | Error::Leftover { .. }) = dec.decode_next(&mut out) {
+            sealed.push(bad);
+        }
+    }
+    assert!(sealed.len() >= 3, "only {} seal refusals", sealed.len());
+    for bad in &sealed {
+        let blob = Blob::parse(bad).unwrap();
+        for arm in arms() {
+            let mut dec = ChunkDecoder::new_with(blob.chunk(0).unwrap(), arm).unwrap();
+            let mut pair =
+                (dec.clone(), ChunkDecoder::new_with(blob.chunk(1).unwrap(), arm).unwrap());
+            let mut out = vec![0u8; 4096];
+            let (head, last) = out.split_at_mut(4096 - 64);
+            dec.decode_next(head).unwrap();
+            let err = dec.decode_next(last).unwrap_err();
+            assert!(["E_FINAL_STATE", "E_LEFTOVER"].contains(&err.class()), "{arm}: {err:?}");
+            assert_eq!(dec.remaining(), 64, "{arm}: {err:?}");
+            assert_eq!(dec.decode_next(last).unwrap_err().class(), "E_OUTPUT_LENGTH");
+            let (mut out2, mut other) = (vec![0u8; 4096], vec![0u8; 4096]);
+            let r = ChunkDecoder::decode_next_pair(&mut pair.0, &mut out2, &mut pair.1, &mut other);
+            assert_eq!((r.0, r.1), (Err(err), Ok(())), "{arm}");
+            assert_eq!((pair.0.remaining(), pair.1.remaining()), (4096, 0), "{arm}");
+        }
+    }
+}
+
 #[test]
 fn tile_length_contract() {
     let src = gaussian_int4(10_000, 100, 1);
@@ -400,7 +446,7 @@ fn threads_agree_with_one_thread() {
     }
 }
 
-/// Builds a blob by hand: header + index + chunk bodies.
+/// Builds a version-1 blob (no chunk checks) by hand: header + index + chunk bodies.
 fn assemble(shift: u8, n_bytes: u64, chunks: &[Vec<u8>]) -> Vec<u8> {
     let mut b = b"T4R1".to_vec();
     b.push(1);
@@ -430,8 +476,13 @@ fn every_refusal_class() {
     assert_eq!(class_of(b"XXXXXXXXXXXXXXXX", 0), "E_MAGIC");
     assert_eq!(class_of(&good[..10], src.len()), "E_TRUNCATED");
     let mut bad = good.clone();
-    bad[4] = 2;
+    bad[4] = 3;
     assert_eq!(class_of(&bad, src.len()), "E_VERSION");
+    bad[4] = 0;
+    assert_eq!(class_of(&bad, src.len()), "E_VERSION");
+    // Version 1 (no check table) still decodes; version 2 with the table cut is truncated.
+    assert_eq!(decode_all(&to_version_1(&good), src.len()).unwrap(), src);
+    assert_eq!(class_of(&good[..16 + 4 * 2 + 8], src.len()), "E_TRUNCATED");
     let mut bad = good.clone();
     bad[5] = 11;
     assert_eq!(class_of(&bad, src.len()), "E_CHUNK_SHIFT");
@@ -457,20 +508,34 @@ fn every_refusal_class() {
         decode_all(&assemble(12, 5, &[vec![1, 2, 3, 4, 5]]), 5).unwrap(),
         vec![1, 2, 3, 4, 5]
     );
-    // Chunk head: table, way lengths, state range.
-    let chunk0 = 16 + 4 * 2; // two chunks of 4096
+    // Chunk checks: a changed body byte, or a changed recorded check, before anything else
+    // in the chunk (the head is not even parsed); chunk order holds.
+    let chunk0 = 16 + 12 * 2; // two chunks of 4096
+    let mut bad = good.clone();
+    bad[chunk0] ^= 1;
+    let err = decode_all(&bad, src.len()).unwrap_err();
+    assert!(matches!(err, Error::Checksum { chunk: 0, .. }), "{err:?}");
+    let mut bad = good.clone();
+    bad[16 + 4 * 2 + 8 + 7] ^= 0x80; // the top bit of chunk 1's check
+    let err = decode_all(&bad, src.len()).unwrap_err();
+    assert!(matches!(err, Error::Checksum { chunk: 1, .. }), "{err:?}");
+    // Chunk head: table, way lengths, state range (checks rewritten, so the head is parsed).
     let mut bad = good.clone();
     bad[chunk0] ^= 1; // frequency of symbol 0 off by one: sum != 4096
+    reseal(&mut bad);
     assert_eq!(class_of(&bad, src.len()), "E_TABLE");
     let mut bad = good.clone();
     bad[chunk0..chunk0 + 32].fill(0);
     bad[chunk0..chunk0 + 2].copy_from_slice(&4096u16.to_le_bytes()); // sum 4096 but f = 4096
+    reseal(&mut bad);
     assert_eq!(class_of(&bad, src.len()), "E_TABLE");
     let mut bad = good.clone();
     bad[chunk0 + 32] ^= 1;
+    reseal(&mut bad);
     assert_eq!(class_of(&bad, src.len()), "E_WAY_LENGTHS");
     let mut bad = good.clone();
     bad[chunk0 + 48 + 4 * 5 + 2..chunk0 + 48 + 4 * 5 + 4].fill(0); // lane 5 state < 2^16
+    reseal(&mut bad);
     let err = decode_all(&bad, src.len()).unwrap_err();
     assert!(matches!(err, Error::StateRange { chunk: 0, lane: 5, .. }), "{err:?}");
     // Output length.
@@ -478,9 +543,35 @@ fn every_refusal_class() {
     assert_eq!(rans64::decode_into(&good, &mut out).unwrap_err().class(), "E_OUTPUT_LENGTH");
 }
 
+/// Rewrites every chunk check of a version-2 blob from its (possibly damaged) index, so that a
+/// damaged chunk reaches the head parser and the decoders instead of stopping at E_CHECKSUM.
+fn reseal(b: &mut [u8]) {
+    let n = u64::from_le_bytes(b[8..16].try_into().unwrap());
+    let k = n.div_ceil(1 << b[5]) as usize;
+    let checks = 16 + 4 * k;
+    let mut at = checks + 8 * k;
+    for c in 0..k {
+        let stored = u32::from_le_bytes(b[16 + 4 * c..20 + 4 * c].try_into().unwrap()) as usize;
+        let Some(body) = b.get(at..at + stored) else { return };
+        let check = rans64::chunk_check(body);
+        b[checks + 8 * c..checks + 8 * c + 8].copy_from_slice(&check.to_le_bytes());
+        at += stored;
+    }
+}
+
+/// The version-1 form of a version-2 blob: the same chunks without the check table.
+fn to_version_1(b: &[u8]) -> Vec<u8> {
+    let n = u64::from_le_bytes(b[8..16].try_into().unwrap());
+    let k = n.div_ceil(1 << b[5]) as usize;
+    let mut v1 = b[..16 + 4 * k].to_vec();
+    v1[4] = 1;
+    v1.extend_from_slice(&b[16 + 12 * k..]);
+    v1
+}
+
 /// Finds the body of chunk 0 of a blob with one or more chunks.
 fn way_lengths(blob: &[u8], n_chunks: usize) -> (usize, [usize; 4]) {
-    let body = 16 + 4 * n_chunks;
+    let body = 16 + 12 * n_chunks;
     let mut w = [0usize; 4];
     for (i, wl) in w.iter_mut().enumerate() {
         let at = body + 32 + 4 * i;
@@ -502,11 +593,13 @@ fn seal_and_stream_refusals() {
     let w1 = u32::from_le_bytes(bad[body + 36..body + 40].try_into().unwrap());
     bad[body + 32..body + 36].copy_from_slice(&(w0 - 1).to_le_bytes());
     bad[body + 36..body + 40].copy_from_slice(&(w1 + 1).to_le_bytes());
+    reseal(&mut bad);
     let class = class_of(&bad, src.len());
     assert!(["E_OVERRUN", "E_LEFTOVER", "E_FINAL_STATE"].contains(&class), "{class}");
     // Final-state refusal: a state changed by one decodes to a wrong state at the end.
     let mut bad = good.clone();
     bad[body + 48] ^= 1;
+    reseal(&mut bad);
     assert!(["E_FINAL_STATE", "E_OVERRUN", "E_LEFTOVER"].contains(&class_of(&bad, src.len())));
     // Every class shows up among corruptions of the words.
     let mut seen = std::collections::BTreeSet::new();
@@ -515,6 +608,7 @@ fn seal_and_stream_refusals() {
         let mut bad = good.clone();
         let at = words_start + rng.random_range(0..w.iter().sum::<usize>());
         bad[at] ^= 1 << rng.random_range(0..8);
+        reseal(&mut bad);
         match decode_all(&bad, src.len()) {
             Ok(out) => assert_ne!(out, src, "a flip that decodes to the original is impossible"),
             Err(e) => {
@@ -536,25 +630,65 @@ fn every_proper_prefix_is_refused() {
     }
 }
 
+/// Every single-bit flip of a version-2 blob is refused (most by the chunk check), on a
+/// Gaussian chunk and on near-uniform ones, where the seal alone lets many through.
 #[test]
-fn bit_flips_in_the_coded_words_are_almost_all_refused() {
-    let src = gaussian_int4(6_000, 512, 10);
-    let good = encode(&src, 13);
-    let (body, w) = way_lengths(&good, 1);
-    let total_bits = 8 * (304 + w.iter().sum::<usize>());
-    let mut accepted = 0;
-    let mut flips = 0;
-    for bit in (0..total_bits).step_by(3) {
-        let mut bad = good.clone();
-        bad[body + bit / 8] ^= 1 << (bit % 8);
-        flips += 1;
-        if let Ok(out) = decode_all(&bad, src.len()) {
-            assert_ne!(out, src);
-            accepted += 1;
+fn every_bit_flip_is_refused() {
+    let mut rng = StdRng::seed_from_u64(40);
+    let near_uniform = |levels: u8, rng: &mut StdRng| -> Vec<u8> {
+        (0..6_000).map(|_| rng.random_range(0..levels) | rng.random_range(0..levels) << 4).collect()
+    };
+    let cases =
+        [gaussian_int4(6_000, 512, 10), near_uniform(8, &mut rng), near_uniform(4, &mut rng)];
+    for src in &cases {
+        let good = encode(src, 13);
+        let mut flips = 0;
+        for bit in (0..8 * good.len()).step_by(3) {
+            let mut bad = good.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            flips += 1;
+            assert!(decode_all(&bad, src.len()).is_err(), "bit {bit} of {} accepted", good.len());
         }
+        assert!(flips > 5_000, "{flips}");
     }
-    eprintln!("rans64 bit flips: {accepted} of {flips} accepted");
-    assert!(accepted * 1000 <= flips, "{accepted} of {flips} flips accepted");
+}
+
+/// What the seal alone catches (version 1, or a damaged chunk whose check was rewritten):
+/// on a Gaussian chunk at most one flip in a thousand of the coded words is accepted; on a
+/// near-uniform chunk (8 equally likely levels) far more are, which is why version 2 checks
+/// every chunk. Every accepted flip decodes to other bytes, never silently to the original.
+#[test]
+fn what_the_seal_alone_catches() {
+    let mut rng = StdRng::seed_from_u64(41);
+    let uniform8: Vec<u8> =
+        (0..6_000).map(|_| rng.random_range(0..8u8) | rng.random_range(0..8u8) << 4).collect();
+    let mut rates = Vec::new();
+    for src in [gaussian_int4(6_000, 512, 10), uniform8] {
+        let good = encode(&src, 13);
+        let (body, w) = way_lengths(&good, 1);
+        let total_bits = 8 * (304 + w.iter().sum::<usize>());
+        let (mut accepted, mut flips) = (0, 0);
+        for bit in (0..total_bits).step_by(3) {
+            let mut bad = good.clone();
+            bad[body + bit / 8] ^= 1 << (bit % 8);
+            reseal(&mut bad);
+            flips += 1;
+            if let Ok(out) = decode_all(&bad, src.len()) {
+                assert_ne!(out, src);
+                accepted += 1;
+            }
+            if bit % 7 == 0 {
+                // The same damage in the version-1 form: the same verdict.
+                let v1 = decode_all(&to_version_1(&bad), src.len()).is_ok();
+                assert_eq!(v1, decode_all(&bad, src.len()).is_ok(), "bit {bit}");
+            }
+        }
+        eprintln!("rans64 seal alone: {accepted} of {flips} flips accepted");
+        rates.push((accepted, flips));
+    }
+    let (gauss, uniform) = (rates[0], rates[1]);
+    assert!(gauss.0 * 1000 <= gauss.1, "Gaussian: {gauss:?}");
+    assert!(uniform.0 * 1000 > uniform.1, "near-uniform: {uniform:?} (the seal got stronger?)");
 }
 
 proptest! {
@@ -599,7 +733,7 @@ proptest! {
 }
 
 /// Small enough for Miri: `.ci/run` runs it under Miri with the AVX-512 target features on,
-/// which checks the AVX2 kernel's loads, stores and permutes. Miri has no shim for
+/// which checks the AVX2 kernel's loads, stores and permutes, and the AVX-512 DQ chunk check. Miri has no shim for
 /// `vpexpandd` (`llvm.x86.avx512.mask.expand.d.512`), so under Miri the AVX-512 arm reports
 /// itself unavailable (said on stderr); natively every test in this file runs it wherever the
 /// CPU has it.
@@ -618,6 +752,15 @@ fn miri_small_blob_every_arm() {
     eprintln!("rans64 encode arms: {:?}", encode_arms());
     let blob = encode(&src, 12);
     assert!(blob.len() < src.len(), "must be a coded chunk");
+    // The chunk check (every decode below verifies it): the vector form where the build has
+    // AVX-512 DQ (under Miri too: `.ci/run` turns the feature on), equal to the scalar form.
+    let chunk = &blob[16 + 12..];
+    assert!(chunk.len() >= 2 * 256, "two check blocks");
+    if cfg!(all(target_feature = "avx512f", target_feature = "avx512dq")) {
+        assert!(rans64::chunk_check_vectorized(), "AVX-512 DQ compiled in, vector check off");
+    }
+    eprintln!("rans64 chunk check vectorized: {}", rans64::chunk_check_vectorized());
+    assert_eq!(rans64::chunk_check(chunk), rans64::chunk_check_scalar(chunk));
     let arms = arms();
     eprintln!("rans64 arms: {arms:?}");
     for arm in arms {
@@ -635,14 +778,15 @@ fn chunk_of(e: &Error) -> Option<usize> {
         | Error::StateRange { chunk, .. }
         | Error::Overrun { chunk, .. }
         | Error::Leftover { chunk, .. }
-        | Error::FinalState { chunk, .. } => Some(chunk),
+        | Error::FinalState { chunk, .. }
+        | Error::Checksum { chunk, .. } => Some(chunk),
         _ => None,
     }
 }
 
 /// Offset of chunk `c`'s body in a blob of `n_chunks` chunks.
 fn chunk_body(blob: &[u8], n_chunks: usize, c: usize) -> usize {
-    let mut at = 16 + 4 * n_chunks;
+    let mut at = 16 + 12 * n_chunks;
     for i in 0..c {
         let s = 16 + 4 * i;
         at += u32::from_le_bytes(blob[s..s + 4].try_into().unwrap()) as usize;
@@ -683,6 +827,7 @@ fn chunk_pairs_refuse_in_chunk_order_on_every_arm() {
         for bit in 0..8 {
             let mut b = blob.clone();
             b[at] ^= 1 << bit;
+            reseal(&mut b);
             if decode_all(&b, src.len()).is_err() {
                 *blob = b;
                 return;
@@ -699,11 +844,21 @@ fn chunk_pairs_refuse_in_chunk_order_on_every_arm() {
     for c in 0..4 {
         let mut bad = good.clone();
         bad[body(c)] ^= 1; // frequency of symbol 0 off by one
+        reseal(&mut bad);
         let err = decode_all(&bad, src.len()).unwrap_err();
         assert_eq!((err.class(), chunk_of(&err)), ("E_TABLE", Some(c)), "{err:?}");
     }
+    // A damaged chunk 1 (check not rewritten) waits for chunk 0 too.
+    let mut bad = good.clone();
+    bad[body(1) + 500] ^= 4;
+    let err = decode_all(&bad, src.len()).unwrap_err();
+    assert_eq!((err.class(), chunk_of(&err)), ("E_CHECKSUM", Some(1)), "{err:?}");
+    broken_words(&mut bad, 0);
+    let err = decode_all(&bad, src.len()).unwrap_err();
+    assert_eq!(chunk_of(&err), Some(0), "chunk 0's decode error comes first: {err:?}");
     let mut bad = good.clone();
     bad[body(1)] ^= 1;
+    reseal(&mut bad);
     broken_words(&mut bad, 0);
     let err = decode_all(&bad, src.len()).unwrap_err();
     assert_eq!(chunk_of(&err), Some(0), "chunk 0's decode error comes first: {err:?}");

@@ -60,21 +60,22 @@ pub fn decode_hash(blob: &[u8], threads: usize) -> Result<(u64, [u8; 32]), rans6
     let cap = usize::try_from(parsed.n_bytes()).unwrap_or(usize::MAX).min(threads * step);
     let mut buf = vec![0u8; cap];
     let mut hasher = Sha256::new();
-    let mut chunks = parsed.chunks();
     let mut done = 0;
     while done < n {
-        let batch: Vec<Result<rans64::Chunk<'_>, rans64::Error>> =
-            chunks.by_ref().take(threads).collect();
-        let lens: Vec<usize> = (done..done + batch.len()).map(|c| range_len(&parsed, c)).collect();
+        // Chunk indices; each thread opens its own chunk (the version-2 check is a pass over
+        // the chunk's stored bytes, so it runs in parallel too).
+        let batch: Vec<usize> = (done..n.min(done + threads)).collect();
+        let lens: Vec<usize> = batch.iter().map(|&c| range_len(&parsed, c)).collect();
         let mut results: Vec<Result<(), rans64::Error>> = Vec::with_capacity(batch.len());
         std::thread::scope(|scope| {
             let mut rest = &mut buf[..];
             let mut handles = Vec::with_capacity(batch.len());
-            for (chunk, &len) in batch.into_iter().zip(&lens) {
+            for (&c, &len) in batch.iter().zip(&lens) {
                 let (piece, tail) = rest.split_at_mut(len);
                 rest = tail;
+                let parsed = &parsed;
                 handles.push(scope.spawn(move || -> Result<(), rans64::Error> {
-                    ChunkDecoder::new_with(chunk?, arm)?.decode_next(piece)
+                    ChunkDecoder::new_with(parsed.chunk(c)?, arm)?.decode_next(piece)
                 }));
             }
             for h in handles {

@@ -325,13 +325,12 @@ impl<'a> ChunkDecoder<'a> {
         b: &mut Self,
         db: &mut [u8],
     ) -> (Result<(), Error>, Result<(), Error>) {
-        let valid = |d: &Self, out: &[u8]| {
-            let rem = d.remaining();
-            out.len() <= rem && (out.len().is_multiple_of(LANES) || out.len() == rem)
-        };
         let (before_a, before_b) = (a.done, b.done);
-        let n =
-            if valid(a, da) && valid(b, db) { ChunkDecoder::pair_rounds(a, da, b, db) } else { 0 };
+        let n = if a.fits(da.len()) && b.fits(db.len()) {
+            ChunkDecoder::pair_rounds(a, da, b, db)
+        } else {
+            0
+        };
         let (got_a, got_b) =
             (a.decode_next(&mut da[n * LANES..]), b.decode_next(&mut db[n * LANES..]));
         // A refused piece counts as not decoded at all, as with `decode_next`.
@@ -344,17 +343,28 @@ impl<'a> ChunkDecoder<'a> {
         (got_a, got_b)
     }
 
+    /// Whether `len` is a piece length [`decode_next`](Self::decode_next) takes: at most the
+    /// rest of the chunk, and a multiple of 64 or exactly the rest.
+    fn fits(&self, len: usize) -> bool {
+        let rem = self.remaining();
+        len <= rem && (len.is_multiple_of(LANES) || len == rem)
+    }
+
     /// Decodes the next `out.len()` bytes. `out.len()` must be a multiple of 64 or reach the
     /// end of the chunk exactly (`E_OUTPUT_LENGTH` otherwise); the call that reaches the end
-    /// checks the seal. After an error the decoder refuses every further call.
+    /// checks the seal. A refused piece leaves [`remaining`](Self::remaining) as it was, and
+    /// after an error the decoder refuses every further call.
     pub fn decode_next(&mut self, out: &mut [u8]) -> Result<(), Error> {
-        let rem = self.remaining();
-        if self.failed || out.len() > rem || (!out.len().is_multiple_of(LANES) && out.len() != rem)
-        {
-            return Err(Error::OutputLength { got: out.len() as u64, expected: rem as u64 });
+        if self.failed || !self.fits(out.len()) {
+            let (got, expected) = (out.len() as u64, self.remaining() as u64);
+            return Err(Error::OutputLength { got, expected });
         }
+        let before = self.done;
         let result = self.decode_inner(out);
         if result.is_err() {
+            // A refused piece counts as not decoded, whichever check refused it (the seal
+            // runs after the last round has been counted).
+            self.done = before;
             self.failed = true;
         }
         result
@@ -463,7 +473,7 @@ pub fn decode_threads(blob: &[u8], out: &mut [u8], threads: usize) -> Result<(),
         for (t, dst) in out.chunks_mut(per * step).enumerate() {
             let parsed = &parsed;
             handles.push(scope.spawn(move || -> Result<(), Error> {
-                decode_run(arm, parsed.chunks().skip(t * per), dst.chunks_mut(step))
+                decode_run(arm, parsed.chunks_from(t * per), dst.chunks_mut(step))
             }));
         }
         let mut result = Ok(());
@@ -475,4 +485,38 @@ pub fn decode_threads(blob: &[u8], out: &mut [u8], threads: usize) -> Result<(),
         }
         result
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // byte patterns from an LCG
+mod tests {
+    use super::*;
+    use crate::rans64::encode_into;
+
+    /// `Arm::has_paired_kernel` and `arch::pair_rounds` name the same arms: every available
+    /// arm that says it pairs runs rounds through the paired kernel, and no other does.
+    #[test]
+    fn the_arms_that_say_they_pair_run_the_paired_kernel() {
+        let mut src = [0u8; 8192];
+        let mut s = 5u32;
+        for b in &mut src {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let nib = |v: u32| {
+                if v.is_multiple_of(9) { (v >> 4) as u8 & 15 } else { 7 + (v >> 8) as u8 % 3 }
+            };
+            *b = nib(s >> 8) | nib(s >> 20) << 4;
+        }
+        let mut blob = [0u8; 8192 + 16 + 24];
+        let n = encode_into(&src, 12, &mut blob).unwrap();
+        let parsed = Blob::parse(&blob[..n]).unwrap();
+        let coded = |c: usize| matches!(parsed.chunk(c).unwrap().body, ChunkBody::Coded { .. });
+        assert!(coded(0) && coded(1));
+        for &arm in Arm::ALL.iter().filter(|a| a.is_available()) {
+            let mut a = ChunkDecoder::new_with(parsed.chunk(0).unwrap(), arm).unwrap();
+            let mut b = ChunkDecoder::new_with(parsed.chunk(1).unwrap(), arm).unwrap();
+            let (mut da, mut db) = ([0u8; 4096], [0u8; 4096]);
+            let rounds = ChunkDecoder::pair_rounds(&mut a, &mut da, &mut b, &mut db);
+            assert_eq!(rounds > 0, arm.has_paired_kernel(), "{arm}");
+        }
+    }
 }

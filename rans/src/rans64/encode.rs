@@ -23,7 +23,7 @@ use super::arch;
 use super::decode::{Arm, SELFTEST_LEN, cached_selftest, selftest_input};
 use super::model::{EncodeModel, normalize};
 use super::{CHUNK_HEAD_LEN, EncodeError, HEADER_LEN, LANES, MAGIC, MAX_BYTES, MAX_CHUNK_SHIFT};
-use super::{MIN_CHUNK_SHIFT, RANS_L, VERSION, WAY_LANES, WAYS};
+use super::{MIN_CHUNK_SHIFT, RANS_L, VERSION, WAY_LANES, WAYS, chunk_check};
 
 impl Arm {
     /// Whether the arm can encode here: this build has an encode kernel for it (scalar, and
@@ -60,11 +60,11 @@ fn encode_selftest(arm: Arm) -> bool {
     }
 }
 
-/// The largest blob [`encode_into`] can produce for `n` packed bytes: header, index, and at
-/// most the raw bytes for every chunk.
+/// The largest blob [`encode_into`] can produce for `n` packed bytes: header, index, chunk
+/// checks, and at most the raw bytes for every chunk.
 pub fn max_encoded_len(n: usize, chunk_shift: u8) -> usize {
     let shift = chunk_shift.clamp(MIN_CHUNK_SHIFT, MAX_CHUNK_SHIFT);
-    HEADER_LEN + 4 * n.div_ceil(1usize << shift) + n
+    HEADER_LEN + 12 * n.div_ceil(1usize << shift) + n
 }
 
 /// Encodes packed int4 bytes as an `int4-rans64-t1` blob into `dst` (at least
@@ -111,7 +111,8 @@ fn encode_blob(
     dst[8..16].copy_from_slice(&(src.len() as u64).to_le_bytes());
     let chunk = 1usize << chunk_shift;
     let n_chunks = src.len().div_ceil(chunk);
-    let mut pos = HEADER_LEN + 4 * n_chunks;
+    let checks = HEADER_LEN + 4 * n_chunks;
+    let mut pos = checks + 8 * n_chunks;
     for (c, raw) in src.chunks(chunk).enumerate() {
         let region = &mut dst[pos..pos + raw.len()];
         let stored = match encode_chunk(arm, raw, region) {
@@ -124,6 +125,8 @@ fn encode_blob(
         #[allow(clippy::cast_possible_truncation)] // ≤ 2^26
         let stored32 = stored as u32;
         dst[HEADER_LEN + 4 * c..HEADER_LEN + 4 * c + 4].copy_from_slice(&stored32.to_le_bytes());
+        let check = chunk_check(&dst[pos..pos + stored]);
+        dst[checks + 8 * c..checks + 8 * c + 8].copy_from_slice(&check.to_le_bytes());
         pos += stored;
     }
     Ok(pos)

@@ -18,7 +18,7 @@ pub enum Error {
         got: [u8; 4],
     },
     /// Unknown format version.
-    #[error("blob version {got}, expected 1")]
+    #[error("blob version {got}, expected 1 or 2")]
     Version {
         /// The version byte.
         got: u8,
@@ -66,6 +66,19 @@ pub enum Error {
         got: u32,
         /// Raw (decoded) size of the chunk.
         raw: u32,
+    },
+    /// A chunk's stored bytes do not match the check the index records for them (version 2):
+    /// the chunk was damaged after it was written.
+    #[error(
+        "chunk {chunk} check is {got:#018x}, the blob records {expected:#018x}: the chunk is damaged"
+    )]
+    Checksum {
+        /// Chunk index.
+        chunk: usize,
+        /// The check recorded in the blob.
+        expected: u64,
+        /// The check of the stored bytes.
+        got: u64,
     },
     /// A chunk's frequencies are not a model: one exceeds 4095 or they do not sum to 4096.
     #[error(
@@ -163,6 +176,7 @@ impl Error {
             Error::Truncated { .. } => "E_TRUNCATED",
             Error::Trailing { .. } => "E_TRAILING",
             Error::ChunkSize { .. } => "E_CHUNK_SIZE",
+            Error::Checksum { .. } => "E_CHECKSUM",
             Error::Table { .. } => "E_TABLE",
             Error::WayLengths { .. } => "E_WAY_LENGTHS",
             Error::StateRange { .. } => "E_STATE_RANGE",

@@ -1,17 +1,21 @@
 //! Parsing a blob: the 16-byte header, the chunk index, and one chunk's head.
 //!
 //! `Blob::parse` checks everything that can be checked without decoding (magic, version,
-//! chunk shift, reserved field, size limit, that the index is present, that every stored
-//! chunk size is plausible for its raw size, and that the sizes add up to the blob exactly),
-//! in that order, so a truncated or padded blob is refused before any output is written.
-//! `Blob::chunk` parses one chunk's head (frequency table, way lengths, initial states); the
-//! seal is checked by the decoder at the end of the chunk.
+//! chunk shift, reserved field, size limit, that the index (and in version 2 the check
+//! table) is present, that every stored chunk size is plausible for its raw size, and that
+//! the sizes add up to the blob exactly), in that order, so a truncated or padded blob is
+//! refused before any output is written. `Blob::chunk` and `Blob::chunks` verify a version-2
+//! chunk's check over its stored bytes and then parse its head (frequency table, way
+//! lengths, initial states); the seal is checked by the decoder at the end of the chunk.
+//! Every decoder gets its chunks from these two, so none decodes a byte of a damaged chunk
+//! whose check fails. (`Chunk::parse` is the head parser alone, for callers that hold a
+//! chunk body without its blob: it checks no check.)
 
 use core::ops::Range;
 
 use super::model::Model;
 use super::{CHUNK_HEAD_LEN, Error, HEADER_LEN, LANES, MAGIC, MAX_BYTES, MAX_CHUNK_SHIFT};
-use super::{MIN_CHUNK_SHIFT, RANS_L, VERSION, WAYS};
+use super::{MIN_CHUNK_SHIFT, RANS_L, VERSION, VERSION_1, WAYS, chunk_check};
 
 /// A parsed blob: header and index checked, chunks parsed on demand.
 #[derive(Debug, Clone, Copy)]
@@ -20,6 +24,7 @@ pub struct Blob<'a> {
     shift: u8,
     n_bytes: u64,
     n_chunks: usize,
+    version: u8,
 }
 
 /// One chunk, head parsed.
@@ -74,8 +79,9 @@ impl<'a> Blob<'a> {
         if bytes.len() < HEADER_LEN {
             return Err(Error::Truncated { got: len, needed: HEADER_LEN as u64 });
         }
-        if bytes[4] != VERSION {
-            return Err(Error::Version { got: bytes[4] });
+        let version = bytes[4];
+        if version != VERSION && version != VERSION_1 {
+            return Err(Error::Version { got: version });
         }
         let shift = bytes[5];
         if !(MIN_CHUNK_SHIFT..=MAX_CHUNK_SHIFT).contains(&shift) {
@@ -90,13 +96,15 @@ impl<'a> Blob<'a> {
             return Err(Error::TooLarge { got: n_bytes });
         }
         let n_chunks64 = n_bytes.div_ceil(1u64 << shift);
-        let index_end = HEADER_LEN as u64 + 4 * n_chunks64;
+        // Version 2: the index, then one u64 check per chunk.
+        let per_chunk = if version == VERSION_1 { 4 } else { 12 };
+        let index_end = HEADER_LEN as u64 + per_chunk * n_chunks64;
         if len < index_end {
             return Err(Error::Truncated { got: len, needed: index_end });
         }
         // The index is in memory, so the chunk count fits usize.
         let n_chunks = usize::try_from(n_chunks64).unwrap_or(usize::MAX);
-        let blob = Blob { bytes, shift, n_bytes, n_chunks };
+        let blob = Blob { bytes, shift, n_bytes, n_chunks, version };
         let mut total = index_end;
         for c in 0..n_chunks {
             let stored = blob.stored_len(c);
@@ -116,6 +124,22 @@ impl<'a> Blob<'a> {
     /// Packed int4 bytes the blob decodes to.
     pub fn n_bytes(&self) -> u64 {
         self.n_bytes
+    }
+
+    /// The format version: 2 (chunk checks) or 1 (none).
+    pub fn version(&self) -> u8 {
+        self.version
+    }
+
+    /// The check version 2 records for chunk `c` (`None` in version 1 or past the last chunk).
+    pub fn recorded_check(&self, c: usize) -> Option<u64> {
+        if self.version == VERSION_1 || c >= self.n_chunks {
+            return None;
+        }
+        let at = HEADER_LEN + 4 * self.n_chunks + 8 * c;
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.bytes[at..at + 8]);
+        Some(u64::from_le_bytes(b))
     }
 
     /// `log2` of the chunk size in raw bytes.
@@ -150,17 +174,39 @@ impl<'a> Blob<'a> {
     }
 
     fn data_start(&self) -> usize {
-        HEADER_LEN + 4 * self.n_chunks
+        let per_chunk = if self.version == VERSION_1 { 4 } else { 12 };
+        HEADER_LEN + per_chunk * self.n_chunks
     }
 
-    /// Iterates the chunks in order (each parsed on the way; a bad head is an `Err` item).
+    /// Chunk `c` from its stored bytes: the version-2 check first (`E_CHECKSUM`), then the
+    /// head.
+    fn open(&self, c: usize, body: &'a [u8]) -> Result<Chunk<'a>, Error> {
+        if let Some(expected) = self.recorded_check(c) {
+            let got = chunk_check(body);
+            if got != expected {
+                return Err(Error::Checksum { chunk: c, expected, got });
+            }
+        }
+        Chunk::parse(c, body, self.raw_len(c) as usize)
+    }
+
+    /// Iterates the chunks in order (each checked and parsed on the way; a bad one is an
+    /// `Err` item).
     pub fn chunks(&self) -> impl Iterator<Item = Result<Chunk<'a>, Error>> + '_ {
-        let mut at = self.data_start();
-        (0..self.n_chunks).map(move |c| {
+        self.chunks_from(0)
+    }
+
+    /// Iterates the chunks from chunk `first` on (the ones before it are skipped unopened:
+    /// their checks are not computed).
+    pub fn chunks_from(&self, first: usize) -> impl Iterator<Item = Result<Chunk<'a>, Error>> + '_ {
+        let first = first.min(self.n_chunks);
+        let mut at =
+            self.data_start() + (0..first).map(|k| self.stored_len(k) as usize).sum::<usize>();
+        (first..self.n_chunks).map(move |c| {
             let stored = self.stored_len(c) as usize;
             let body = &self.bytes[at..at + stored];
             at += stored;
-            Chunk::parse(c, body, self.raw_len(c) as usize)
+            self.open(c, body)
         })
     }
 
@@ -172,7 +218,7 @@ impl<'a> Blob<'a> {
         let at: usize =
             self.data_start() + (0..c).map(|k| self.stored_len(k) as usize).sum::<usize>();
         let stored = self.stored_len(c) as usize;
-        Chunk::parse(c, &self.bytes[at..at + stored], self.raw_len(c) as usize)
+        self.open(c, &self.bytes[at..at + stored])
     }
 }
 

@@ -14,14 +14,42 @@
 
 use super::decode::Arm;
 use super::model::{EncodeModel, Model};
-use super::{LANES, WAY_LANES, WAYS};
+use super::{CHECK_LANES, LANES, WAY_LANES, WAYS};
 
 #[cfg(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))]
 mod aarch64;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod x86_64;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod x86_64_check;
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod x86_64_encode;
+
+/// Whether the chunk check has a vector form on this CPU (AVX-512 F + DQ).
+pub(super) fn check_blocks_available() -> bool {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        x86_64_check::check_avx512_detected()
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        false
+    }
+}
+
+/// Feeds the whole blocks of `bytes` to the chunk check's lanes on the vector form; returns
+/// the bytes consumed (0 where there is none: the caller feeds everything itself).
+pub(super) fn check_blocks(h: &mut [u64; CHECK_LANES], bytes: &[u8]) -> usize {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        x86_64_check::check_blocks_avx512(h, bytes)
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        let _ = (h, bytes);
+        0
+    }
+}
 
 /// Whether this build has an encode kernel for `arm` (scalar and, on x86-64, AVX2).
 pub(super) fn has_encoder(arm: Arm) -> bool {
