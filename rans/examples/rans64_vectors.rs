@@ -7,6 +7,11 @@
 use serde_json::{Value, json};
 use tetrad_rans::rans64::{self, Arm};
 
+#[path = "../tests/support/blob_v2.rs"]
+mod blob_v2;
+
+use blob_v2::{reseal, to_version_1};
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -32,32 +37,6 @@ impl Xs {
         let v = self.next();
         if v.is_multiple_of(16) { (v >> 8) as u8 & 15 } else { 6 + ((v >> 8) % 4) as u8 }
     }
-}
-
-/// Rewrites every chunk check of a version-2 blob from its (possibly damaged) index, so that a
-/// mutated chunk head or body reaches the head and decode checks instead of `E_CHECKSUM`.
-fn reseal(b: &mut [u8]) {
-    let n = u64::from_le_bytes(b[8..16].try_into().unwrap());
-    let k = n.div_ceil(1 << b[5]) as usize;
-    let checks = 16 + 4 * k;
-    let mut at = checks + 8 * k;
-    for c in 0..k {
-        let stored = u32::from_le_bytes(b[16 + 4 * c..20 + 4 * c].try_into().unwrap()) as usize;
-        let Some(body) = b.get(at..at + stored) else { return };
-        let check = rans64::chunk_check(body);
-        b[checks + 8 * c..checks + 8 * c + 8].copy_from_slice(&check.to_le_bytes());
-        at += stored;
-    }
-}
-
-/// The version-1 form of a version-2 blob: the same chunks without the check table.
-fn to_version_1(b: &[u8]) -> Vec<u8> {
-    let n = u64::from_le_bytes(b[8..16].try_into().unwrap());
-    let k = n.div_ceil(1 << b[5]) as usize;
-    let mut v1 = b[..16 + 4 * k].to_vec();
-    v1[4] = 1;
-    v1.extend_from_slice(&b[16 + 12 * k..]);
-    v1
 }
 
 fn class(blob: &[u8], n: usize) -> Option<&'static str> {

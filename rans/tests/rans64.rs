@@ -8,6 +8,11 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::{Distribution, Normal};
 use tetrad_rans::rans64::{self, Arm, Blob, ChunkBody, ChunkDecoder, Error};
 
+#[path = "support/blob_v2.rs"]
+mod blob_v2;
+
+use blob_v2::{reseal, to_version_1};
+
 /// The arms to compare: every available one. `TETRAD_REQUIRE_ISA` (comma-separated arm
 /// names) turns an unavailable listed arm into a failure instead of a skip.
 fn arms() -> Vec<Arm> {
@@ -541,32 +546,6 @@ fn every_refusal_class() {
     // Output length.
     let mut out = vec![0u8; src.len() + 1];
     assert_eq!(rans64::decode_into(&good, &mut out).unwrap_err().class(), "E_OUTPUT_LENGTH");
-}
-
-/// Rewrites every chunk check of a version-2 blob from its (possibly damaged) index, so that a
-/// damaged chunk reaches the head parser and the decoders instead of stopping at E_CHECKSUM.
-fn reseal(b: &mut [u8]) {
-    let n = u64::from_le_bytes(b[8..16].try_into().unwrap());
-    let k = n.div_ceil(1 << b[5]) as usize;
-    let checks = 16 + 4 * k;
-    let mut at = checks + 8 * k;
-    for c in 0..k {
-        let stored = u32::from_le_bytes(b[16 + 4 * c..20 + 4 * c].try_into().unwrap()) as usize;
-        let Some(body) = b.get(at..at + stored) else { return };
-        let check = rans64::chunk_check(body);
-        b[checks + 8 * c..checks + 8 * c + 8].copy_from_slice(&check.to_le_bytes());
-        at += stored;
-    }
-}
-
-/// The version-1 form of a version-2 blob: the same chunks without the check table.
-fn to_version_1(b: &[u8]) -> Vec<u8> {
-    let n = u64::from_le_bytes(b[8..16].try_into().unwrap());
-    let k = n.div_ceil(1 << b[5]) as usize;
-    let mut v1 = b[..16 + 4 * k].to_vec();
-    v1[4] = 1;
-    v1.extend_from_slice(&b[16 + 12 * k..]);
-    v1
 }
 
 /// Finds the body of chunk 0 of a blob with one or more chunks.
