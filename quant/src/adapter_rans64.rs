@@ -3,8 +3,9 @@
 //!
 //! `int4-rans64-t1` (`tetrad_rans::rans64`) cuts a tensor's packed int4 bytes into independent
 //! chunks (1 MiB by default), each with its own model and seal. A [`Rans64Matrix`] is such a
-//! blob (borrowed), checked once — header and chunk index (`Blob::parse`), `n_bytes ==
-//! O · ceil(I/2)`, `O` scales — and multiplied without ever materialising the dense matrix:
+//! blob (borrowed), checked once — header and chunk index (`Blob::parse`), every chunk's
+//! check (`Blob::verify_checks`, version 2), `n_bytes == O · ceil(I/2)`, `O` scales — and
+//! multiplied without ever materialising the dense matrix:
 //! [`ChunkDecoder::decode_next`] decodes the next piece of the current chunk (a multiple of 64
 //! bytes, or the rest of the chunk) into a scratch buffer of about
 //! [`TILE_BYTES`](crate::adapter::TILE_BYTES), every whole row in it goes straight to the
@@ -30,7 +31,11 @@
 //! same bytes and activations as dense [`crate::kernels::matmul`] on the decoded matrix, so
 //! `y` is bit-identical to it (tested per arm).
 //!
-//! Integrity: a chunk's seal is checked by the call that decodes its last byte. A full
+//! Integrity: a damaged chunk (version 2) is refused with `E_CHECKSUM` when the matrix is
+//! built, before anything is multiplied; the checks are verified there once, not on every
+//! multiply (the borrowed bytes cannot change while the matrix lives), so a band opens a
+//! chunk by parsing its head alone. A chunk's seal is checked by the call that decodes its
+//! last byte. A full
 //! multiply (band `0..O`) decodes every chunk to its end, so every seal is checked; a band
 //! that ends inside a chunk does not see that chunk's seal, but the band holding the chunk's
 //! last byte decodes the whole chunk, so a set of bands covering `0..O` checks every seal. On
@@ -54,8 +59,8 @@ pub const SCRATCH_SLACK: usize = rans64::LANES;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Rans64AdapterError {
-    /// The blob was refused (header and index at construction; a chunk's head, body or seal
-    /// while multiplying, after which the output was zero-filled).
+    /// The blob was refused (header, index and chunk checks at construction; a chunk's head,
+    /// body or seal while multiplying, after which the output was zero-filled).
     #[error("int4-rans64-t1: {0}")]
     Blob(rans64::Error),
     /// The blob decodes to a different number of bytes than `[O, I]` int4-row needs.
@@ -174,7 +179,9 @@ pub struct Rans64Matrix<'a> {
 impl<'a> Rans64Matrix<'a> {
     /// Checks `blob` as the `[o, i]` int4-row matrix with per-row `scales`: the blob's header
     /// and chunk index (every refusal of `Blob::parse`), `n_bytes == o · ceil(i/2)`
-    /// (`E_COUNT_MISMATCH`) and `scales.len() == o` (`E_SCALE_COUNT`).
+    /// (`E_COUNT_MISMATCH`), `scales.len() == o` (`E_SCALE_COUNT`), then every chunk's check
+    /// (`E_CHECKSUM`; one pass over the blob, version 2 only), which multiplies then do not
+    /// repeat.
     ///
     /// # Errors
     /// The first failed check, as above.
@@ -194,6 +201,7 @@ impl<'a> Rans64Matrix<'a> {
         if scales.len() != o {
             return Err(Rans64AdapterError::ScaleCount { got: scales.len(), expected: o });
         }
+        let blob = blob.verify_checks()?;
         Ok(Self { blob, scales, o, i, stride })
     }
 

@@ -2,7 +2,8 @@
 //! bytes, bit for bit, on every available kernel arm and every available decode arm, for
 //! shapes whose rows straddle chunk boundaries (4 KiB chunks), odd `I`, `O = 1`, raw chunks,
 //! `S ∈ {1, 3}`, f32 and int8 activations, several scratch sizes, and every row band; its
-//! checks refuse by name; corrupted blobs leave an all-zero `y`.
+//! checks refuse by name (damaged chunks when the matrix is built); corrupted blobs whose
+//! checks were rewritten leave an all-zero `y`.
 #![allow(clippy::cast_possible_truncation)]
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
@@ -12,6 +13,10 @@ use tetrad_quant::adapter_rans64::{Rans64AdapterError, Rans64Matrix, SCRATCH_SLA
 use tetrad_quant::isa::Isa;
 use tetrad_quant::kernels::{Matrix, Scales, matmul_q8_with, matmul_with, quantize_activations};
 use tetrad_rans::rans64::{self, Arm};
+
+#[path = "../../rans/tests/support/blob_v2.rs"]
+#[allow(dead_code)] // shared with the rans tests; this file uses `reseal` only
+mod blob_v2;
 
 struct Case {
     codes: Vec<u8>,
@@ -227,9 +232,31 @@ fn checks_refuse_before_anything_is_multiplied() {
     }
 }
 
-/// Every corruption of a chunk body that the parse accepts is either refused (and leaves `y`
-/// all zeros) or, if the decoder accepts it, gives exactly dense matmul on what it decoded;
-/// most are refused.
+/// A damaged chunk is refused when the matrix is built (`E_CHECKSUM`), before any multiply;
+/// the built matrix has verified its checks, so multiplies do not repeat them.
+#[test]
+fn damaged_chunks_are_refused_at_construction() {
+    let (o, i) = (16, 1500);
+    let c = case(o, i, 3, false, 12);
+    let m = Rans64Matrix::new(&c.blob, &c.scales, o, i).unwrap();
+    assert!(m.blob().checks_verified());
+    let n_chunks = m.blob().n_chunks();
+    assert!(n_chunks >= 3, "{n_chunks}");
+    let bodies = rans64::HEADER_LEN + 12 * n_chunks;
+    let mut classes = std::collections::BTreeMap::new();
+    for k in (bodies..c.blob.len()).step_by(37) {
+        let mut bad = c.blob.clone();
+        bad[k] ^= 0x24;
+        let e = Rans64Matrix::new(&bad, &c.scales, o, i).unwrap_err();
+        assert!(matches!(e, Rans64AdapterError::Blob(rans64::Error::Checksum { .. })), "{e:?}");
+        *classes.entry(e.class()).or_insert(0) += 1;
+    }
+    assert_eq!(classes.len(), 1, "{classes:?}");
+}
+
+/// Every corruption of a chunk body that the parse accepts, its check rewritten so that it
+/// reaches the decoders, is either refused (and leaves `y` all zeros) or, if the decoder
+/// accepts it, gives exactly dense matmul on what it decoded; most are refused.
 #[test]
 fn corrupted_blobs_leave_no_partial_output() {
     let (o, i) = (16, 1500);
@@ -239,6 +266,7 @@ fn corrupted_blobs_leave_no_partial_output() {
     for k in (rans64::HEADER_LEN + 8..c.blob.len()).step_by(53) {
         let mut bad = c.blob.clone();
         bad[k] ^= 0x24;
+        blob_v2::reseal(&mut bad);
         let Ok(m) = Rans64Matrix::new(&bad, &c.scales, o, i) else { continue };
         tried += 1;
         // The scalar decode arm runs one band, the AVX-512 ones two half-bands at once: the

@@ -632,6 +632,53 @@ fn every_bit_flip_is_refused() {
     }
 }
 
+/// `Blob::verify_checks` verifies every chunk's check once, in chunk order: a damaged
+/// chunk is named (the first one, whichever later ones are damaged too); a verified blob
+/// opens the same chunks without recomputing checks; a version-1 blob has none to verify.
+#[test]
+fn checks_verified_once_up_front() {
+    let src = gaussian_int4(40_000, 512, 12);
+    let good = encode(&src, 12);
+    let blob = Blob::parse(&good).unwrap();
+    let n = blob.n_chunks();
+    assert!(n >= 5, "{n}");
+    assert!(!blob.checks_verified());
+    let verified = blob.verify_checks().unwrap();
+    assert!(verified.checks_verified());
+    assert_eq!(verified.n_chunks(), n);
+    for (a, b) in blob.chunks().zip(verified.chunks()) {
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!((a.index, a.raw_len), (b.index, b.raw_len));
+    }
+    assert_eq!(verified.chunks_from(3).count(), n - 3);
+    let mut out = vec![0u8; src.len()];
+    for c in 0..n {
+        let r = blob.chunk_range(c);
+        let piece = &mut out[r.start as usize..r.end as usize];
+        rans64::decode_chunk_with(Arm::Scalar, &verified, c, piece).unwrap();
+    }
+    assert_eq!(out, src);
+
+    // Damage chunks 1 and 3: chunk 1 is named, by the up-front pass and by a plain open.
+    let mut bad = good.clone();
+    for c in [3, 1] {
+        let at = chunk_body(&bad, n, c) + 400;
+        bad[at] ^= 0x10;
+    }
+    let parsed = Blob::parse(&bad).unwrap();
+    let err = parsed.verify_checks().unwrap_err();
+    assert_eq!((err.class(), chunk_of(&err)), ("E_CHECKSUM", Some(1)), "{err:?}");
+    assert!(parsed.chunk(0).is_ok());
+    assert_eq!(chunk_of(&parsed.chunk(1).unwrap_err()), Some(1));
+    assert_eq!(chunk_of(&parsed.chunk(3).unwrap_err()), Some(3));
+
+    // Version 1: nothing to verify, nothing marked verified; its chunks still decode.
+    let v1 = to_version_1(&good);
+    let b1 = Blob::parse(&v1).unwrap().verify_checks().unwrap();
+    assert!(!b1.checks_verified());
+    assert_eq!(b1.chunks().filter(Result::is_ok).count(), n);
+}
+
 /// What the seal alone catches (version 1, or a damaged chunk whose check was rewritten):
 /// on a Gaussian chunk at most one flip in a thousand of the coded words is accepted; on a
 /// near-uniform chunk (8 equally likely levels) far more are, which is why version 2 checks

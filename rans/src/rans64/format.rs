@@ -10,6 +10,12 @@
 //! Every decoder gets its chunks from these two, so none decodes a byte of a damaged chunk
 //! whose check fails. (`Chunk::parse` is the head parser alone, for callers that hold a
 //! chunk body without its blob: it checks no check.)
+//!
+//! A caller that keeps a blob and decodes its chunks many times (the fused adapter decodes
+//! every chunk on every multiply) verifies every check once with `Blob::verify_checks`; the
+//! blob it gets back remembers that, and its `chunk`/`chunks` then parse heads without
+//! recomputing checks. The bytes are borrowed immutably for the blob's whole life, so what
+//! was verified cannot change underneath it. The seal is still checked on every decode.
 
 use core::ops::Range;
 
@@ -25,6 +31,8 @@ pub struct Blob<'a> {
     n_bytes: u64,
     n_chunks: usize,
     version: u8,
+    /// Every chunk's check was verified (`verify_checks`): `open` skips it.
+    checks_verified: bool,
 }
 
 /// One chunk, head parsed.
@@ -104,7 +112,7 @@ impl<'a> Blob<'a> {
         }
         // The index is in memory, so the chunk count fits usize.
         let n_chunks = usize::try_from(n_chunks64).unwrap_or(usize::MAX);
-        let blob = Blob { bytes, shift, n_bytes, n_chunks, version };
+        let blob = Blob { bytes, shift, n_bytes, n_chunks, version, checks_verified: false };
         let mut total = index_end;
         for c in 0..n_chunks {
             let stored = blob.stored_len(c);
@@ -140,6 +148,32 @@ impl<'a> Blob<'a> {
         let mut b = [0u8; 8];
         b.copy_from_slice(&self.bytes[at..at + 8]);
         Some(u64::from_le_bytes(b))
+    }
+
+    /// Verifies every chunk's check (version 2) in chunk order, once: the blob it returns
+    /// opens chunks without recomputing them (`checks_verified` is then `true`). One pass
+    /// over the stored bytes; a version-1 blob has nothing to verify and is returned as is
+    /// (its chunks rest on their seals alone).
+    ///
+    /// # Errors
+    /// `E_CHECKSUM` for the first chunk whose stored bytes do not match their check.
+    pub fn verify_checks(mut self) -> Result<Blob<'a>, Error> {
+        if self.version != VERSION_1 && !self.checks_verified {
+            let mut at = self.data_start();
+            for c in 0..self.n_chunks {
+                let stored = self.stored_len(c) as usize;
+                self.verify_check(c, &self.bytes[at..at + stored])?;
+                at += stored;
+            }
+            self.checks_verified = true;
+        }
+        Ok(self)
+    }
+
+    /// Whether every chunk's check has been verified already (`verify_checks` on a
+    /// version-2 blob), so that opening a chunk parses its head only.
+    pub fn checks_verified(&self) -> bool {
+        self.checks_verified
     }
 
     /// `log2` of the chunk size in raw bytes.
@@ -178,14 +212,23 @@ impl<'a> Blob<'a> {
         HEADER_LEN + per_chunk * self.n_chunks
     }
 
-    /// Chunk `c` from its stored bytes: the version-2 check first (`E_CHECKSUM`), then the
-    /// head.
-    fn open(&self, c: usize, body: &'a [u8]) -> Result<Chunk<'a>, Error> {
+    /// `E_CHECKSUM` unless chunk `c`'s stored bytes `body` match its recorded check (none in
+    /// version 1).
+    fn verify_check(&self, c: usize, body: &[u8]) -> Result<(), Error> {
         if let Some(expected) = self.recorded_check(c) {
             let got = chunk_check(body);
             if got != expected {
                 return Err(Error::Checksum { chunk: c, expected, got });
             }
+        }
+        Ok(())
+    }
+
+    /// Chunk `c` from its stored bytes: the version-2 check first (`E_CHECKSUM`, unless
+    /// `verify_checks` did them all), then the head.
+    fn open(&self, c: usize, body: &'a [u8]) -> Result<Chunk<'a>, Error> {
+        if !self.checks_verified {
+            self.verify_check(c, body)?;
         }
         Chunk::parse(c, body, self.raw_len(c) as usize)
     }
