@@ -2,7 +2,8 @@
 """Independent decoder of int4-rans64-t1, written from docs/int4-rans64-t1.md alone.
 
 Checks docs/vectors/rans64.json: every blob decodes to its input, every refusal case is
-refused with its class. Pure Python, no dependencies; slow but only meant for the vectors.
+refused with its class chunk by chunk, and with its up_front_class (where given, else its
+class) when every chunk check is verified before any chunk is decoded. Pure Python, no dependencies; slow but only meant for the vectors.
 Run: python3 docs/vectors/rans64_check.py [path/to/rans64.json]
 """
 import json
@@ -73,7 +74,7 @@ def alias_layout(freq):
     return sym_of, index_of
 
 
-def decode(blob, n_out):
+def decode(blob, n_out, up_front=False):
     if blob[:4].ljust(4, b"\0") != b"T4R1":
         raise Refused("E_MAGIC")
     if len(blob) < 16:
@@ -105,12 +106,22 @@ def decode(blob, n_out):
     if len(blob) > total:
         raise Refused("E_TRAILING")
     assert n == n_out, "vector output length mismatch"
+    def recorded(c):
+        return int.from_bytes(blob[16 + 4 * K + 8 * c:16 + 4 * K + 8 * c + 8], "little")
+
+    if up_front and version == 2:
+        # Section 2.5 allows verifying every check before decoding any chunk.
+        at = 16 + per_chunk * K
+        for c, S in enumerate(sizes):
+            if chunk_check(blob[at:at + S]) != recorded(c):
+                raise Refused("E_CHECKSUM")
+            at += S
     out = bytearray()
     at = 16 + per_chunk * K
     for c, (S, R) in enumerate(zip(sizes, raws)):
         body = blob[at:at + S]
         at += S
-        if version == 2 and chunk_check(body) != int.from_bytes(blob[16 + 4 * K + 8 * c:16 + 4 * K + 8 * c + 8], "little"):
+        if version == 2 and chunk_check(body) != recorded(c):
             raise Refused("E_CHECKSUM")
         if S == R:
             out += body
@@ -162,12 +173,14 @@ def main():
         got = decode(bytes.fromhex(v["blob_hex"]), len(v["input_hex"]) // 2)
         assert got == bytes.fromhex(v["input_hex"]), v["name"]
     for v in doc["refusals"]:
-        try:
-            decode(bytes.fromhex(v["blob_hex"]), v["n_bytes"])
-        except Refused as e:
-            assert str(e) == v["class"], (v["name"], str(e), v["class"])
-        else:
-            raise AssertionError(f"{v['name']}: accepted, expected {v['class']}")
+        for up_front in (False, True):
+            want = v.get("up_front_class", v["class"]) if up_front else v["class"]
+            try:
+                decode(bytes.fromhex(v["blob_hex"]), v["n_bytes"], up_front)
+            except Refused as e:
+                assert str(e) == want, (v["name"], up_front, str(e), want)
+            else:
+                raise AssertionError(f"{v['name']}: accepted, expected {want}")
     print(f"rans64 vectors: {len(doc['blobs'])} blobs decoded, {len(doc['refusals'])} refusals matched")
 
 

@@ -5,7 +5,7 @@
 #![allow(clippy::cast_possible_truncation)]
 
 use serde_json::{Value, json};
-use tetrad_rans::rans64::{self, Arm};
+use tetrad_rans::rans64::{self, Arm, Blob};
 
 #[path = "../tests/support/blob_v2.rs"]
 mod blob_v2;
@@ -102,6 +102,7 @@ fn main() {
         assert_eq!(class(blob, n), Some(want), "{name}");
         refusals.push(json!({"name": name, "blob_hex": hex(blob), "n_bytes": n, "class": want}));
     };
+    let two_chunks = coded.iter().find(|(_, n)| (4097..=8192).contains(n)).cloned();
     push("short magic", b"T4", 0, "E_MAGIC");
     push("short header", &base[..12], n, "E_TRUNCATED");
     let mut b = base.clone();
@@ -116,6 +117,10 @@ fn main() {
     let mut b = base.clone();
     b[8..16].copy_from_slice(&((1u64 << 48) + 1).to_le_bytes());
     push("too large", &b, n, "E_TOO_LARGE");
+    // The limit itself is allowed: 2^48 bytes parse on to the (missing) index.
+    let mut b = base.clone();
+    b[8..16].copy_from_slice(&(1u64 << 48).to_le_bytes());
+    push("n_bytes exactly 2^48, index missing", &b, n, "E_TRUNCATED");
     push("index cut", &base[..17], n, "E_TRUNCATED");
     let mut b = base.clone();
     b[16..20].copy_from_slice(&(n as u32 + 1).to_le_bytes());
@@ -138,6 +143,11 @@ fn main() {
     reseal(&mut b);
     push("frequencies off by one", &b, n, "E_TABLE");
     let mut b = base.clone();
+    b[body..body + 32].fill(0);
+    b[body..body + 2].copy_from_slice(&4096u16.to_le_bytes());
+    reseal(&mut b);
+    push("one frequency 4096, the others 0", &b, n, "E_TABLE");
+    let mut b = base.clone();
     b[body + 32] ^= 1;
     reseal(&mut b);
     push("way length off by one", &b, n, "E_WAY_LENGTHS");
@@ -145,6 +155,33 @@ fn main() {
     b[body + 48 + 2..body + 48 + 4].fill(0);
     reseal(&mut b);
     push("lane 0 state below L", &b, n, "E_STATE_RANGE");
+    // L itself is in range: the same blob with lane 0's state exactly L parses and is
+    // refused only by its decode (whatever class that is, never E_STATE_RANGE).
+    let mut b = base.clone();
+    b[body + 48..body + 52].copy_from_slice(&0x1_0000u32.to_le_bytes());
+    reseal(&mut b);
+    let later = class(&b, n).expect("a changed state is refused");
+    assert_ne!(later, "E_STATE_RANGE");
+    push("lane 0 state exactly L (in range; its decode fails)", &b, n, later);
+    // Across chunks, a streaming decoder refuses in chunk order: chunk 0's head (E_TABLE)
+    // before chunk 1's check. A decoder that verifies every check up front (§2.5 allows it)
+    // names chunk 1's check instead: `up_front_class`.
+    let (two, n2) = two_chunks.expect("a coded two-chunk blob");
+    assert_eq!(two[5], 12);
+    let k = 2;
+    let body0 = 16 + 12 * k;
+    let stored0 = u32::from_le_bytes(two[16..20].try_into().unwrap()) as usize;
+    let mut b = two.clone();
+    b[body0] ^= 1;
+    reseal(&mut b);
+    b[body0 + stored0 + 100] ^= 0x10;
+    assert_eq!(class(&b, n2), Some("E_TABLE"));
+    let up_front = Blob::parse(&b).and_then(Blob::verify_checks).map(|_| ()).unwrap_err();
+    assert_eq!(up_front.class(), "E_CHECKSUM");
+    let across_chunks = json!({
+        "name": "chunk 0 frequencies off by one, chunk 1 check wrong",
+        "blob_hex": hex(&b), "n_bytes": n2, "class": "E_TABLE", "up_front_class": "E_CHECKSUM",
+    });
     // Decode-time classes: mutate the words and the states, in a fixed order, until each is
     // found.
     // E_LEFTOVER: one extra word at the end of way 3 (the last stream), sizes adjusted; the
@@ -195,10 +232,11 @@ fn main() {
         }
         assert!(found, "no mutation gives {want}");
     }
+    refusals.push(across_chunks);
     let doc = json!({
         "format": "int4-rans64-t1",
         "version": 2,
-        "about": "blobs: input_hex (packed int4 bytes) encoded with chunk_shift by the reference encoder of docs/int4-rans64-t1.md section 4 (version 2; the version-1 blobs are decode-only); refusals: blob_hex decoded to n_bytes must be refused with class",
+        "about": "blobs: input_hex (packed int4 bytes) encoded with chunk_shift by the reference encoder of docs/int4-rans64-t1.md section 4 (version 2; the version-1 blobs are decode-only); refusals: blob_hex decoded into an output of n_bytes bytes must be refused with class, by a decoder that checks chunk by chunk (section 3); where up_front_class is given, a decoder that verifies every chunk check before decoding any chunk (section 2.5) refuses with that class instead. Byte offsets in refusal names count from the start of the blob. Every mutation of a version-2 blob below the check table has its checks rewritten so that it reaches its class, unless its name says the check is wrong.",
         "blobs": blobs,
         "refusals": refusals,
     });

@@ -1,10 +1,11 @@
 //! The golden vectors of `int4-rans64-t1` (docs/vectors/rans64.json): the encoder reproduces
 //! every version-2 blob byte for byte, every available arm decodes every blob (version 1
 //! too) to the input, and every refusal
-//! case is refused with its class by every arm. (`docs/vectors/rans64_check.py`, an
+//! case is refused with its class by every arm (and with its `up_front_class` when every
+//! chunk check is verified first). (`docs/vectors/rans64_check.py`, an
 //! independent decoder written from the spec, checks the same file in CI.)
 
-use tetrad_rans::rans64::{self, Arm};
+use tetrad_rans::rans64::{self, Arm, Blob, ChunkDecoder};
 
 fn unhex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
@@ -48,6 +49,7 @@ fn every_golden_refusal_is_refused_with_its_class() {
     let v = vectors();
     let refusals = v["refusals"].as_array().unwrap();
     let mut classes = std::collections::BTreeSet::new();
+    let mut across = 0;
     for case in refusals {
         let blob = unhex(case["blob_hex"].as_str().unwrap());
         let n = usize::try_from(case["n_bytes"].as_u64().unwrap()).unwrap();
@@ -58,7 +60,20 @@ fn every_golden_refusal_is_refused_with_its_class() {
             let err = rans64::decode_with(arm, &blob, &mut out).unwrap_err();
             assert_eq!(err.class(), want, "{} on {arm}", case["name"]);
         }
+        // Verifying every check first (as the fused adapter does) may name another chunk.
+        let up_front = case.get("up_front_class").map_or(want, |c| c.as_str().unwrap());
+        let got = Blob::parse(&blob).and_then(Blob::verify_checks).and_then(|b| {
+            let mut out = vec![0u8; n];
+            let mut pieces = out.chunks_mut(1 << b.chunk_shift());
+            for chunk in b.chunks() {
+                ChunkDecoder::new_with(chunk?, Arm::Scalar)?.decode_next(pieces.next().unwrap())?;
+            }
+            Ok(())
+        });
+        assert_eq!(got.unwrap_err().class(), up_front, "{} verified up front", case["name"]);
+        across += usize::from(case.get("up_front_class").is_some());
     }
+    assert!(across >= 1, "no vector where verifying the checks up front changes the class");
     // Every spec class (not the API-only ones) has a vector.
     for c in [
         "E_MAGIC",
