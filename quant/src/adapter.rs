@@ -182,6 +182,22 @@ impl Acts<'_> {
             Self::Q8(q) => q.s(),
         }
     }
+
+    /// Refuses activations that are not `S × i`: f32 `x` must hold exactly `S · i` values,
+    /// int8 rows must be `i` long. The adapters check this before they size anything by `S`.
+    ///
+    /// # Errors
+    /// `KernelError::Length` (`"x"`), or `KernelError::Overflow` when `S · i` overflows.
+    pub fn check(&self, i: usize) -> Result<(), KernelError> {
+        let (what, expected, got) = match self {
+            Self::F32 { x, s } => {
+                let n = s.checked_mul(i).ok_or(KernelError::Overflow { o: *s, i })?;
+                ("x", n, x.len())
+            }
+            Self::Q8(q) => ("quantized activation row length", i, q.i()),
+        };
+        if expected == got { Ok(()) } else { Err(KernelError::Length { what, expected, got }) }
+    }
 }
 
 /// An `int4-rans256-g0` record viewed as an int4-row weight matrix `W[O, I]`.
@@ -246,7 +262,10 @@ impl<'a> Rans256Matrix<'a> {
 
     /// Rows per tile for a tile budget of `bytes`.
     pub const fn tile_rows(&self, bytes: usize) -> usize {
-        let r = bytes / self.stride;
+        let r = match bytes.checked_div(self.stride) {
+            Some(r) => r,
+            None => usize::MAX, // `I = 0`: rows are empty
+        };
         if r == 0 {
             1
         } else if r > self.o {
@@ -333,6 +352,11 @@ impl<'a> Rans256Matrix<'a> {
         acts: Acts<'_>,
         y: &mut [f32],
     ) -> Result<(), AdapterError> {
+        // Shapes before scratch: `S` then fits `y`, so the scratch (`t ≤ O` rows) does too.
+        if let Err(e) = check_shapes(&acts, self.o, self.i, y) {
+            y.fill(0.0);
+            return Err(e);
+        }
         let t = self.tile_rows(tile_bytes(&acts));
         let mut wbuf = std::vec![0u8; t * self.stride];
         let mut ybuf = std::vec![0f32; t * acts.s()];
@@ -364,7 +388,7 @@ impl Int4Rows<'_> {
         ybuf: &mut [f32],
         mut decode_next: impl FnMut(&mut [u8]) -> Result<(), AdapterError>,
     ) -> Result<(), AdapterError> {
-        check_y(acts.s(), self.o, self.i, y)?;
+        check_shapes(&acts, self.o, self.i, y)?;
         let t = scratch_rows(self.o, self.stride, acts.s(), wbuf, ybuf)?;
         let mut r0 = 0;
         while r0 < self.o {
@@ -376,6 +400,17 @@ impl Int4Rows<'_> {
         }
         Ok(())
     }
+}
+
+/// Refuses activations that are not `S × I` and a `y` that is not `S × O`.
+pub(crate) fn check_shapes(
+    acts: &Acts<'_>,
+    o: usize,
+    i: usize,
+    y: &[f32],
+) -> Result<(), AdapterError> {
+    acts.check(i)?;
+    check_y(acts.s(), o, i, y)
 }
 
 /// Refuses a `y` that is not `S × O`.
@@ -399,7 +434,8 @@ fn scratch_rows(
     wbuf: &[u8],
     ybuf: &[f32],
 ) -> Result<usize, AdapterError> {
-    let by_w = wbuf.len() / stride.max(1);
+    // A zero-column matrix (`I = 0`) has empty rows: any scratch holds them.
+    let by_w = wbuf.len().checked_div(stride).unwrap_or(usize::MAX);
     let by_y = ybuf.len().checked_div(s).unwrap_or(usize::MAX);
     let t = by_w.min(by_y).min(o);
     if t == 0 && o > 0 {

@@ -211,6 +211,11 @@ impl<'a> Cfs1Matrix<'a> {
     /// As [`matmul_scratch`](Self::matmul_scratch).
     #[cfg(feature = "std")]
     pub fn matmul_with(&self, isa: Isa, acts: Acts<'_>, y: &mut [f32]) -> Result<(), AdapterError> {
+        // Shapes before scratch: `S` then fits `y`, so the scratch (`t ≤ O` rows) does too.
+        if let Err(e) = super::check_shapes(&acts, self.o, self.i, y) {
+            y.fill(0.0);
+            return Err(e);
+        }
         let t = self.tile_rows(super::tile_bytes(&acts));
         let mut wbuf = std::vec![0u8; t * self.stride];
         let mut ybuf = std::vec![0f32; t * acts.s()];

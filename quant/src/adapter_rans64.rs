@@ -310,6 +310,7 @@ impl<'a> Rans64Matrix<'a> {
         if rows.start > rows.end || rows.end > o {
             return Err(Rans64AdapterError::Band { start: rows.start, end: rows.end, o });
         }
+        acts.check(i)?;
         let s = acts.s();
         let n = rows.len();
         let want_y = s.checked_mul(n).ok_or(Rans64AdapterError::Overflow { o, i })?;
@@ -319,6 +320,21 @@ impl<'a> Rans64Matrix<'a> {
             );
         }
         if n == 0 {
+            return Ok(());
+        }
+        if stride == 0 {
+            // `I = 0`: empty rows, no chunks to decode; the kernel still gives each output
+            // (its scale times an empty sum), exactly as dense matmul does.
+            let per_call = ybuf.len().checked_div(s).unwrap_or(usize::MAX).max(1);
+            if ybuf.len() < s {
+                return Err(Rans64AdapterError::Scratch { needed: 4 * s, got: 4 * ybuf.len() });
+            }
+            let mut r0 = rows.start;
+            while r0 < rows.end {
+                let r1 = rows.end.min(r0.saturating_add(per_call));
+                self.multiply(isa, acts, &[], r0..r1, &rows, ybuf, yband)?;
+                r0 = r1;
+            }
             return Ok(());
         }
         let need_w = stride + SCRATCH_SLACK;
@@ -481,17 +497,30 @@ impl<'a> Rans64Matrix<'a> {
         acts: Acts<'_>,
         rows: Range<usize>,
     ) -> Result<std::vec::Vec<f32>, Rans64AdapterError> {
+        // The band first: nothing is allocated for rows outside the matrix.
+        if rows.start > rows.end || rows.end > self.o {
+            let (start, end, o) = (rows.start, rows.end, self.o);
+            return Err(Rans64AdapterError::Band { start, end, o });
+        }
         let s = acts.s();
         let n = rows.len();
         let tile = crate::adapter::tile_bytes(&acts);
         let tile_rows = (tile / self.stride.max(1)).clamp(1, n.max(1));
-        // One tile per half-band where the arm decodes two chunks at once (`band_inner`).
-        let halves = if arm.has_paired_kernel() { 2 } else { 1 };
+        // One tile per half-band where the band will be split in two (`band_inner`): the arm
+        // decodes two chunks at once and the band crosses a chunk boundary.
         let tile_len = self.scratch_len(tile_rows * self.stride + SCRATCH_SLACK);
+        let halves = if self.pair_split(arm, &rows, 2 * tile_len).is_some() { 2 } else { 1 };
+        // The activations before anything sized by `S`: with `I ≥ 1`, `S ≤ x.len()`.
+        acts.check(self.i)?;
+        let overflow = Rans64AdapterError::Overflow { o: self.o, i: self.i };
+        let len = s.checked_mul(n).ok_or(overflow)?;
+        // With `I = 0` nothing bounds `S`: an output too large to allocate is refused.
+        let mut y = std::vec::Vec::new();
+        y.try_reserve_exact(len).map_err(|_| overflow)?;
+        y.resize(len, 0f32);
         let mut wbuf = std::vec![0u8; halves * tile_len];
-        let mut ybuf = std::vec![0f32; s.max(1) * tile_rows];
-        let len = s.checked_mul(n).ok_or(Rans64AdapterError::Overflow { o: self.o, i: self.i })?;
-        let mut y = std::vec![0f32; len];
+        // At most `len` (`tile_rows ≤ n`); nothing for an empty band.
+        let mut ybuf = std::vec![0f32; if n == 0 { 0 } else { s.max(1) * tile_rows }];
         self.matmul_band(isa, arm, acts, rows, &mut y, &mut wbuf, &mut ybuf)?;
         Ok(y)
     }

@@ -29,7 +29,8 @@ pub fn matmul(
     y: &mut [f32],
     threads: usize,
 ) -> Result<(), AdapterError> {
-    if threads <= 1 || m.o() <= m.tile_rows(TILE_BYTES) || y.len() != acts.s() * m.o() {
+    let shapes_ok = acts.s().checked_mul(m.o()) == Some(y.len()) && acts.check(m.i()).is_ok();
+    if threads <= 1 || m.o() <= m.tile_rows(TILE_BYTES) || !shapes_ok {
         // The single-threaded path also reports shape errors.
         return m.matmul_with(isa, arm, acts, y);
     }
@@ -54,7 +55,8 @@ pub fn matmul_cfs1(
     y: &mut [f32],
     threads: usize,
 ) -> Result<(), AdapterError> {
-    if threads <= 1 || m.o() <= m.tile_rows(TILE_BYTES) || y.len() != acts.s() * m.o() {
+    let shapes_ok = acts.s().checked_mul(m.o()) == Some(y.len()) && acts.check(m.i()).is_ok();
+    if threads <= 1 || m.o() <= m.tile_rows(TILE_BYTES) || !shapes_ok {
         return m.matmul_with(isa, acts, y);
     }
     let mut table = Box::new(DecodeTable::new());

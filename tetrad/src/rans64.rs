@@ -138,7 +138,8 @@ pub fn matmul(
     threads: usize,
 ) -> Result<(), Rans64AdapterError> {
     let (o, s) = (m.o(), acts.s());
-    if threads <= 1 || o < 2 || y.len() != s * o {
+    let shapes_ok = s.checked_mul(o) == Some(y.len()) && acts.check(m.i()).is_ok();
+    if threads <= 1 || o < 2 || !shapes_ok {
         // The single-threaded path also reports shape errors.
         return m.matmul_with(isa, arm, acts, y);
     }
@@ -209,5 +210,24 @@ mod tests {
             }
         }
         assert!(refused > 10, "{refused}");
+    }
+
+    #[test]
+    fn threaded_matmul_refuses_hostile_activation_counts() {
+        let (o, i) = (64, 96);
+        let packed = crate::synth::int4_bytes(o * i / 2, 6);
+        let blob = encode_verified("t", &packed, 12).unwrap();
+        let scales = vec![0.01f32; o];
+        let m = Rans64Matrix::new(&blob, &scales, o, i).unwrap();
+        let x = vec![0.5f32; i];
+        for s in [usize::MAX, usize::MAX / 64 + 1, 1 << 40, 2] {
+            let mut y = vec![f32::NAN; o];
+            let e = matmul(&m, Isa::Scalar, Arm::Scalar, Acts::F32 { x: &x, s }, &mut y, 2);
+            let class = e.unwrap_err().class();
+            assert!(matches!(class, "E_KERNEL_LENGTH" | "E_KERNEL_OVERFLOW"), "S = {s}: {class}");
+            assert!(y.iter().all(|&v| v == 0.0));
+        }
+        let mut y = vec![0f32; o];
+        matmul(&m, Isa::Scalar, Arm::Scalar, Acts::F32 { x: &x, s: 1 }, &mut y, 2).unwrap();
     }
 }
