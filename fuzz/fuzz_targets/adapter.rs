@@ -3,6 +3,7 @@
 //! name or builds; then on every available kernel arm and decode arm the fused product equals
 //! the dense int4-row product of the decoded bytes bit for bit (f32 and int8 activations), or
 //! the record is refused by checked decode — and then `y` is all zeros, never partial products.
+//! A row count `S` that does not match the activations is refused by name (up to `usize::MAX`).
 //! The same int4-row bytes, CFS1-coded and mutated the same way, go through `Cfs1Matrix` with
 //! the same contract (fused == decode-then-dense bit for bit, or a named refusal with `y`
 //! all zeros).
@@ -72,6 +73,20 @@ fuzz_target!(|inp: Input| {
             return;
         }
     };
+    // A row count that does not match `x` is refused by name before anything is sized by it
+    // (an `S` near `usize::MAX` once panicked on an overflow); `y` is zero-filled.
+    let lie = usize::MAX >> (inp.x_seed % 63);
+    if lie != s {
+        let mut y = vec![f32::NAN; s * o];
+        let e = m.matmul_with(
+            tetrad_quant::isa::Isa::Scalar,
+            Arm::Scalar,
+            Acts::F32 { x: &x, s: lie },
+            &mut y,
+        );
+        assert!(e.expect_err("S does not match x").class().starts_with("E_KERNEL"));
+        assert!(y.iter().all(|&v| v == 0.0));
+    }
     let mut dense_bytes = vec![0u8; m.dense_len()];
     let decoded = m.decode_into(Arm::Scalar, &mut dense_bytes);
     for isa in tetrad_quant::isa::available() {

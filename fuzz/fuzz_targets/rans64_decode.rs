@@ -111,7 +111,9 @@ fn reseal(b: &mut [u8]) {
         return;
     }
     let n = u64::from_le_bytes(b[8..16].try_into().expect("8 bytes"));
-    let Some(k) = n.checked_shr(u32::from(b[5])).map(|q| q + u64::from(n % (1u64 << (b[5] % 64)) != 0)) else {
+    let Some(k) =
+        n.checked_shr(u32::from(b[5])).map(|q| q + u64::from(n % (1u64 << (b[5] % 64)) != 0))
+    else {
         return;
     };
     if k > 1 << 16 {
@@ -160,9 +162,16 @@ fn check_pairs(parsed: &Blob<'_>, pa: usize, pb: usize) {
                 &mut xb,
                 &mut ob[at_b..at_b + tb],
             );
-            let want =
-                (ya.decode_next(&mut wa[at_a..at_a + ta]), yb.decode_next(&mut wb[at_b..at_b + tb]));
-            assert_eq!(got, want, "decode_next_pair differs from decode_next, chunks {ca}, {}", ca + 1);
+            let want = (
+                ya.decode_next(&mut wa[at_a..at_a + ta]),
+                yb.decode_next(&mut wb[at_b..at_b + tb]),
+            );
+            assert_eq!(
+                got,
+                want,
+                "decode_next_pair differs from decode_next, chunks {ca}, {}",
+                ca + 1
+            );
             assert_eq!((xa.remaining(), xb.remaining()), (ya.remaining(), yb.remaining()));
             if got.0.is_err() || got.1.is_err() {
                 break;

@@ -2,7 +2,8 @@
 //! inputs, so large shifts give one short chunk), encode within `max_encoded_len`,
 //! deterministically and to the same bytes on every encode arm (scalar, AVX2), and decode
 //! back exactly on every available arm, through the fused
-//! matmul adapter's row bands too (its output must equal dense int4-row matmul on the input).
+//! matmul adapter's row bands too (its output must equal dense int4-row matmul on the input);
+//! a row count `S` that does not match the activations is refused by name, up to `usize::MAX`.
 //! Input: `[shift selector, shape selector, skew] + bytes`.
 #![no_main]
 
@@ -68,4 +69,17 @@ fuzz_target!(|data: &[u8]| {
         band.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
         want[r0..].iter().map(|v| v.to_bits()).collect::<Vec<_>>()
     );
+    // A row count that does not match `x` (one activation row) is refused by name before
+    // anything is sized by it; `y` is zero-filled.
+    let lie = match sel >> 5 {
+        0 => usize::MAX >> (shape % 63),
+        1 => usize::from(skew).max(2),
+        _ => return,
+    };
+    let mut y = vec![f32::NAN; o];
+    let e = m.matmul_with(Isa::Scalar, Arm::Scalar, Acts::F32 { x: &x, s: lie }, &mut y);
+    assert!(e.expect_err("S does not match x").class().starts_with("E_KERNEL"));
+    assert!(y.iter().all(|&v| v == 0.0));
+    let e = m.band_with(Isa::Scalar, Arm::Scalar, Acts::F32 { x: &x, s: lie }, r0..o);
+    assert!(e.expect_err("S does not match x").class().starts_with("E_KERNEL"));
 });
