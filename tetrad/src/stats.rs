@@ -371,12 +371,23 @@ pub fn collect_safetensors(
         let mut o = e.shape.first().copied().unwrap_or(0);
         let cols = e.len().checked_div(o).unwrap_or(0);
         let mut shape = e.shape.clone();
-        let view = if stamp == Some(FORMAT_NAME) {
-            // A record is a 1-D blob: its rows are the scales' count (one per int4-row row)
-            // and its columns follow from the packed size in its header.
-            let packed = tetrad_rans::Record::parse_format(set.data(loc))
-                .map(|r| r.packed_bytes())
-                .map_err(|err| Refusal::new(err.class(), format!("{name}: {err}")))?;
+        // An entropy-coded weight is a 1-D blob: its rows are the scales' count (one per
+        // int4-row row) and its columns follow from the packed size its header records.
+        let coded_packed_bytes = match stamp {
+            Some(FORMAT_NAME) => Some(
+                tetrad_rans::Record::parse_format(set.data(loc))
+                    .map(|r| r.packed_bytes())
+                    .map_err(|err| Refusal::new(err.class(), format!("{name}: {err}"))),
+            ),
+            Some(crate::rans64::FORMAT_NAME) => Some(
+                tetrad_rans::rans64::Blob::parse(set.data(loc))
+                    .map(|b| b.n_bytes())
+                    .map_err(|err| Refusal::new(err.class(), format!("{name}: {err}"))),
+            ),
+            _ => None,
+        };
+        let view = if let Some(packed) = coded_packed_bytes {
+            let packed = packed?;
             o = set
                 .get(&format!("{name}.qs"))
                 .and_then(|(_, qs)| qs.shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d)))
@@ -385,11 +396,13 @@ pub fn collect_safetensors(
             shape = vec![o, i];
             c.tensor(name, o, i)
         } else {
-            // The file does not record I: a stamp says how many codes a byte holds; unstamped
-            // codes are read as [O, bytes per row] (what `tetrad inspect` does).
+            // The file does not record I: a stamp says how many codes a row's bytes hold (the
+            // largest I they fit; I and I − 1 give the same codes); unstamped codes are read
+            // as [O, bytes per row] (what `tetrad inspect` does).
             let i = match stamp {
-                Some("int4-row" | "int4-grouped") => 2 * cols,
+                Some("int4-row" | "int4-grouped" | "mxfp4") => 2 * cols,
                 Some("int2-row") => 4 * cols,
+                Some("int3-g64") => cols / 24 * 64,
                 _ => cols,
             };
             c.tensor(name, o, i)
@@ -407,6 +420,9 @@ pub fn collect_safetensors(
             }
             tetrad_quant::Format::Int4Rans256G0 => {
                 (format!("{FORMAT_NAME} (decoded int4-row)"), Symbols::Nibble)
+            }
+            tetrad_quant::Format::Int4Rans64T1 => {
+                (format!("{} (decoded int4-row)", crate::rans64::FORMAT_NAME), Symbols::Nibble)
             }
             tetrad_quant::Format::Int8Row => ("int8-row".to_owned(), Symbols::Byte),
             f => {

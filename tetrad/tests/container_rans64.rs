@@ -123,6 +123,14 @@ fn pack_verify_unpack_round_trip_is_byte_exact() {
 
     let shards =
         [packed.join("out-rans-00000.safetensors"), packed.join("out-rans-00001.safetensors")];
+    // inspect reads the blob's header (it once guessed an I from the blob's byte count).
+    let (code, out, _) = tetrad(&["inspect", s(&shards[0])]);
+    assert_eq!(code, 0, "{out}");
+    let want = format!(
+        "{RANS64} (stamped): {} int4-row bytes in 2 chunk(s) of 2^20, version 2",
+        700 * 1501
+    );
+    assert_eq!(out.matches(&want).count(), 6, "{out}");
     let (code, out, _) = tetrad(&["verify", s(&shards[0]), s(&shards[1])]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(out.lines().last().unwrap(), "RESULT: TRUST");

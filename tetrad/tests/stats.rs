@@ -165,6 +165,33 @@ fn float_checkpoint_is_measured_as_after_quantize() {
     assert!(t["zstd19_bytes"].is_null());
 }
 
+/// Stamped codes of formats stats does not measure (int3-g64, int2-row) are skipped as such,
+/// not misread as another format (int3-g64 was once reported as a refused int8-row).
+#[test]
+fn stamped_unmeasured_formats_are_named_not_misread() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = tetrad::synth::weights(16, 200, Dist::Laplace, 4);
+    let wb: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let t = [OutTensor { name: "w", dtype: "F32", shape: &[16, 200], data: &wb }];
+    let path = dir.path().join("f.safetensors");
+    std::fs::write(&path, shard_bytes(&BTreeMap::new(), &t, HeaderStyle::EscapedUnpadded).unwrap())
+        .unwrap();
+    for format in ["int3-g64", "int2-row"] {
+        let q = dir.path().join(format);
+        let o = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+            .args(["quantize", "-q", "--format", format])
+            .arg(&path)
+            .arg(&q)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+        let v = stats(&["--json", "--no-zstd"], &[&q]);
+        let skipped = &v["skipped"][0];
+        assert_eq!(skipped["name"], "w", "{v}");
+        assert_eq!(skipped["reason"], format!("format {format} is not measured"), "{v}");
+    }
+}
+
 /// A GGUF v3 file: three metadata values (string, u32 alignment, array of strings), a Q4_0
 /// tensor [4 rows × 64] and a 1-D F32 tensor.
 fn gguf_fixture() -> (Vec<u8>, Vec<u8>) {
@@ -487,6 +514,25 @@ fn directories_packed_records_and_unstamped_codes() {
     assert_eq!(packed["format_source"], "stamp");
     assert_eq!(packed["shape"], serde_json::json!([32, 256]), "rows from the scales");
     for k in ["nibbles", "bytes", "entropy_bits", "entropy_bits_order1", "rans256_bytes"] {
+        assert_eq!(packed[k], plain[k], "{k}");
+    }
+    // Packed into int4-rans64-t1 blobs: the same (it once skipped them all, E_SCALE_COUNT).
+    let p64 = dir.path().join("p64");
+    let o = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+        .args(["pack", "-q", "--select", ".*", "--codec", "int4-rans64-t1", "--indir"])
+        .arg(&q)
+        .arg("--outdir")
+        .arg(&p64)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let v = stats(&["--json", "--no-zstd"], &[&p64]);
+    assert_eq!(v["skipped"].as_array().map(Vec::len), Some(0), "{v}");
+    let packed = &v["tensors"][0];
+    assert_eq!(packed["format"], "int4-rans64-t1 (decoded int4-row)");
+    assert_eq!(packed["format_source"], "stamp");
+    assert_eq!(packed["shape"], serde_json::json!([32, 256]), "rows from the scales");
+    for k in ["nibbles", "bytes", "entropy_bits", "entropy_bits_order1", "rans64_bytes"] {
         assert_eq!(packed[k], plain[k], "{k}");
     }
 

@@ -50,6 +50,21 @@ fn describe(
             Err(e) => format!("{FORMAT_NAME} (stamped) REFUSED {}: {e}", e.class()),
         };
     }
+    let rans64 = crate::rans64::FORMAT_NAME;
+    if stamp == Some(rans64) {
+        // Header and chunk index only (the chunks' checks and seals are `verify`'s job).
+        return match tetrad_rans::rans64::Blob::parse(shard.data(t)) {
+            Ok(b) => format!(
+                "{rans64} (stamped): {} int4-row bytes in {} chunk(s) of 2^{}, version {}, {:.4} of int4-row",
+                b.n_bytes(),
+                b.n_chunks(),
+                b.chunk_shift(),
+                b.version(),
+                t.len() as f64 / b.n_bytes().max(1) as f64
+            ),
+            Err(e) => format!("{rans64} (stamped) REFUSED {}: {e}", e.class()),
+        };
+    }
     if let Some(base) = t.name.strip_suffix(".qs")
         && shard.header.tensor(base).is_some()
     {
