@@ -113,3 +113,42 @@ fn raw_input_file() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert!(v["results"].as_array().unwrap().iter().all(|r| r["bytes"] == 64 << 10));
 }
+
+/// `--input` containers: an unstamped int4-row checkpoint (what `pack` reads), the same packed
+/// as int4-rans64-t1 (decoded), and a safetensors file under another name (recognised by its
+/// header, not benchmarked as raw bytes): all give exactly its int4 weights' bytes.
+#[test]
+fn container_inputs_give_their_int4_weights() {
+    use std::collections::BTreeMap;
+    use tetrad::shard::{HeaderStyle, OutTensor, shard_bytes};
+    let dir = tempfile::tempdir().unwrap();
+    let (o, row) = (64u64, 512u64);
+    let codes = tetrad::synth::int4_bytes(64 * 512, 9);
+    let scales = vec![0u8; 4 * 64];
+    let t = [
+        OutTensor { name: "w.weight", dtype: "U8", shape: &[o, row], data: &codes },
+        OutTensor { name: "w.weight.qs", dtype: "F32", shape: &[o], data: &scales },
+    ];
+    let ckpt = dir.path().join("ckpt");
+    std::fs::create_dir(&ckpt).unwrap();
+    let shard = shard_bytes(&BTreeMap::new(), &t, HeaderStyle::EscapedUnpadded).unwrap();
+    std::fs::write(ckpt.join("m.safetensors"), &shard).unwrap();
+    let renamed = dir.path().join("m.bin");
+    std::fs::write(&renamed, &shard).unwrap();
+    let packed = dir.path().join("packed");
+    let o2 = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+        .args(["pack", "-q", "--select", ".*", "--codec", "int4-rans64-t1", "--indir"])
+        .arg(&ckpt)
+        .arg("--outdir")
+        .arg(&packed)
+        .output()
+        .unwrap();
+    assert!(o2.status.success(), "{}", String::from_utf8_lossy(&o2.stdout));
+    for input in [&ckpt, &packed, &renamed] {
+        let (code, out) = bench(&["--json", "--input", input.to_str().unwrap(), "codecs"]);
+        assert_eq!(code, Some(0), "{}: {out}", input.display());
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let results = v["results"].as_array().unwrap();
+        assert!(results.iter().all(|r| r["bytes"] == o * row), "{}: {out}", input.display());
+    }
+}

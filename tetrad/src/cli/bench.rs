@@ -11,7 +11,7 @@
 //! adapter on a record of the same 2 × `--mib` MiB matrix (batch 1 and 8; 1 thread and the
 //! 2-thread decode/multiply pipeline). The JSON schema is documented in `docs/CLI.md`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -25,7 +25,7 @@ use tetrad_rans::{
 };
 
 use crate::rans256::Refusal;
-use crate::stats::{StatsOptions, Symbols, collect_safetensors};
+use crate::stats::{Measured, StatsOptions, Symbols, collect};
 
 /// Which group of measurements to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -47,7 +47,8 @@ pub enum Which {
 or a kernel ISA (scalar, avx2, …);
 an unavailable arm is a refusal, never a silent downgrade. Without it every available arm runs.
 --input takes a safetensors container (file or directory: its int4 weights, decoded if
-entropy-coded) or a raw file of packed int4 bytes. The --json schema is in docs/CLI.md.
+entropy-coded; unstamped U8 codes with per-row scales are read as packed int4-row, as pack
+reads them), a GGUF file (its 4-bit blocks' nibbles) or a raw file of packed int4 bytes. The --json schema is in docs/CLI.md.
 
 Examples:
   tetrad bench
@@ -161,6 +162,22 @@ fn gnib(bytes: usize, secs: f64) -> f64 {
     2.0 * bytes as f64 / secs / 1e9
 }
 
+/// A container rather than raw bytes: a directory, or a file named `*.safetensors` /
+/// `*.gguf` or starting like one (a safetensors header length then `{`, or the GGUF magic).
+fn is_container(p: &Path) -> bool {
+    if p.is_dir() {
+        return true;
+    }
+    let named = |ext: &str| p.extension().is_some_and(|e| e.eq_ignore_ascii_case(ext));
+    if named("safetensors") || named("gguf") {
+        return true;
+    }
+    let mut head = [0u8; 9];
+    let read =
+        std::fs::File::open(p).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
+    read.is_ok() && (head[..4] == *b"GGUF" || (head[8] == b'{' && head[4..8] == [0; 4]))
+}
+
 fn input_bytes(args: &BenchArgs) -> Result<(Vec<u8>, String), Refusal> {
     let Some(p) = &args.input else {
         let bytes = usize::try_from(args.mib).unwrap_or(1) << 20;
@@ -169,14 +186,19 @@ fn input_bytes(args: &BenchArgs) -> Result<(Vec<u8>, String), Refusal> {
             format!("generated per-row int4, {} MiB", args.mib),
         ));
     };
-    let is_container =
-        p.is_dir() || p.extension().is_some_and(|e| e.eq_ignore_ascii_case("safetensors"));
-    if is_container {
+    if is_container(p) {
         let opts =
             StatsOptions { quantize: crate::quantize_container::QuantFormat::Int4Row, zstd: false };
-        let (m, _) = collect_safetensors(p, &opts)?;
-        let data: Vec<u8> =
-            m.into_iter().filter(|m| m.symbols == Symbols::Nibble).flat_map(|m| m.data).collect();
+        let (m, _) = collect(std::slice::from_ref(p), &opts)?;
+        // Nibble codes (stamped or resolved int4, decoded if entropy-coded, GGUF 4-bit
+        // blocks' nibbles, floats quantized to int4-row), and unstamped U8 codes with per-row
+        // scales, which byte counts cannot tell from int8-row: `pack` reads those as packed
+        // int4-row, and so does this.
+        let int4 = |m: &Measured| {
+            m.symbols == Symbols::Nibble
+                || (m.format_source == "resolved" && m.format == "int8-row")
+        };
+        let data: Vec<u8> = m.into_iter().filter(int4).flat_map(|m| m.data).collect();
         if data.is_empty() {
             return Err(Refusal::new(
                 "E_NO_INPUT",
