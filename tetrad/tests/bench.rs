@@ -93,6 +93,13 @@ fn forced_arm_and_refusals() {
         skipped.iter().any(|u| u["what"] == "decode" && u["codec"] == "int4-rans64-t1"),
         "{skipped:?}"
     );
+    // Its encode (which the decodes need) runs on another arm, and says which.
+    let enc = skipped
+        .iter()
+        .find(|u| u["what"] == "encode" && u["codec"] == "int4-rans64-t1")
+        .expect("the encode's arm is named");
+    let reason = enc["reason"].as_str().unwrap();
+    assert!(reason.starts_with("int4-rans64-t1 has no encode arm named \"scalar-bf\"; ran on "));
     let (code, out) = bench(&["--isa", "no-such-arm", "codecs"]);
     assert_eq!(code, Some(1));
     assert!(out.starts_with("REFUSED E_ARM_UNKNOWN:"), "{out}");

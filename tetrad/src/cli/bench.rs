@@ -108,6 +108,13 @@ fn cpu_flags() -> Vec<&'static str> {
             ("f16c", std::arch::is_x86_feature_detected!("f16c")),
             ("bmi2", std::arch::is_x86_feature_detected!("bmi2")),
             ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
+            ("avx512bw", std::arch::is_x86_feature_detected!("avx512bw")),
+            ("avx512dq", std::arch::is_x86_feature_detected!("avx512dq")),
+            ("avx512vl", std::arch::is_x86_feature_detected!("avx512vl")),
+            ("avx512vnni", std::arch::is_x86_feature_detected!("avx512vnni")),
+            ("avx512vbmi", std::arch::is_x86_feature_detected!("avx512vbmi")),
+            ("avx512vbmi2", std::arch::is_x86_feature_detected!("avx512vbmi2")),
+            ("avxvnni", std::arch::is_x86_feature_detected!("avxvnni")),
         ] {
             if on {
                 v.push(f);
@@ -251,7 +258,7 @@ fn codecs(
         (Some(a), _) => vec![a],
         // --isa names an arm only int4-rans64-t1 has (such as avx512-vbmi).
         (None, Some(name)) => {
-            unavailable.push(skipped("decode", "int4-rans256-g0", name));
+            unavailable.push(skipped("decode", "int4-rans256-g0", name, None));
             Vec::new()
         }
         (None, None) => Arm::ALL.iter().copied().filter(|a| a.is_available()).collect(),
@@ -299,11 +306,20 @@ fn codecs(
     let encode_arms: Vec<rans64::Arm> = match forced.arm64 {
         Some(a) if a.can_encode() => vec![a],
         Some(a) => {
-            unavailable.push(skipped("encode", rans64::FORMAT_NAME, a.name()));
-            vec![rans64::Arm::best_encoder()]
+            let best = rans64::Arm::best_encoder();
+            unavailable.push(skipped("encode", rans64::FORMAT_NAME, a.name(), Some(best.name())));
+            vec![best]
         }
-        None if args.isa.is_some() => vec![rans64::Arm::best_encoder()],
-        None => rans64::Arm::ALL.iter().copied().filter(|a| a.can_encode()).collect(),
+        None => match &args.isa {
+            // --isa names an arm this format does not have: encode (needed for the decodes)
+            // on the best encoder, and say so.
+            Some(name) => {
+                let best = rans64::Arm::best_encoder();
+                unavailable.push(skipped("encode", rans64::FORMAT_NAME, name, Some(best.name())));
+                vec![best]
+            }
+            None => rans64::Arm::ALL.iter().copied().filter(|a| a.can_encode()).collect(),
+        },
     };
     let mut rlen = 0;
     for a in encode_arms {
@@ -321,7 +337,7 @@ fn codecs(
         (Some(a), _) => vec![a],
         // --isa names an arm only int4-rans256-g0 has (such as scalar-bf).
         (None, Some(name)) => {
-            unavailable.push(skipped("decode", rans64::FORMAT_NAME, name));
+            unavailable.push(skipped("decode", rans64::FORMAT_NAME, name, None));
             Vec::new()
         }
         (None, None) => rans64::Arm::ALL.iter().copied().filter(|a| a.is_available()).collect(),
@@ -664,11 +680,12 @@ struct Forced {
     arm64: Option<tetrad_rans::rans64::Arm>,
 }
 
-/// The `unavailable` entry of a decode that `--isa NAME` skips because `codec` has no arm of
-/// that name.
-fn skipped(what: &str, codec: &str, name: &str) -> Value {
+/// The `unavailable` entry of a decode or encode (`what`) that `--isa NAME` skips because
+/// `codec` has no such arm of that name (`instead`: the arm that ran in its place, if any).
+fn skipped(what: &str, codec: &str, name: &str, instead: Option<&str>) -> Value {
+    let then = instead.map_or_else(|| "skipped".to_owned(), |a| format!("ran on {a} instead"));
     json!({"what": what, "codec": codec,
-           "reason": format!("{codec} has no decode arm named {name:?}; skipped")})
+           "reason": format!("{codec} has no {what} arm named {name:?}; {then}")})
 }
 
 fn bench(args: &BenchArgs) -> Result<Value, Refusal> {
