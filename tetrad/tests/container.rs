@@ -107,6 +107,26 @@ fn inspect_reports_formats() {
     let (code, out) = run(&t.path().join("missing.safetensors"));
     assert_eq!(code, 1);
     assert!(out.starts_with("REFUSED E_IO"), "{out}");
+
+    // A plain float matrix (no scales, no stamp) is no quantized weight: "-", not a refusal;
+    // a control character in a name is escaped, so every tensor stays on its own line.
+    let plain = t.path().join("plain.safetensors");
+    let f = vec![0u8; 4 * 6];
+    let tensors = [
+        OutTensor { name: "norm\nweight", dtype: "F32", shape: &[2, 3], data: &f },
+        OutTensor { name: "w", dtype: "F32", shape: &[3, 2], data: &f },
+    ];
+    std::fs::write(
+        &plain,
+        shard_bytes(&BTreeMap::new(), &tensors, HeaderStyle::EscapedUnpadded).unwrap(),
+    )
+    .unwrap();
+    let (code, out) = run(&plain);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(out.contains("  norm\\u{a}weight F32 [2, 3] 24 bytes: -\n"), "{out}");
+    assert!(out.contains("  w F32 [3, 2] 24 bytes: -\n"), "{out}");
+    assert!(!out.contains("REFUSED"), "{out}");
 }
 
 #[test]

@@ -71,6 +71,10 @@ fn describe(
         return format!("scales of {base}");
     }
     let qs = shard.header.tensor(&format!("{}.qs", t.name));
+    if stamp.is_none() && qs.is_none() && t.dtype != "U8" && t.dtype != "I8" {
+        // A float (or other) tensor with neither scales nor a stamp is no quantized weight.
+        return "-".to_owned();
+    }
     let ns = qs.map_or(0, |q| match q.dtype.as_str() {
         "BF16" | "F16" => 2 * q.len(),
         _ => q.len(),
@@ -180,13 +184,16 @@ pub fn run(args: &InspectArgs) -> ExitCode {
             } else {
                 let short: String = v.chars().take(80).collect();
                 println!(
-                    "  metadata {k}: {short}{}",
+                    "  metadata {}: {}{}",
+                    super::printable(k),
+                    super::printable(&short),
                     if v.chars().count() > 80 { "…" } else { "" }
                 );
             }
         }
         for (f, t) in &tensors {
-            println!("  {} {} {:?} {} bytes: {f}", t.name, t.dtype, t.shape, t.len());
+            let (name, dtype) = (super::printable(&t.name), super::printable(&t.dtype));
+            println!("  {name} {dtype} {:?} {} bytes: {f}", t.shape, t.len());
         }
     }
     if args.json {

@@ -34,11 +34,11 @@ pub struct Cli {
 pub enum Command {
     /// Show what tetrad does on generated, realistic int4 weights (no files needed).
     Demo(demo::DemoArgs),
-    /// Entropy-code the int4-row weights of a checkpoint into int4-rans256-g0 shards.
+    /// Entropy-code the int4-row weights of a checkpoint (int4-rans256-g0 or int4-rans64-t1).
     Pack(pack::PackArgs),
-    /// Validate int4-rans256-g0 shards: TRUST or REFUSE, record by record.
+    /// Validate packed shards (int4-rans256-g0 or int4-rans64-t1): TRUST or REFUSE, record by record.
     Verify(verify::VerifyArgs),
-    /// Decode int4-rans256-g0 shards back to int4-row shards, byte-exact.
+    /// Decode packed shards back to the original int4-row shards, checked byte for byte.
     Unpack(unpack::UnpackArgs),
     /// CFS1 containers: every tensor of a safetensors file as one CFS1 blob.
     Cfs1(cfs1::Cfs1Args),
@@ -58,6 +58,23 @@ pub enum Command {
 
 /// Exit status of a refusal or failure.
 pub const EXIT_FAILURE: u8 = 1;
+
+/// Exit status of a usage error (clap's own, and a flag value clap cannot check, such as a
+/// regex that does not compile or an unknown arm name).
+pub const EXIT_USAGE: u8 = 2;
+
+/// A tensor name (or other text from a file) made safe for line-oriented output: control
+/// characters (a newline would split a report line) are written as `\u{..}` escapes.
+pub fn printable(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.chars().any(char::is_control) {
+        name.chars()
+            .map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() })
+            .collect::<String>()
+            .into()
+    } else {
+        name.into()
+    }
+}
 
 /// Parses the process arguments and runs the chosen command.
 pub fn main() -> ExitCode {
