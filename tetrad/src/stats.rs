@@ -143,7 +143,9 @@ pub fn entropy(hist: &[u64]) -> f64 {
     if n == 0 {
         return 0.0;
     }
-    hist.iter().filter(|&&c| c > 0).map(|&c| c as f64 / n as f64).map(|p| -p * p.log2()).sum()
+    let h: f64 =
+        hist.iter().filter(|&&c| c > 0).map(|&c| c as f64 / n as f64).map(|p| -p * p.log2()).sum();
+    h + 0.0 // a constant stream sums to -0.0: print 0
 }
 
 /// Counts symbols and within-row neighbour pairs of a code stream.
@@ -647,6 +649,22 @@ pub fn ratio_bound(symbols: Symbols, h0: f64) -> Option<f64> {
     (h0 > 0.0).then(|| f64::from(symbols.bits()) / h0)
 }
 
+/// "order-1 context gains X bits", with a warning where the pairs are too few to estimate it:
+/// the empirical conditional entropy of `n` pairs over `A²` cells is biased low (random bytes
+/// would "gain" bits), so below ten pairs per cell the number is flagged.
+fn order1_gain(t: &Total, h0: f64) -> String {
+    let gain = h0 - t.counts.entropy1();
+    let cells = (t.counts.hist.len() as u64).pow(2);
+    let pairs: u64 = t.counts.pairs.iter().sum();
+    if pairs < 10 * cells {
+        format!(
+            "order-1 context gains {gain:.3} bits (unreliable: {pairs} symbol pairs for {cells} context cells, an estimate biased high on so little data)"
+        )
+    } else {
+        format!("order-1 context gains {gain:.3} bits")
+    }
+}
+
 /// A plain sentence on how far lossless coding can go for a total.
 pub fn verdict(t: &Total) -> String {
     let h = t.counts.entropy0();
@@ -656,16 +674,21 @@ pub fn verdict(t: &Total) -> String {
         Symbols::Nibble => "nibble",
         Symbols::Byte => "byte",
     };
+    if h <= 0.0 {
+        return format!(
+            "every {what} is the same value: entropy 0, so only framing is left to store (no finite ratio bound)"
+        );
+    }
     if saving < 10.0 {
         format!(
-            "these codes barely compress: the {what} entropy is {h:.3} of {bits} bits, so no order-0 lossless coder can save more than {saving:.1}% (the codes use their range almost evenly, as group-quantized codes do); order-1 context gains {:.3} bits",
-            h - t.counts.entropy1()
+            "these codes barely compress: the {what} entropy is {h:.3} of {bits} bits, so no order-0 lossless coder can save more than {saving:.1}% (the codes use their range almost evenly, as group-quantized codes do); {}",
+            order1_gain(t, h)
         )
     } else {
         format!(
-            "lossless coding can save up to {saving:.1}%: {what} entropy {h:.3} of {bits} bits (ratio bound {:.3}x); order-1 context gains {:.3} bits",
+            "lossless coding can save up to {saving:.1}%: {what} entropy {h:.3} of {bits} bits (ratio bound {:.3}x); {}",
             bits / h,
-            h - t.counts.entropy1()
+            order1_gain(t, h)
         )
     }
 }

@@ -165,6 +165,37 @@ fn float_checkpoint_is_measured_as_after_quantize() {
     assert!(t["zstd19_bytes"].is_null());
 }
 
+/// A constant tensor: entropy 0 (not -0), a verdict without an infinite ratio; a stream too
+/// short to estimate order-1 statistics says so.
+#[test]
+fn constant_and_tiny_streams_are_reported_plainly() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta: BTreeMap<String, String> =
+        [("colibri.fmt".to_owned(), r#"{"w": "int4-row"}"#.to_owned())].into();
+    let scales: Vec<u8> = [0.1f32, 0.1].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let t = [
+        OutTensor { name: "w", dtype: "U8", shape: &[2, 4], data: &[0x88; 8] },
+        OutTensor { name: "w.qs", dtype: "F32", shape: &[2], data: &scales },
+    ];
+    let path = dir.path().join("c.safetensors");
+    std::fs::write(&path, shard_bytes(&meta, &t, HeaderStyle::EscapedUnpadded).unwrap()).unwrap();
+    let v = stats(&["--json", "--no-zstd"], &[&path]);
+    let total = &v["total"];
+    assert_eq!(total["entropy_bits"].as_f64().map(f64::is_sign_positive), Some(true), "{v}");
+    let verdict = total["verdict"].as_str().unwrap();
+    assert!(verdict.starts_with("every nibble is the same value: entropy 0"), "{verdict}");
+    // Random-looking nibbles, 64 of them: the order-1 gain is flagged as unreliable.
+    let codes: Vec<u8> = (0u32..32).map(|k| (k.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let t = [
+        OutTensor { name: "w", dtype: "U8", shape: &[2, 16], data: &codes },
+        OutTensor { name: "w.qs", dtype: "F32", shape: &[2], data: &scales },
+    ];
+    std::fs::write(&path, shard_bytes(&meta, &t, HeaderStyle::EscapedUnpadded).unwrap()).unwrap();
+    let v = stats(&["--json", "--no-zstd"], &[&path]);
+    let verdict = v["total"]["verdict"].as_str().unwrap();
+    assert!(verdict.contains("(unreliable: 62 symbol pairs for 256 context cells"), "{verdict}");
+}
+
 /// Stamped codes of formats stats does not measure (int3-g64, int2-row) are skipped as such,
 /// not misread as another format (int3-g64 was once reported as a refused int8-row).
 #[test]
