@@ -288,6 +288,15 @@ impl Container {
         if stamp == Some(crate::rans64::FORMAT_NAME) {
             return self.rans64(name, loc, o, i, scales);
         }
+        // An unstamped F32 tensor without scales whose shape is exactly [O, I] is plain f32
+        // weights: its dtype says what byte counts cannot (the registry's f32 has no byte
+        // formula of its own, so it otherwise resolves only through a stamp).
+        let entry = self.set.entry(loc);
+        let plain_f32 = stamp.is_none()
+            && scales.is_none()
+            && entry.dtype == "F32"
+            && entry.shape.as_slice() == [o, i];
+        let stamp = if plain_f32 { Some("f32") } else { stamp };
         let resolved = resolve(o, i, weights.len() as u64, ns, stamp)
             .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
         // Byte counts cannot see the scales' dtype: MXFP4 scales are UE8M0 bytes, every other

@@ -145,3 +145,26 @@ fn scale_dtype_must_fit_the_resolved_format() {
     let c = Container::open(&p).unwrap();
     assert_eq!(c.tensor("a", 4, 16).unwrap_err().class, "E_SCALE_DTYPE");
 }
+
+/// An unstamped F32 tensor without scales, asked for as its own shape, is plain f32 weights
+/// (the dtype says so; byte counts alone resolve f32 only through a stamp); any other shape,
+/// or a stamp, goes through the usual checks.
+#[test]
+fn plain_f32_weights_need_no_stamp() {
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join("f.safetensors");
+    let w: Vec<u8> = (0..15).flat_map(|k| (k as f32 * 0.25 - 1.0).to_le_bytes()).collect();
+    let tensors = [OutTensor { name: "w", dtype: "F32", shape: &[3, 5], data: &w }];
+    std::fs::write(
+        &path,
+        shard_bytes(&BTreeMap::new(), &tensors, HeaderStyle::EscapedUnpadded).unwrap(),
+    )
+    .unwrap();
+    let c = Container::open(&path).unwrap();
+    let v = c.tensor("w", 3, 5).unwrap();
+    assert_eq!(v.format(), Format::F32);
+    assert_eq!(v.decoded_len(), 60);
+    let e = c.tensor("w", 5, 3).unwrap_err();
+    assert!(e.class.starts_with("E_"), "{e:?}");
+    assert_ne!(c.tensor("w", 1, 15).map(|v| v.format()).ok(), Some(Format::F32));
+}
