@@ -91,6 +91,217 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic(path, |w| w.write_all(bytes))
 }
 
+// ---- Output safety ---------------------------------------------------------------------------
+//
+// Every command that writes a file refuses an output that is one of its inputs (whatever
+// `--force` says), refuses to replace an existing output unless `--force`, and can stage
+// several outputs beside their destinations so that they appear all together or not at all.
+
+/// Whether `a` and `b` name the same existing file: the same device and inode on unix (so a
+/// hard link or a symbolic link to the other is caught), the same canonical path elsewhere.
+/// False when either does not exist.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return x.dev() == y.dev() && x.ino() == y.ino();
+        }
+    }
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
+/// Checks, before any work, that `output` may be written by a command reading `inputs`
+/// (files; a command reading a directory passes the files it reads):
+/// - `E_OUTPUT_IS_INPUT`: `output` is one of `inputs` ([`same_file`]), refused even with
+///   `force`: the rename would replace the input with what was computed from it;
+/// - `E_OUTPUT_IS_DIR`: `output` is a directory (no file can replace it);
+/// - `E_OUTPUT_EXISTS`: `output` exists (a dangling symbolic link included) and `force` is
+///   false.
+pub fn check_output<P: AsRef<Path>>(
+    output: &Path,
+    inputs: impl IntoIterator<Item = P>,
+    force: bool,
+) -> Result<(), crate::rans256::Refusal> {
+    use crate::rans256::Refusal;
+    for input in inputs {
+        let input = input.as_ref();
+        if same_file(output, input) {
+            let what = if output == input {
+                "is also an input".to_owned()
+            } else {
+                format!("is the same file as the input {}", input.display())
+            };
+            return Err(Refusal::new(
+                "E_OUTPUT_IS_INPUT",
+                format!(
+                    "{} {what}; writing it would replace the input (choose another output path)",
+                    output.display()
+                ),
+            ));
+        }
+    }
+    if output.is_dir() {
+        return Err(Refusal::new(
+            "E_OUTPUT_IS_DIR",
+            format!("{} is a directory; the output is a file", output.display()),
+        ));
+    }
+    if !force && std::fs::symlink_metadata(output).is_ok() {
+        return Err(Refusal::new(
+            "E_OUTPUT_EXISTS",
+            format!("{} exists (pass --force to replace it)", output.display()),
+        ));
+    }
+    Ok(())
+}
+
+/// A temporary file, fully written and synced in its destination's directory, waiting to be
+/// renamed over the destination by [`Staged::commit`]. Dropped uncommitted, it is deleted:
+/// a run that writes several files stages them all and commits only when all succeeded.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: tempfile::NamedTempFile,
+    dest: std::path::PathBuf,
+}
+
+impl Staged {
+    /// The path the file will have once committed.
+    pub fn dest(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Renames the file over its destination.
+    pub fn commit(self) -> std::io::Result<()> {
+        self.tmp.persist(&self.dest).map(drop).map_err(|e| e.error)
+    }
+}
+
+/// Like [`write_atomic`], but stops before the rename: `write` fills a temporary file beside
+/// `path` (flushed, synced, with the permissions [`write_atomic`] gives), returned uncommitted.
+pub fn stage<E: From<std::io::Error>>(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<&mut File>) -> Result<(), E>,
+) -> Result<Staged, E> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new().prefix(".tetrad-tmp-").tempfile_in(dir)?;
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        write(&mut w)?;
+        w.flush()?;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
+    }
+    tmp.as_file().sync_all()?;
+    Ok(Staged { tmp, dest: path.to_owned() })
+}
+
+/// The directories [`CreatedDirs::create`] made. Dropped without [`CreatedDirs::keep`], it
+/// removes those that are still empty (innermost first), so a refused run leaves no new,
+/// empty output directory behind.
+#[derive(Debug)]
+pub struct CreatedDirs {
+    /// Outermost first.
+    made: Vec<std::path::PathBuf>,
+}
+
+impl CreatedDirs {
+    /// Creates `dir` and its missing parents (`create_dir_all`), remembering which were new.
+    pub fn create(dir: &Path) -> std::io::Result<Self> {
+        let mut made: Vec<std::path::PathBuf> = dir
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && std::fs::symlink_metadata(d).is_err())
+            .map(Path::to_path_buf)
+            .collect();
+        made.reverse();
+        std::fs::create_dir_all(dir)?;
+        Ok(Self { made })
+    }
+
+    /// Keeps the directories.
+    pub fn keep(mut self) {
+        self.made.clear();
+    }
+}
+
+impl Drop for CreatedDirs {
+    fn drop(&mut self) {
+        for d in self.made.iter().rev() {
+            // Only an empty directory is removed; anything else stays as it is.
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+#[cfg(test)]
+mod output_safety_tests {
+    use super::*;
+
+    #[test]
+    fn same_file_sees_links_and_check_output_names_each_class() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.bin");
+        std::fs::write(&a, b"a").unwrap();
+        let dotted = dir.path().join(".").join("a.bin");
+        assert!(same_file(&a, &dotted));
+        let other = dir.path().join("b.bin");
+        assert!(!same_file(&a, &other), "a missing file is no file");
+        std::fs::write(&other, b"a").unwrap();
+        assert!(!same_file(&a, &other), "equal bytes are not the same file");
+        let class = |r: Result<(), crate::rans256::Refusal>| r.map_err(|e| e.class);
+        assert_eq!(class(check_output(&a, [&a], true)), Err("E_OUTPUT_IS_INPUT"));
+        assert_eq!(class(check_output(&dotted, [&a], true)), Err("E_OUTPUT_IS_INPUT"));
+        #[cfg(unix)]
+        {
+            let hard = dir.path().join("hard.bin");
+            std::fs::hard_link(&a, &hard).unwrap();
+            assert_eq!(class(check_output(&hard, [&a], true)), Err("E_OUTPUT_IS_INPUT"));
+            let soft = dir.path().join("soft.bin");
+            std::os::unix::fs::symlink(&a, &soft).unwrap();
+            assert_eq!(class(check_output(&soft, [&a], true)), Err("E_OUTPUT_IS_INPUT"));
+            let dangling = dir.path().join("dangling.bin");
+            std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+            assert_eq!(class(check_output(&dangling, [&a], false)), Err("E_OUTPUT_EXISTS"));
+        }
+        assert_eq!(class(check_output(&other, [&a], false)), Err("E_OUTPUT_EXISTS"));
+        assert_eq!(class(check_output(&other, [&a], true)), Ok(()));
+        assert_eq!(class(check_output(dir.path(), [&a], true)), Err("E_OUTPUT_IS_DIR"));
+        let new = dir.path().join("new.bin");
+        assert_eq!(class(check_output(&new, [&a], false)), Ok(()));
+    }
+
+    #[test]
+    fn staged_files_appear_on_commit_only_and_created_dirs_go_unless_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("x").join("y");
+        let made = CreatedDirs::create(&out).unwrap();
+        let s = stage(&out.join("f.bin"), |w| w.write_all(b"data")).unwrap();
+        assert_eq!(s.dest(), out.join("f.bin"));
+        assert!(!out.join("f.bin").exists());
+        drop(s);
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "temp removed on drop");
+        drop(made);
+        assert!(!dir.path().join("x").exists(), "both new directories removed");
+        let made = CreatedDirs::create(&out).unwrap();
+        stage(&out.join("f.bin"), |w| w.write_all(b"data")).unwrap().commit().unwrap();
+        drop(made);
+        assert_eq!(std::fs::read(out.join("f.bin")).unwrap(), b"data", "non-empty dirs stay");
+        let made = CreatedDirs::create(&out).unwrap();
+        drop(made);
+        assert!(out.exists(), "an existing directory is never removed");
+        let kept = dir.path().join("kept");
+        CreatedDirs::create(&kept).unwrap().keep();
+        assert!(kept.is_dir());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,10 @@
 //!
 //! Input is one shard file or a directory of `*.safetensors` shards; output is always a
 //! directory holding one shard per input shard, under the same file name (what `tetrad pack
-//! --indir` takes). Each shard is built in memory and written atomically.
+//! --indir` takes). A run is all or nothing: each shard is built in memory (one at a time) and
+//! written to a temporary file beside its destination; the temporary files are renamed only
+//! once every shard succeeded, and a refusal removes them (and an output directory the run
+//! created).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -187,6 +190,7 @@ fn selected(name: &str, dtype: &str, shape: &[u64], only: Option<&Regex>) -> boo
 /// and a group size the scale count would resolve to another group size is refused.
 fn stamp_for(
     fmt: QuantFormat,
+    file: &str,
     name: &str,
     o: u64,
     i: u64,
@@ -199,7 +203,7 @@ fn stamp_for(
     };
     let r =
         tetrad_quant::resolve(o, i, codes as u64, 4 * scales as u64, Some(stamp)).map_err(|e| {
-            Refusal::new(e.class(), format!("{name}: {fmt} output does not resolve: {e}"))
+            Refusal::new(e.class(), format!("{file}: {name}: {fmt} output does not resolve: {e}"))
         })?;
     let same_group = match fmt {
         QuantFormat::Int4Grouped(gs) if stamp == "int4-grouped" => {
@@ -211,7 +215,7 @@ fn stamp_for(
         return Err(Refusal::new(
             "E_QUANT_AMBIGUOUS",
             format!(
-                "{name} [{o}, {i}]: {fmt} would be read back as {r} (readers infer the group size from the scale count); choose another group size"
+                "{file}: {name} [{o}, {i}]: {fmt} would be read back as {r} (readers infer the group size from the scale count); choose another group size"
             ),
         ));
     }
@@ -273,7 +277,10 @@ pub fn quantize_shard(
         }
         let (o, i) = (t.shape[0], t.shape[1]);
         let too_big = || {
-            Refusal::new("E_QUANT_OVERFLOW", format!("{}: shape {:?} too large", t.name, t.shape))
+            Refusal::new(
+                "E_QUANT_OVERFLOW",
+                format!("{file}: {}: shape {:?} too large", t.name, t.shape),
+            )
         };
         let (ou, iu) = (
             usize::try_from(o).map_err(|_| too_big())?,
@@ -283,8 +290,8 @@ pub fn quantize_shard(
         let (codes, scales, row_bytes) = opts
             .format
             .quantize(&w, ou, iu)
-            .map_err(|e| Refusal::new(e.class(), format!("{}: {e}", t.name)))?;
-        let stamp = stamp_for(opts.format, &t.name, o, i, codes.len(), scales.len())?;
+            .map_err(|e| Refusal::new(e.class(), format!("{file}: {}: {e}", t.name)))?;
+        let stamp = stamp_for(opts.format, &file, &t.name, o, i, codes.len(), scales.len())?;
         stamps.insert(t.name.clone(), stamp.to_owned());
         built.push(Some(Built {
             code_shape: [o, row_bytes as u64],
@@ -330,7 +337,12 @@ pub fn quantize_shard(
     Ok((bytes, actions))
 }
 
-/// Quantizes `input` (a shard or a directory of shards) into the directory `outdir`.
+/// Quantizes `input` (a shard or a directory of shards) into the directory `outdir`, all or
+/// nothing: an output that is an input is refused (`E_OUTPUT_IS_INPUT`, even with `force`), an
+/// existing one without `force` (`E_OUTPUT_EXISTS`), both before anything is written; every
+/// shard is then quantized into a temporary file beside its destination, and the temporary
+/// files are renamed only when all shards succeeded. On a refusal they are removed, and so is
+/// `outdir` if this run created it.
 pub fn quantize_path(
     input: &Path,
     outdir: &Path,
@@ -359,36 +371,33 @@ pub fn quantize_path(
             Refusal::new("E_NO_INPUT", format!("{} has no file name", p.display()))
         })?;
         let target = outdir.join(name);
-        if target.exists() && !opts.force {
-            return Err(Refusal::new(
-                "E_OUTPUT_EXISTS",
-                format!("{} exists (pass --force to replace it)", target.display()),
-            ));
-        }
-        if let (Ok(a), Ok(b)) = (p.canonicalize(), target.canonicalize())
-            && a == b
-        {
-            return Err(Refusal::new(
-                "E_OUTPUT_IS_INPUT",
-                format!("{} would overwrite its own input", target.display()),
-            ));
-        }
+        crate::io::check_output(&target, &paths, opts.force)?;
         targets.push(target);
     }
-    std::fs::create_dir_all(outdir)
+    let created = crate::io::CreatedDirs::create(outdir)
         .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
     let total: u64 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
     let bar = crate::progress::bytes(total, "quantize", opts.quiet);
     let mut report = QuantizeReport { shards: Vec::new(), tensors: Vec::new() };
+    // Declared after `created`, so dropped first on a refusal: the temporary files go, then
+    // the directories this run created (now empty).
+    let mut staged = Vec::with_capacity(paths.len());
     for (p, target) in paths.iter().zip(&targets) {
         let shard = Shard::open(p).map_err(|e| Refusal::new(e.class, e.detail))?;
         let (bytes, actions) = quantize_shard(&shard, opts)?;
-        crate::io::write_bytes_atomic(target, &bytes)
+        let s = crate::io::stage(target, |w| std::io::Write::write_all(w, &bytes))
             .map_err(|e| Refusal::new("E_IO", format!("writing {}: {e}", target.display())))?;
+        staged.push(s);
         bar.inc(shard.bytes.len() as u64);
         report.shards.push((p.clone(), target.clone(), bytes.len() as u64));
         report.tensors.extend(actions);
     }
+    for s in staged {
+        let dest = s.dest().to_owned();
+        s.commit()
+            .map_err(|e| Refusal::new("E_IO", format!("renaming into {}: {e}", dest.display())))?;
+    }
+    created.keep();
     bar.finish_and_clear();
     Ok(report)
 }

@@ -255,7 +255,12 @@ fn png_is_deterministic_atomic_and_the_same_chart_as_the_svg() {
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let first = plot(&out, "c.png", &f.path);
-    let again = plot(&out, "c.png", &f.path); // overwrites in place
+    let again = {
+        // Overwrites in place: an existing chart is replaced only with --force.
+        let p = out.join("c.png");
+        ok(&tetrad(&["stats", "--no-zstd", "--force", "--plot", p.to_str().unwrap()], &[&f.path]));
+        std::fs::read(&p).unwrap()
+    };
     assert_eq!(first, again, "same input, same bytes");
     assert_eq!(plot(&out, "upper.PNG", &f.path), first, "extension case does not matter");
     let names: Vec<String> = std::fs::read_dir(&out)

@@ -11,7 +11,9 @@ use crate::cfse::{self, TensorReport};
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Every tensor of a safetensors file becomes one CFS1 blob (two-state nibble rANS, or raw when
-that would not shrink it); names, dtypes and shapes are kept.
+that would not shrink it); names, dtypes and shapes are kept. pack and unpack write OUT
+atomically (temporary file, then rename); they refuse an OUT that is IN (E_OUTPUT_IS_INPUT)
+and an existing OUT unless --force (E_OUTPUT_EXISTS).
 
 Examples:
   tetrad cfs1 pack model.safetensors model.cfse.safetensors
@@ -37,6 +39,9 @@ pub enum Cfs1Action {
         input: PathBuf,
         /// Output container.
         output: PathBuf,
+        /// Replace OUT if it exists (never the input itself).
+        #[arg(long)]
+        force: bool,
     },
     /// Decompress every tensor of OUT and compare it, by name, with IN.
     Verify {
@@ -56,6 +61,9 @@ pub enum Cfs1Action {
         input: PathBuf,
         /// Output safetensors file.
         output: PathBuf,
+        /// Replace OUT if it exists (never the input itself).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -86,8 +94,10 @@ fn print_report(what: &str, r: &[TensorReport], json: bool) {
 /// Runs `tetrad cfs1 …`.
 pub fn run(args: &Cfs1Args) -> ExitCode {
     let result = match &args.action {
-        Cfs1Action::Pack { input, output } => {
-            cfse::pack(input, output).map(|r| print_report("pack", &r, args.json))
+        Cfs1Action::Pack { input, output, force } => {
+            crate::io::check_output(output, [input], *force)
+                .and_then(|()| cfse::pack(input, output))
+                .map(|r| print_report("pack", &r, args.json))
         }
         Cfs1Action::Cert { input } => {
             cfse::cert(input).map(|r| print_report("cert", &r, args.json))
@@ -102,16 +112,20 @@ pub fn run(args: &Cfs1Args) -> ExitCode {
                 println!("[verify] {n} tensor(s) decode to the input bytes: OK");
             }
         }),
-        Cfs1Action::Unpack { input, output } => cfse::unpack(input, output).map(|n| {
-            if args.json {
-                println!(
-                    "{}",
-                    serde_json::json!({"action": "unpack", "tensors": n, "output": output})
-                );
-            } else {
-                println!("[unpack] wrote {} ({n} tensor(s))", output.display());
-            }
-        }),
+        Cfs1Action::Unpack { input, output, force } => {
+            crate::io::check_output(output, [input], *force)
+                .and_then(|()| cfse::unpack(input, output))
+                .map(|n| {
+                    if args.json {
+                        println!(
+                            "{}",
+                            serde_json::json!({"action": "unpack", "tensors": n, "output": output})
+                        );
+                    } else {
+                        println!("[unpack] wrote {} ({n} tensor(s))", output.display());
+                    }
+                })
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

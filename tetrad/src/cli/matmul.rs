@@ -24,7 +24,9 @@ the tensor (y[s, o] = Σ_i x[s, i] · W[o, i]) and writes S × O little-endian f
 The tensor's format is decided by its stamp (verified) or by byte arithmetic from --o/--i;
 int4-rans256-g0 records, int4-rans64-t1 blobs (row bands across --threads), and int4-row
 weights in a CFS1 (cfse_pack) container, are decoded tile by tile straight into the int4-row
-kernel (checked: a corrupt record or blob writes nothing).
+kernel (checked: a corrupt record or blob writes nothing). An existing --out is refused
+(E_OUTPUT_EXISTS) unless --force, and an --out that is an input (--x, the container or one of
+its shards) always (E_OUTPUT_IS_INPUT).
 Use it to sanity-check a container against a reference.
 
 Examples:
@@ -48,6 +50,9 @@ pub struct MatmulArgs {
     /// Output: S × O little-endian f32 (written atomically).
     #[arg(long)]
     pub out: PathBuf,
+    /// Replace --out if it exists (never an input).
+    #[arg(long)]
+    pub force: bool,
     /// Force a kernel arm (scalar, avx2, avx512, …); refused if this CPU lacks it.
     #[arg(long)]
     pub isa: Option<String>,
@@ -184,9 +189,20 @@ pub fn compute(args: &MatmulArgs) -> Result<(Vec<f32>, usize, Isa, &'static str)
     Ok((y, s, isa, how))
 }
 
+/// Refuses an `--out` that is an input (`--x`, the container file or one of its shards) or,
+/// without `--force`, that exists (see [`crate::io::check_output`]).
+fn check_out(args: &MatmulArgs) -> Result<(), Refusal> {
+    let mut inputs = vec![args.x.clone(), args.container.clone()];
+    if args.container.is_dir() {
+        // The shards the container reads; a listing error is the container's to report.
+        inputs.extend(crate::shardset::list_shards(&args.container).unwrap_or_default());
+    }
+    crate::io::check_output(&args.out, &inputs, args.force)
+}
+
 /// Runs `tetrad matmul`.
 pub fn run(args: &MatmulArgs) -> ExitCode {
-    let result = compute(args).and_then(|(y, s, isa, how)| {
+    let result = check_out(args).and_then(|()| compute(args)).and_then(|(y, s, isa, how)| {
         let bytes: Vec<u8> = y.iter().flat_map(|v| v.to_le_bytes()).collect();
         crate::io::write_bytes_atomic(&args.out, &bytes)
             .map_err(|e| refuse("E_IO", format!("{}: {e}", args.out.display())))?;

@@ -17,7 +17,10 @@ directory (created if missing) that receives one shard per input shard, same fil
 Every selected 2-D float tensor X [O, I] becomes X (U8 codes, shape [O, row_bytes]) followed by
 X.qs (F32 scales) with the reference quantizers of docs/FORMATS.md; every other tensor is copied
 byte for byte. Each shard stamps what it wrote in __metadata__[\"colibri.fmt\"]. A shard is built
-in memory (about its input size plus the codes) and written atomically.
+in memory (about its input size plus the codes) and written to a temporary file; the files are
+renamed into OUT only when every shard succeeded, so a refusal (named with its shard file)
+writes nothing and leaves no new OUT directory. An existing output shard is refused
+(E_OUTPUT_EXISTS) unless --force; an output shard that is an input always (E_OUTPUT_IS_INPUT).
 
 Examples:
   tetrad quantize --format int4-row model.safetensors q/
@@ -30,7 +33,7 @@ pub struct QuantizeArgs {
     /// Only quantize 2-D float tensors whose name matches this regex (the rest is copied).
     #[arg(long, value_name = "REGEX")]
     pub only: Option<regex::Regex>,
-    /// Replace output shards that already exist.
+    /// Replace output shards that already exist (never an input shard).
     #[arg(long)]
     pub force: bool,
     /// No progress bar.

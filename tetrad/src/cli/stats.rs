@@ -21,7 +21,9 @@ PATHs are safetensors shards, GGUF files, or directories of either (a directory'
 tensors as they would be after `tetrad quantize --format FORMAT`. Ratios are code bytes /
 compressed bytes. int4-rans256-g0 uses one table pooled over every nibble tensor (the total
 includes the table's JSON). zstd level 19 is slow (a few MB/s per core); --no-zstd skips it.
---plot writes the chart (histogram, per-tensor bits/weight) as PNG or SVG, by extension.
+--plot writes the chart (histogram, per-tensor bits/weight) as PNG or SVG, by extension,
+atomically; an existing file is refused (E_OUTPUT_EXISTS, checked before anything is measured)
+unless --force, and one of the PATHs always (E_OUTPUT_IS_INPUT).
 The --json schema and the chart are described in docs/CLI.md.
 
 Examples:
@@ -41,6 +43,9 @@ pub struct StatsArgs {
     /// chosen by the extension (.png or .svg).
     #[arg(long, value_name = "FILE.png|FILE.svg", value_parser = parse_plot_path)]
     pub plot: Option<PathBuf>,
+    /// Replace the --plot file if it exists (never an input).
+    #[arg(long)]
+    pub force: bool,
     /// Skip zstd level 19 (its fields become null).
     #[arg(long)]
     pub no_zstd: bool,
@@ -150,9 +155,27 @@ fn optr(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.3}x"))
 }
 
+/// Refuses, before anything is measured, a `--plot` file that is one of the inputs (a PATH,
+/// or a shard of a PATH directory) or, without `--force`, that exists.
+fn check_plot(plot: &std::path::Path, args: &StatsArgs) -> Result<(), crate::rans256::Refusal> {
+    let mut inputs = Vec::new();
+    for p in crate::stats::expand(&args.paths)? {
+        if p.is_dir() {
+            inputs.extend(crate::shardset::list_shards(&p).unwrap_or_default());
+        }
+        inputs.push(p);
+    }
+    crate::io::check_output(plot, &inputs, args.force)
+}
+
 /// Runs `tetrad stats`.
 pub fn run(args: &StatsArgs) -> ExitCode {
     let opts = StatsOptions { quantize: args.quantize, zstd: !args.no_zstd };
+    if let Some(p) = &args.plot
+        && let Err(r) = check_plot(p, args)
+    {
+        return super::refused(&r);
+    }
     let (measured, skipped) = match collect(&args.paths, &opts) {
         Ok(v) => v,
         Err(r) => return super::refused(&r),

@@ -560,7 +560,7 @@ fn per_tensor(m: &mut Marks, report: &Report) {
         20,
         a.y - 58,
         Anchor::Start,
-        format!("bits per weight of each tensor ({n} tensor(s), input order)"),
+        format!("bits per weight of each tensor ({n} tensor(s), listed order)"),
     );
     m.text(20, a.y - 34, Anchor::Start, "bits/weight");
     m.legend(
