@@ -17,6 +17,20 @@ them, encodes each weight as an int4-rans256-g0 record (checked by decoding it b
 anything is written), and writes out-rans-NNNNN.safetensors shards (record, then its .qs scales)
 and repack-manifest.json, last, as the completion marker.
 
+Only the selected weights and their .qs scales are written. Every other tensor of the input
+(norms, attention, embeddings, the router, other layers, non-U8 tensors, a name shadowed by a
+later shard) is LEFT OUT: it is not copied, and tetrad unpack will not restore it; keep the
+original files for it. The report counts them; --json lists each (tensor, shard, dtype,
+reason).
+
+Stamps: a selected weight must be unstamped (its bytes are taken as packed int4-row, one F32
+scale per row, checked by the geometry guard) or stamped int4-row in colibri.fmt. Any other
+stamp is refused by name before anything is written: E_STAMP_NOT_INT4_ROW (int8-row, int2-row,
+int4-grouped, ..., or a tensor already coded as int4-rans256-g0 / int4-rans64-t1: unpack it
+first), E_STAMP_UNKNOWN (not a registered format name). A malformed colibri.fmt, a tensor
+stamped two ways, or more than 4096 stamped names is refused too (E_STAMP_MALFORMED,
+E_STAMP_CONFLICT, E_STAMP_CAP).
+
 --codec int4-rans64-t1 writes tetrad's own format instead: each weight becomes a self-contained
 chunked blob (its own models, no pooled table), stamped int4-rans64-t1, checked by decoding it
 back; the manifest says \"format\": \"int4-rans64-t1\" and also records the sha256 of every
@@ -29,7 +43,8 @@ Examples:
   tetrad pack --indir dense/ --outdir packed/ --select '\\.weight$'   # every U8 .weight with F32 .qs
   tetrad pack --indir ckpt/ --outdir packed64/ --codec int4-rans64-t1")]
 pub struct PackArgs {
-    /// Directory of input *.safetensors shards (int4-row weights `X` as U8 with `X.qs` F32 scales).
+    /// Directory of input *.safetensors shards (int4-row weights `X` as U8 with `X.qs` F32
+    /// scales; unstamped or stamped int4-row).
     #[arg(long)]
     pub indir: PathBuf,
     /// Output directory (created if missing).
@@ -96,6 +111,11 @@ pub fn run(args: &PackArgs) -> ExitCode {
             .iter()
             .map(|(file, source, w, bytes)| serde_json::json!({"file": file, "source": source, "weight_tensors": w, "bytes": bytes}))
             .collect();
+        let left_out: Vec<_> = report
+            .left_out
+            .iter()
+            .map(|l| serde_json::json!({"tensor": l.tensor, "shard": l.shard, "dtype": l.dtype, "reason": l.reason.as_str()}))
+            .collect();
         println!(
             "{}",
             serde_json::json!({
@@ -107,6 +127,8 @@ pub fn run(args: &PackArgs) -> ExitCode {
                 "codec": report.codec.name(),
                 "table_crc32": (report.codec == Codec::Rans256G0).then_some(&report.table_crc32),
                 "removed": report.removed,
+                "input_tensors": report.input_tensors,
+                "left_out": left_out,
             })
         );
         return ExitCode::SUCCESS;
@@ -122,6 +144,9 @@ pub fn run(args: &PackArgs) -> ExitCode {
             println!("wrote repack-manifest.json (table crc32 {})", report.table_crc32);
         }
         Codec::Rans64T1 => println!("wrote repack-manifest.json ({})", report.codec.name()),
+    }
+    if let Some(line) = report.left_out_line() {
+        println!("{line}");
     }
     println!("{}", report.ratio_line());
     ExitCode::SUCCESS

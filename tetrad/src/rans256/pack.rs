@@ -12,6 +12,19 @@
 //! stamps and manifest, but each weight becomes a self-contained blob (its chunks carry their
 //! own models, so no pooled table is written), checked by decoding it back, and the manifest
 //! also records the sha256 of every original weight (see [`crate::rans64`]).
+//!
+//! Input stamps: the `colibri.fmt` stamps of every input shard are ingested with the container
+//! rules ([`tetrad_quant::stamp::StampSet`], as [`crate::container::Container::open`] does: a
+//! malformed value, a tensor stamped two ways, more than 4096 names are refused naming the
+//! shard). A selected weight must be unstamped (read as int4-row, as the reference tool does,
+//! and checked by the geometry guard) or stamped `int4-row`; any other stamp is refused by name
+//! before anything is written (`E_STAMP_NOT_INT4_ROW`, or `E_STAMP_UNKNOWN` for a name that is
+//! not a registered format): a stamped tensor is never read as another format, so int8-row or
+//! int2-row bytes, and records that are already entropy-coded, are never coded as int4.
+//!
+//! What is left out: the output holds only the selected weights and their `.qs` scales (the
+//! spec's container: "non-expert tensors are not copied"), so [`PackReport::left_out`] lists
+//! every other tensor of the input — name, shard, dtype and why — for the report to say so.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -20,6 +33,8 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use regex::Regex;
 use sha2::{Digest as _, Sha256};
+use tetrad_quant::Format;
+use tetrad_quant::stamp::StampSet;
 use tetrad_rans::{
     FORMAT_SCALE_BITS, Record, Table, decode_record, encode_record_packed, max_record_len,
 };
@@ -103,6 +118,61 @@ pub struct PackReport {
     pub codec: Codec,
     /// Existing output removed because of `--force`.
     pub removed: Vec<String>,
+    /// Tensors in the input shards (every header entry, duplicates included).
+    pub input_tensors: u64,
+    /// Every input tensor that is not in the output (neither a selected weight nor the `.qs`
+    /// of one), in shard order, then by name. `unpack` cannot restore them.
+    pub left_out: Vec<LeftOut>,
+}
+
+/// Why an input tensor is not in `pack`'s output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum LeftOutReason {
+    /// Its name does not match the selection (norms, attention, embeddings, the `.qs` of a
+    /// weight that is not selected, …).
+    NotSelected,
+    /// Its name matches the selection, but its dtype is not U8.
+    NotU8,
+    /// Its name matches the selection, but its layer is not among `--layers`.
+    OtherLayer,
+    /// A later shard (in sorted order) holds a tensor of the same name, which is the one used.
+    Shadowed,
+}
+
+impl LeftOutReason {
+    /// Stable machine-readable name (`--json`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::NotSelected => "not_selected",
+            Self::NotU8 => "not_u8",
+            Self::OtherLayer => "other_layer",
+            Self::Shadowed => "shadowed",
+        }
+    }
+
+    /// Words for the text report.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Self::NotSelected => "not selected",
+            Self::NotU8 => "selected by name but not U8",
+            Self::OtherLayer => "in other layers",
+            Self::Shadowed => "shadowed by a later shard",
+        }
+    }
+}
+
+/// An input tensor that `pack` did not write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    /// Tensor name.
+    pub tensor: String,
+    /// Basename of the input shard holding it.
+    pub shard: String,
+    /// Its dtype.
+    pub dtype: String,
+    /// Why it was not written.
+    pub reason: LeftOutReason,
 }
 
 impl PackReport {
@@ -113,6 +183,27 @@ impl PackReport {
         } else {
             self.record_bytes as f64 / self.original_bytes as f64
         }
+    }
+
+    /// One line on the tensors left out, if any: how many, why, and that unpack will not
+    /// restore them.
+    pub fn left_out_line(&self) -> Option<String> {
+        let first = self.left_out.first()?;
+        let mut counts: BTreeMap<LeftOutReason, usize> = BTreeMap::new();
+        for l in &self.left_out {
+            *counts.entry(l.reason).or_default() += 1;
+        }
+        let why: Vec<String> =
+            counts.iter().map(|(r, n)| format!("{n} {}", r.describe())).collect();
+        Some(format!(
+            "left out {} of {} input tensor(s) ({}): pack does not copy them and unpack will not \
+             restore them (--json lists each), e.g. {} in {}",
+            self.left_out.len(),
+            self.input_tensors,
+            why.join(", "),
+            first.tensor,
+            first.shard
+        ))
     }
 
     /// The reference tool's final line.
@@ -158,6 +249,42 @@ fn existing_output(outdir: &Path) -> Result<(Vec<String>, bool), Refusal> {
 fn layer_of(name: &str) -> Option<u64> {
     let rest = name.split("layers.").nth(1)?;
     rest.split('.').next()?.parse().ok()
+}
+
+/// The stamps of every input shard, ingested with the container rules (as
+/// [`crate::container::Container::open`] does).
+fn input_stamps(set: &ShardSet) -> Result<StampSet, Refusal> {
+    let mut stamps = StampSet::new();
+    for s in &set.shards {
+        let value = s.header.metadata.as_ref().and_then(|m| m.get(STAMP_KEY)).map(String::as_str);
+        stamps.ingest(&s.basename(), value).map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+    }
+    Ok(stamps)
+}
+
+/// The stamp guard: a selected weight is packed as int4-row bytes, so it must be unstamped or
+/// stamped `int4-row`; a stamped tensor is never read as another format.
+fn stamp_guard(set: &ShardSet, stamps: &StampSet, name: &str, weight: Loc) -> Result<(), Refusal> {
+    let Some(stamp) = stamps.get(name) else { return Ok(()) };
+    let format = Format::from_name(stamp);
+    if format == Some(Format::Int4Row) {
+        return Ok(());
+    }
+    let (class, why) = match format {
+        None => ("E_STAMP_UNKNOWN", "which is not a registered format name"),
+        Some(Format::Int4Rans256G0 | Format::Int4Rans64T1) => (
+            "E_STAMP_NOT_INT4_ROW",
+            "it is already entropy-coded (tetrad unpack restores int4-row)",
+        ),
+        Some(_) => ("E_STAMP_NOT_INT4_ROW", "pack codes int4-row bytes only"),
+    };
+    Err(Refusal::new(
+        class,
+        format!(
+            "{}: {name} is stamped {stamp:?} in {STAMP_KEY}, expected int4-row or no stamp: {why}",
+            set.shards[weight.shard].basename()
+        ),
+    ))
 }
 
 /// The geometry guard: the weight must be per-row int4 with one F32 scale per row.
@@ -258,6 +385,7 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
     }
 
     let set = ShardSet::open_dir(&opts.indir)?;
+    let stamps = input_stamps(&set)?;
     // Selection, grouped by the shard that owns each weight (index order = sorted names).
     let mut by_shard: BTreeMap<usize, Vec<Selected>> = BTreeMap::new();
     for (name, &loc) in &set.index {
@@ -269,6 +397,7 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
         {
             continue;
         }
+        stamp_guard(&set, &stamps, name, loc)?;
         let scales = geometry_guard(&set, name, loc)?;
         if set.entry(loc).is_empty() {
             return Err(Refusal::new("E_EMPTY", format!("{name}: the weight has no bytes")));
@@ -290,6 +419,8 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
         ));
     }
     let all: Vec<&Selected> = by_shard.values().flatten().collect();
+    let left_out = left_out(&set, &all, &re, opts.layers.as_deref());
+    let input_tensors = set.shards.iter().map(|s| s.header.tensors.len() as u64).sum();
     let original_bytes: u64 = all.iter().map(|s| set.entry(s.weight).len()).sum();
 
     // One table pooled over every selected tensor (int4-rans256-g0 only).
@@ -369,7 +500,48 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
         table_crc32: table_crc32.unwrap_or_default(),
         codec,
         removed,
+        input_tensors,
+        left_out,
     })
+}
+
+/// Every input tensor that is neither a selected weight nor the `.qs` of one, with the reason,
+/// in shard order and then by name.
+fn left_out(set: &ShardSet, all: &[&Selected], re: &Regex, layers: Option<&[u64]>) -> Vec<LeftOut> {
+    let at = |l: Loc| (l.shard, l.entry);
+    let written: std::collections::BTreeSet<(usize, usize)> =
+        all.iter().flat_map(|s| [at(s.weight), at(s.scales)]).collect();
+    let mut out = Vec::new();
+    for (si, shard) in set.shards.iter().enumerate() {
+        let basename = shard.basename();
+        let mut here: Vec<LeftOut> = Vec::new();
+        for (ei, t) in shard.header.tensors.iter().enumerate() {
+            if written.contains(&(si, ei)) {
+                continue;
+            }
+            let reason = if set.index.get(&t.name).map(|&l| at(l)) != Some((si, ei)) {
+                LeftOutReason::Shadowed
+            } else if !re.is_match(&t.name) {
+                LeftOutReason::NotSelected
+            } else if t.dtype != "U8" {
+                LeftOutReason::NotU8
+            } else if layers.is_some_and(|ls| !layer_of(&t.name).is_some_and(|l| ls.contains(&l))) {
+                LeftOutReason::OtherLayer
+            } else {
+                // Every other indexed U8 match was selected (or refused).
+                LeftOutReason::NotSelected
+            };
+            here.push(LeftOut {
+                tensor: t.name.clone(),
+                shard: basename.clone(),
+                dtype: t.dtype.clone(),
+                reason,
+            });
+        }
+        here.sort_by(|a, b| a.tensor.cmp(&b.tensor));
+        out.extend(here);
+    }
+    out
 }
 
 /// The pooled table over every selected weight: the table, its JSON, its CRC-32 hex.
