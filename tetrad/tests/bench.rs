@@ -101,7 +101,7 @@ fn forced_arm_and_refusals() {
     let reason = enc["reason"].as_str().unwrap();
     assert!(reason.starts_with("int4-rans64-t1 has no encode arm named \"scalar-bf\"; ran on "));
     let (code, out) = bench(&["--isa", "no-such-arm", "codecs"]);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(2), "an unknown arm name is a usage error");
     assert!(out.starts_with("REFUSED E_ARM_UNKNOWN:"), "{out}");
     let (code, out) = bench(&["--mib", "1", "--isa", "scalar", "adapter"]);
     assert_eq!(code, Some(0), "{out}");

@@ -747,7 +747,7 @@ fn bench(args: &BenchArgs) -> Result<Value, Refusal> {
 pub fn run(args: &BenchArgs) -> ExitCode {
     let v = match bench(args) {
         Ok(v) => v,
-        Err(r) => return super::refused(&r),
+        Err(r) => return super::refused_as(&r, args.json),
     };
     if args.json {
         println!("{v}");

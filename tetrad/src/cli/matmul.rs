@@ -228,10 +228,6 @@ pub fn run(args: &MatmulArgs) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(r) if args.json => {
-            println!("{}", serde_json::json!({"refused": {"class": r.class, "detail": r.detail}}));
-            ExitCode::from(super::EXIT_FAILURE)
-        }
-        Err(r) => super::refused(&r),
+        Err(r) => super::refused_as(&r, args.json),
     }
 }

@@ -105,11 +105,31 @@ pub fn report(result: Result<(), CliError>) -> ExitCode {
     }
 }
 
+/// Classes that are usage errors (a flag value clap cannot check): exit status 2.
+const USAGE_CLASSES: &[&str] = &["E_USAGE", "E_ARM_UNKNOWN"];
+
+/// The exit status of a refusal: 2 for a usage error, 1 otherwise.
+pub fn exit_status(r: &crate::rans256::Refusal) -> ExitCode {
+    let usage = USAGE_CLASSES.contains(&r.class);
+    ExitCode::from(if usage { EXIT_USAGE } else { EXIT_FAILURE })
+}
+
 /// Prints a refusal the way the reference tools do (`REFUSED <CLASS>: <detail>`) and returns
-/// exit status 1.
+/// its exit status (1; 2 for a usage error).
 pub fn refused(r: &crate::rans256::Refusal) -> ExitCode {
     println!("REFUSED {}: {}", r.class, r.detail);
-    ExitCode::from(EXIT_FAILURE)
+    exit_status(r)
+}
+
+/// [`refused`], or with `json` the refusal as `{"refused": {"class", "detail"}}` on stdout
+/// (what every `--json` command prints instead of its report).
+pub fn refused_as(r: &crate::rans256::Refusal, json: bool) -> ExitCode {
+    if json {
+        println!("{}", serde_json::json!({"refused": {"class": r.class, "detail": r.detail}}));
+        exit_status(r)
+    } else {
+        refused(r)
+    }
 }
 
 /// A command's failure, already worded for the user.

@@ -94,16 +94,7 @@ pub fn run(args: &PackArgs) -> ExitCode {
     };
     let report = match pack_with(&opts, args.codec) {
         Ok(r) => r,
-        Err(r) => {
-            if args.json {
-                println!(
-                    "{}",
-                    serde_json::json!({"refused": {"class": r.class, "detail": r.detail}})
-                );
-                return ExitCode::from(super::EXIT_FAILURE);
-            }
-            return super::refused(&r);
-        }
+        Err(r) => return super::refused_as(&r, args.json),
     };
     if args.json {
         let shards: Vec<_> = report

@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::quantize_container::{QuantFormat, QuantizeOptions, quantize_path};
-use crate::rans256::Refusal;
 
 /// Options of `tetrad quantize`.
 #[derive(Debug, Args)]
@@ -60,7 +59,7 @@ pub fn run(args: &QuantizeArgs) -> ExitCode {
     };
     let report = match quantize_path(&args.input, &args.output, &opts) {
         Ok(r) => r,
-        Err(r) => return refused(&r),
+        Err(r) => return super::refused_as(&r, args.json),
     };
     let quantized = report.tensors.iter().filter(|t| t.quantized).count();
     let copied = report.tensors.len() - quantized;
@@ -90,8 +89,4 @@ pub fn run(args: &QuantizeArgs) -> ExitCode {
         );
     }
     ExitCode::SUCCESS
-}
-
-fn refused(r: &Refusal) -> ExitCode {
-    super::refused(r)
 }

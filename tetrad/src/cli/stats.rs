@@ -174,18 +174,18 @@ pub fn run(args: &StatsArgs) -> ExitCode {
     if let Some(p) = &args.plot
         && let Err(r) = check_plot(p, args)
     {
-        return super::refused(&r);
+        return super::refused_as(&r, args.json);
     }
     let (measured, skipped) = match collect(&args.paths, &opts) {
         Ok(v) => v,
-        Err(r) => return super::refused(&r),
+        Err(r) => return super::refused_as(&r, args.json),
     };
     let report = measure(measured, skipped, &opts);
     if let Some(p) = &args.plot
         && let Err(e) = crate::stats::plot::write(&report, p)
     {
         let r = crate::rans256::Refusal::new("E_IO", format!("writing {}: {e}", p.display()));
-        return super::refused(&r);
+        return super::refused_as(&r, args.json);
     }
     if args.json {
         let total_json = |t: &Total| total_json(t, &report.tensors);

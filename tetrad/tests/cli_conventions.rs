@@ -1,0 +1,66 @@
+//! Conventions every command shares (docs/CLI.md): a usage error a flag's value causes (a
+//! regex that does not compile, an unknown arm name) exits 2 like clap's own; with `--json`,
+//! a refusal is printed as `{"refused": {"class", "detail"}}`, never as plain text.
+
+use std::process::Command;
+
+fn tetrad(args: &[&str]) -> (Option<i32>, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_tetrad")).args(args).output().unwrap();
+    (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+#[test]
+fn usage_errors_in_flag_values_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = dir.path().join("out");
+    let (code, text) =
+        tetrad(&["pack", "--indir", d, "--outdir", out.to_str().unwrap(), "--select", "("]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.starts_with("REFUSED E_USAGE: --select"), "{text}");
+    let y = dir.path().join("y.f32");
+    let (code, text) = tetrad(&[
+        "matmul",
+        d,
+        "w",
+        "--o",
+        "1",
+        "--i",
+        "1",
+        "--x",
+        d,
+        "--out",
+        y.to_str().unwrap(),
+        "--isa",
+        "no-such",
+    ]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.starts_with("REFUSED E_USAGE: "), "{text}");
+    let (code, text) = tetrad(&["quantize", "--only", "(", d, out.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{text}");
+}
+
+#[test]
+fn json_refusals_are_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.safetensors");
+    let missing = missing.to_str().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let runs: [&[&str]; 5] = [
+        &["stats", "--json", missing],
+        &["quantize", "--json", missing, out],
+        &["bench", "--json", "--input", missing, "codecs"],
+        &["inspect", "--json", missing],
+        &["cfs1", "--json", "pack", missing, out],
+    ];
+    for args in runs {
+        let (code, text) = tetrad(args);
+        assert_eq!(code, Some(1), "{args:?}: {text}");
+        let v: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"));
+        let refused = if v.is_array() { &v[0]["refused"] } else { &v["refused"] };
+        assert!(refused["class"].as_str().is_some_and(|c| c.starts_with("E_")), "{args:?}: {v}");
+        assert!(refused["detail"].is_string(), "{args:?}: {v}");
+    }
+}
