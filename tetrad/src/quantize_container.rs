@@ -153,6 +153,9 @@ pub struct TensorAction {
     pub shape: Vec<u64>,
     /// True when quantized (`X` + `X.qs` written), false when copied.
     pub quantized: bool,
+    /// The stamp written for a quantized tensor (an int4-grouped tensor with one group per
+    /// row is stamped `int4-row`); `None` when copied.
+    pub stamp: Option<&'static str>,
 }
 
 /// The result of [`quantize_path`].
@@ -263,6 +266,7 @@ pub fn quantize_shard(
             dtype: t.dtype.clone(),
             shape: t.shape.clone(),
             quantized: q,
+            stamp: None,
         });
         if !q {
             built.push(None);
@@ -293,6 +297,9 @@ pub fn quantize_shard(
             .map_err(|e| Refusal::new(e.class(), format!("{file}: {}: {e}", t.name)))?;
         let stamp = stamp_for(opts.format, &file, &t.name, o, i, codes.len(), scales.len())?;
         stamps.insert(t.name.clone(), stamp.to_owned());
+        if let Some(a) = actions.last_mut() {
+            a.stamp = Some(stamp);
+        }
         built.push(Some(Built {
             code_shape: [o, row_bytes as u64],
             scale_shape: [scales.len() as u64],

@@ -227,6 +227,29 @@ fn cli_quantize_json_and_usage_errors() {
     assert_eq!(v["stamp"], "int4-grouped");
     assert_eq!(v["quantized"], 2);
     assert_eq!(v["copied"], 2);
+    // Each tensor's stamp is what the file says: [4, 9] has one group of 32 per row, so it is
+    // stamped int4-row (the same bytes); [3, 130] is int4-grouped; copied tensors have none.
+    let stamps: Vec<(&str, &serde_json::Value)> = v["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), &t["stamp"]))
+        .collect();
+    let want = serde_json::json!({"layer.a.weight": "int4-row", "layer.b.weight": "int4-grouped"});
+    for (name, stamp) in stamps {
+        assert_eq!(stamp, want.get(name).unwrap_or(&serde_json::Value::Null), "{name}");
+    }
+    let o = bin()
+        .args(["quantize", "-q", "--format", "int4-grouped:32"])
+        .arg(&input)
+        .arg(dir.path().join("q-text"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("2 tensor(s) quantized to int4-grouped:32 (stamped \"int4-grouped\"; 1 with one group per row stamped \"int4-row\"), 2 copied"),
+        "{text}"
+    );
     for bad in ["int5-row", "int4-grouped:7", "int4-grouped:0"] {
         let o = bin().args(["quantize", "--format", bad]).arg(&input).arg(&out).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{bad}");

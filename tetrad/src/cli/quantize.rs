@@ -75,6 +75,7 @@ pub fn run(args: &QuantizeArgs) -> ExitCode {
             "tensors": report.tensors.iter().map(|t| serde_json::json!({
                 "name": t.name, "shard": t.shard, "dtype": t.dtype, "shape": t.shape,
                 "action": if t.quantized { "quantized" } else { "copied" },
+                "stamp": t.stamp,
             })).collect::<Vec<_>>(),
         });
         println!("{v}");
@@ -82,10 +83,17 @@ pub fn run(args: &QuantizeArgs) -> ExitCode {
         for (i, o, b) in &report.shards {
             println!("{} -> {} ({b} bytes)", i.display(), o.display());
         }
+        let stamp = args.format.stamp_name();
+        let other = report.tensors.iter().filter(|t| t.stamp.is_some_and(|s| s != stamp)).count();
+        // An int4-grouped tensor with one group per row is stamped int4-row (same bytes).
+        let also = if other > 0 {
+            format!("; {other} with one group per row stamped \"int4-row\"")
+        } else {
+            String::new()
+        };
         println!(
-            "{quantized} tensor(s) quantized to {} (stamped {:?}), {copied} copied",
+            "{quantized} tensor(s) quantized to {} (stamped {stamp:?}{also}), {copied} copied",
             args.format,
-            args.format.stamp_name()
         );
     }
     ExitCode::SUCCESS
