@@ -20,7 +20,8 @@ use super::EXIT_FAILURE;
 Examples:
   # GLM o_proj [6144, 16384], int8-sized weights, 4·O scale bytes: int8-row unless stamped
   tetrad resolve --o 6144 --i 16384 --weight-bytes 100663296 --scale-bytes 24576
-  tetrad resolve --o 6144 --i 16384 --weight-bytes 100663296 --scale-bytes 24576 --stamp fp8-e4m3-b128
+  tetrad resolve --o 6144 --i 16384 --weight-bytes 100663296 --scale-bytes 24576 \\
+      --stamp fp8-e4m3-b128
   # int4 with one f32 scale per 64 inputs
   tetrad resolve --o 4096 --i 4096 --weight-bytes 8388608 --scale-bytes 1048576 --json
 
