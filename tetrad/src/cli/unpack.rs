@@ -16,6 +16,13 @@ seal) and writes int4-row shards to --outdir: each weight as U8 [O, ceil(I/2)] (
 its .qs unchanged, stamps removed. Output files take the source names recorded in
 repack-manifest.json when there is one.
 
+With a manifest, every shard it lists must be present, every out-rans shard must be listed,
+and each is checked against it as verify checks it (size and sha256 of the file, record
+digests, the originals of int4-rans64-t1 tensors); two shards restoring to one name are
+refused. All or nothing: the outputs are written to temporary files and renamed into place
+only when every shard was checked and decoded; any refusal (REFUSED <CLASS>: <shard> ...,
+exit 1) leaves --outdir as it was.
+
 Example:
   tetrad unpack --indir packed/ --outdir restored/")]
 pub struct UnpackArgs {
@@ -50,10 +57,6 @@ pub fn run(args: &UnpackArgs) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(r) if args.json => {
-            println!("{}", serde_json::json!({"refused": {"class": r.class, "detail": r.detail}}));
-            ExitCode::from(super::EXIT_FAILURE)
-        }
-        Err(r) => super::refused(&r),
+        Err(r) => super::refused_as(&r, args.json),
     }
 }

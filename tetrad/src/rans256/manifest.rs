@@ -10,12 +10,20 @@
 //! carries its own models), so no `"table_crc32"`, and each shard gains `"originals"`: tensor →
 //! sha256 of the original int4-row bytes, which `verify` checks after decoding. A manifest
 //! without `"format"` is read as `int4-rans256-g0`.
+//!
+//! Reading ([`parse_digests`], [`read_manifest`]) is shared by `verify` and `unpack`, so both
+//! refuse the same manifests (`E_MANIFEST_MALFORMED`): besides the JSON shape, every `"file"`
+//! and `"source"` must be a plain file name (no directory part, not hidden), no file may be
+//! listed twice, and no two shards may restore to the same name (`"source"`, or `"file"`
+//! where an entry has no source) — `unpack` would otherwise write one over the other.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::Path;
 
 use serde_json::Value;
 
+use super::MANIFEST_NAME;
 use crate::json::push_str_literal;
 
 /// One output shard's entry.
@@ -128,6 +136,38 @@ pub struct Digests {
     /// File name → tensor → sha256 of the original int4-row bytes (`"originals"`, written
     /// for `int4-rans64-t1`; empty when absent).
     pub originals: BTreeMap<String, BTreeMap<String, String>>,
+    /// File name → its size in bytes (`"bytes"`), for the entries that record one.
+    pub sizes: BTreeMap<String, u64>,
+    /// File name → the input shard it came from (`"source"`), for the entries that record one.
+    pub sources: BTreeMap<String, String>,
+}
+
+impl Digests {
+    /// The name shard `file` restores to: its `"source"`, else its own name.
+    pub fn output_name<'a>(&'a self, file: &'a str) -> &'a str {
+        self.sources.get(file).map_or(file, String::as_str)
+    }
+}
+
+/// Whether `name` can be used as a file name inside a directory: not empty, no directory part
+/// (`/`, `\`), not hidden or a dot entry (leading `.`), no NUL.
+pub fn is_plain_file_name(name: &str) -> bool {
+    !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\', '\0'])
+}
+
+/// Reads the manifest of directory `dir`: `Ok(None)` when there is none, `Err` (the detail of
+/// an `E_MANIFEST_MALFORMED`, naming the file) when it cannot be read or is malformed.
+pub fn read_manifest(dir: &Path) -> Result<Option<Digests>, String> {
+    let path = dir.join(MANIFEST_NAME);
+    match std::fs::read(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+        Ok(text) => std::str::from_utf8(&text)
+            .map_err(|e| e.to_string())
+            .and_then(parse_digests)
+            .map(Some)
+            .map_err(|why| format!("{}: {why}", path.display())),
+    }
 }
 
 /// Reads the digests of a manifest text; `Err` says why it is malformed.
@@ -145,6 +185,31 @@ pub fn parse_digests(text: &str) -> Result<Digests, String> {
             .get("file")
             .and_then(Value::as_str)
             .ok_or_else(|| format!("shards[{k}] has no string \"file\""))?;
+        if !is_plain_file_name(file) {
+            return Err(format!("shards[{k}].file {file:?} is not a plain file name"));
+        }
+        if out.shards.contains_key(file) {
+            return Err(format!("shards[{k}].file {file:?} is listed twice"));
+        }
+        match s.get("bytes") {
+            None => {}
+            Some(b) => {
+                let b = b.as_u64().ok_or_else(|| {
+                    format!("shards[{k}].bytes is not a non-negative integer: {b}")
+                })?;
+                out.sizes.insert(file.to_owned(), b);
+            }
+        }
+        match s.get("source") {
+            None => {}
+            Some(Value::String(src)) if is_plain_file_name(src) => {
+                out.sources.insert(file.to_owned(), src.clone());
+            }
+            Some(Value::String(src)) => {
+                return Err(format!("shards[{k}].source {src:?} is not a plain file name"));
+            }
+            Some(_) => return Err(format!("shards[{k}].source is not a string")),
+        }
         let sha = match s.get("sha256") {
             None => None,
             Some(Value::String(h)) => Some(h.clone()),
@@ -179,6 +244,16 @@ pub fn parse_digests(text: &str) -> Result<Digests, String> {
         out.originals.insert(file.to_owned(), originals);
         out.shards.insert(file.to_owned(), (sha, records));
     }
+    // Two shards restoring to one name would overwrite each other.
+    let mut restored: BTreeMap<&str, &str> = BTreeMap::new();
+    for file in out.shards.keys() {
+        if let Some(other) = restored.insert(out.output_name(file), file) {
+            return Err(format!(
+                "shards {other:?} and {file:?} both restore to {:?}",
+                out.output_name(file)
+            ));
+        }
+    }
     Ok(out)
 }
 
@@ -210,6 +285,36 @@ mod tests {
         assert!(parse_digests("{}").is_err());
         assert_eq!(d.format.as_deref(), Some("int4-rans256-g0"));
         assert!(d.originals["out-rans-00000.safetensors"].is_empty());
+    }
+
+    #[test]
+    fn names_must_be_plain_unique_and_restore_to_distinct_files() {
+        let m = |shards: &str| parse_digests(&format!("{{\"shards\": [{shards}]}}"));
+        let d = m(r#"{"file": "a", "source": "x", "bytes": 7}, {"file": "b"}"#).unwrap();
+        assert_eq!((d.output_name("a"), d.output_name("b")), ("x", "b"));
+        assert_eq!(d.sizes["a"], 7);
+        assert!(!d.sizes.contains_key("b"));
+        let bad = [
+            (r#"{"file": "a", "source": "x"}, {"file": "b", "source": "x"}"#, "both restore to"),
+            (r#"{"file": "a", "source": "b"}, {"file": "b"}"#, "both restore to"),
+            (r#"{"file": "a"}, {"file": "a", "source": "y"}"#, "listed twice"),
+            (r#"{"file": "../a"}"#, "not a plain file name"),
+            (r#"{"file": "a", "source": "d/x"}"#, "not a plain file name"),
+            (r#"{"file": "a", "source": ".."}"#, "not a plain file name"),
+            (r#"{"file": "a", "source": ""}"#, "not a plain file name"),
+            (r#"{"file": "a", "source": 3}"#, "not a string"),
+            (r#"{"file": "a", "bytes": -1}"#, "not a non-negative integer"),
+        ];
+        for (shards, why) in bad {
+            let e = m(shards).unwrap_err();
+            assert!(e.contains(why), "{shards}: {e}");
+        }
+        for ok in ["model-00001-of-00002.safetensors", "a b", "x..y"] {
+            assert!(is_plain_file_name(ok), "{ok}");
+        }
+        for no in ["", ".", "..", ".hidden", "a/b", "a\\b", "/abs", "nul\0"] {
+            assert!(!is_plain_file_name(no), "{no:?}");
+        }
     }
 
     #[test]

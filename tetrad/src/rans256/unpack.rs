@@ -4,109 +4,172 @@
 //! shard's own table; the weight comes back as `U8 [O, ceil(I/2)]` when the row count `O` is
 //! known from its `X.qs` (F32, one scale per row) and divides the byte count, else as a 1-D
 //! `U8` tensor; `.qs` and any other tensor are copied unchanged, in the shard's order; the
-//! stamps and the table are removed from the metadata. Output shards take the name of the
-//! input shard they came from when a manifest records it, else keep their own name; each is
-//! written atomically, and a failure leaves no partial file.
+//! stamps and the table are removed from the metadata.
 //!
 //! Tensors stamped `int4-rans64-t1` are decoded the same way (their blob carries its own
-//! models, so no table is needed; best arm, all cores, every chunk's seal checked), and when
-//! the manifest records the sha256 of the original (`originals`), the decoded bytes must match
-//! it (`E_ORIGINAL_DIGEST_MISMATCH`) before anything is written.
+//! models, so no table is needed; best arm, all cores, every chunk's seal checked).
+//!
+//! What is unpacked, and under which names: the `out-rans-*.safetensors` entries of the input
+//! directory and every file `repack-manifest.json` lists, each of which must be a regular
+//! file (`E_SHARD_MALFORMED` names a listed shard that is missing, or an entry that is a
+//! directory). With a manifest, every shard is held to it as `verify` holds it, by the same
+//! code ([`super::verify::shard_digests`] and its checks), after the header, stamps and table:
+//! an entry with a sha256 (`E_DIGEST_MISSING`), the file's size and sha256
+//! (`E_SHARD_DIGEST_MISMATCH`), each record's digest (`E_DIGEST_MISMATCH`) and, for
+//! `int4-rans64-t1`, the sha256 of the decoded bytes against `originals`
+//! (`E_ORIGINAL_DIGEST_MISMATCH`). A digest the manifest lacks (`E_DIGEST_MISSING` for a
+//! tensor) is refused after the shard's other tensors were checked, so that damage is named
+//! first. The manifest itself is read by the same code as `verify`'s (`E_MANIFEST_MALFORMED`,
+//! also for two shards restoring to one name). Output shards take the name of the input shard
+//! they came from (`source`), else keep their own name.
+//!
+//! All or nothing: every output name is checked first (`E_OUTPUT_EXISTS` without `--force`,
+//! `E_OUTPUT_IS_DIR`, `E_OUTPUT_IS_INPUT` even with it: [`crate::io::check_output`]); then every
+//! shard is checked, decoded and written to a temporary file in the output directory
+//! ([`crate::io::stage`]); only when all succeeded are they renamed into place. On any refusal
+//! the temporary files are deleted and existing outputs are untouched (an output directory
+//! this run created is removed again, being empty).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use tetrad_rans::{Record, decode_record};
 
 use sha2::{Digest as _, Sha256};
 
-use super::manifest::parse_digests;
+use super::manifest::{Digests, read_manifest};
+use super::verify::{check_original, shard_digests};
 use super::{
     FORMAT_NAME, MANIFEST_NAME, Refusal, STAMP_KEY, TABLE_KEY, is_out_shard_name, table_from_parts,
 };
+use crate::io::{CreatedDirs, Staged, check_output, stage};
 use crate::rans64::FORMAT_NAME as RANS64_NAME;
 use crate::shard::{HeaderStyle, OutTensor, shard_bytes};
-use crate::shardset::{Shard, list_shards};
+use crate::shardset::Shard;
 use crate::table_json;
 
 /// What `unpack` wrote: (input shard, output shard, records decoded, bytes written).
 pub type UnpackReport = Vec<(String, String, u64, u64)>;
 
-/// Unpacks every `out-rans-*.safetensors` shard of `indir` into `outdir`.
+/// Unpacks every shard of `indir` (see the module docs) into `outdir`, all or nothing.
 pub fn unpack(indir: &Path, outdir: &Path, force: bool) -> Result<UnpackReport, Refusal> {
-    let shards: Vec<PathBuf> = list_shards(indir)?
-        .into_iter()
-        .filter(|p| p.file_name().is_some_and(|n| is_out_shard_name(&n.to_string_lossy())))
-        .collect();
-    if shards.is_empty() {
+    let manifest = read_manifest(indir).map_err(|why| Refusal::new("E_MANIFEST_MALFORMED", why))?;
+    let names = shard_names(indir, manifest.as_ref())?;
+    if names.is_empty() {
         return Err(Refusal::new(
             "E_NO_INPUT",
             format!("no out-rans-*.safetensors shards in {}", indir.display()),
         ));
     }
-    let mut originals = BTreeMap::new();
-    let sources: BTreeMap<String, String> = match std::fs::read_to_string(indir.join(MANIFEST_NAME))
-    {
-        Ok(text) => {
-            let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-                Refusal::new("E_MANIFEST_MALFORMED", format!("{MANIFEST_NAME}: {e}"))
-            })?;
-            originals = parse_digests(&text)
-                .map_err(|e| Refusal::new("E_MANIFEST_MALFORMED", format!("{MANIFEST_NAME}: {e}")))?
-                .originals;
-            v["shards"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|s| {
-                    Some((s["file"].as_str()?.to_owned(), s["source"].as_str()?.to_owned()))
-                })
-                .collect()
-        }
-        Err(_) => BTreeMap::new(),
-    };
-    let mut plan = Vec::new();
-    for p in &shards {
-        let base = p.file_name().expect("listed file").to_string_lossy().into_owned();
-        let out_name = sources.get(&base).cloned().unwrap_or_else(|| base.clone());
-        if out_name.contains('/') || out_name.contains('\\') || out_name.starts_with('.') {
-            return Err(Refusal::new(
-                "E_MANIFEST_MALFORMED",
-                format!("source name {out_name:?} is not a plain file name"),
-            ));
-        }
-        let out = outdir.join(&out_name);
-        if out.exists() && !force {
-            return Err(Refusal::new(
-                "E_OUTPUT_EXISTS",
-                format!("{} exists; use --force to replace it", out.display()),
-            ));
-        }
-        plan.push((p.clone(), base, out_name, out));
+    let mut inputs: Vec<PathBuf> = names.iter().map(|n| indir.join(n)).collect();
+    if manifest.is_some() {
+        inputs.push(indir.join(MANIFEST_NAME));
     }
-    std::fs::create_dir_all(outdir)
+    // (input shard, output name, output path, whether it replaces an existing file)
+    let mut plan = Vec::with_capacity(names.len());
+    for base in names {
+        let out_name = manifest.as_ref().map_or(base.as_str(), |m| m.output_name(&base)).to_owned();
+        let out = outdir.join(&out_name);
+        check_output(&out, &inputs, force)?;
+        let replaces = std::fs::symlink_metadata(&out).is_ok();
+        plan.push((base, out_name, out, replaces));
+    }
+    let dirs = CreatedDirs::create(outdir)
         .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
-    let mut report = Vec::new();
-    for (path, base, out_name, out) in plan {
-        let (bytes, records) = unpack_shard_checked(&path, originals.get(&base))?;
-        crate::io::write_bytes_atomic(&out, &bytes)
+    let mut staged = Vec::with_capacity(plan.len());
+    let mut report = Vec::with_capacity(plan.len());
+    for (base, out_name, out, replaces) in plan {
+        // On a refusal, `staged` is dropped (its temporary files deleted) and so is `dirs`
+        // (an output directory this run created goes again, being empty).
+        let (bytes, records) = unpack_shard_checked(&indir.join(&base), manifest.as_ref())?;
+        let s = stage(&out, |w| w.write_all(&bytes))
             .map_err(|e| Refusal::new("E_IO", format!("writing {}: {e}", out.display())))?;
+        staged.push((s, replaces));
         report.push((base, out_name, records, bytes.len() as u64));
     }
+    commit(staged)?;
+    dirs.keep();
     Ok(report)
 }
 
+/// Renames every staged output into place, in order. Should a rename fail, the outputs this
+/// run already created are removed again (files it replaced cannot be restored; the error
+/// names them), and the remaining temporary files are deleted.
+fn commit(staged: Vec<(Staged, bool)>) -> Result<(), Refusal> {
+    let mut created: Vec<PathBuf> = Vec::new();
+    let mut replaced: Vec<String> = Vec::new();
+    for (s, replaces) in staged {
+        let path = s.dest().to_owned();
+        if let Err(e) = s.commit() {
+            for p in &created {
+                let _ = std::fs::remove_file(p);
+            }
+            let also = if replaced.is_empty() {
+                String::new()
+            } else {
+                format!("; already replaced: {}", replaced.join(", "))
+            };
+            return Err(Refusal::new(
+                "E_IO",
+                format!("renaming into {}: {e}{also}", path.display()),
+            ));
+        }
+        if replaces {
+            replaced.push(path.display().to_string());
+        } else {
+            created.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The shard files to unpack, sorted: the `out-rans-*.safetensors` entries of `indir` and
+/// every file the manifest lists. Each must be a regular file (or a link to one):
+/// `E_SHARD_MALFORMED` names one that is missing, a directory or unreadable.
+fn shard_names(indir: &Path, manifest: Option<&Digests>) -> Result<Vec<String>, Refusal> {
+    let rd = std::fs::read_dir(indir)
+        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", indir.display())))?;
+    let mut names = BTreeSet::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| Refusal::new("E_IO", format!("{}: {e}", indir.display())))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if is_out_shard_name(&name) {
+            names.insert(name);
+        }
+    }
+    if let Some(m) = manifest {
+        names.extend(m.shards.keys().cloned());
+    }
+    for name in &names {
+        let path = indir.join(name);
+        let listed = manifest.is_some_and(|m| m.shards.contains_key(name));
+        let why = match std::fs::metadata(&path) {
+            Ok(md) if md.is_file() => continue,
+            Ok(md) if md.is_dir() => "is a directory, not a shard file".to_owned(),
+            Ok(_) => "is not a regular file".to_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && listed => {
+                format!("is listed in {MANIFEST_NAME} but missing")
+            }
+            Err(e) => format!("cannot be read: {e}"),
+        };
+        return Err(Refusal::new("E_SHARD_MALFORMED", format!("{}: {why}", path.display())));
+    }
+    Ok(names.into_iter().collect())
+}
+
 /// The int4-row shard bytes of one `int4-rans256-g0` (or `int4-rans64-t1`) shard, and the
-/// number of records decoded.
+/// number of records decoded. No manifest is consulted.
 pub fn unpack_shard(path: &Path) -> Result<(Vec<u8>, u64), Refusal> {
     unpack_shard_checked(path, None)
 }
 
-/// [`unpack_shard`], checking each `int4-rans64-t1` tensor's decoded bytes against
-/// `originals` (tensor → sha256 hex of the original, from the manifest) when given.
+/// [`unpack_shard`], holding the shard to `manifest` (the digests of the manifest next to it)
+/// when given, as `verify` does: the shard's entry, its size and sha256, each record's digest
+/// and each `int4-rans64-t1` tensor's decoded bytes against `originals` (see the module docs).
 pub fn unpack_shard_checked(
     path: &Path,
-    originals: Option<&BTreeMap<String, String>>,
+    manifest: Option<&Digests>,
 ) -> Result<(Vec<u8>, u64), Refusal> {
     let shard = Shard::open(path)?;
     let base = shard.basename();
@@ -127,11 +190,22 @@ pub fn unpack_shard_checked(
     } else {
         None
     };
+    // The manifest's word on this shard, checked where verify checks it: after the table.
+    let digests = manifest
+        .map(|m| shard_digests(m, &base))
+        .transpose()
+        .map_err(|(class, why)| refuse(class, why))?;
+    if let Some(d) = &digests {
+        d.check_file(&shard.bytes).map_err(|(class, why)| refuse(class, why))?;
+    }
     for (name, f) in &stamps {
         if coded(f) && shard.header.tensor(name).is_none() {
             return Err(refuse("E_STAMP_DANGLING", format!("{name} is stamped but absent")));
         }
     }
+    // A tensor whose digest the manifest lacks: refused once every other tensor was checked,
+    // so that a digest that differs (damage) is named first.
+    let mut missing: Option<Refusal> = None;
     let mut decoded: Vec<(usize, Vec<u8>, Vec<u64>)> = Vec::new();
     for (k, t) in shard.header.tensors.iter().enumerate() {
         let Some(stamp) = stamps.get(&t.name).map(String::as_str).filter(|f| coded(f)) else {
@@ -142,17 +216,22 @@ pub fn unpack_shard_checked(
         if t.dtype != "U8" {
             return Err(tref("E_STAMP_DTYPE", format!("dtype {}, expected U8", t.dtype)));
         }
+        let mut check = |r: Result<(), (&'static str, String)>| match r {
+            Ok(()) => Ok(()),
+            Err(("E_DIGEST_MISSING", why)) => {
+                missing.get_or_insert_with(|| tref("E_DIGEST_MISSING", why));
+                Ok(())
+            }
+            Err((class, why)) => Err(tref(class, why)),
+        };
+        if let Some(d) = &digests {
+            check(d.check_record(&t.name, shard.data(t)))?;
+        }
         let out = if stamp == RANS64_NAME {
             let out = crate::rans64::decode_all(shard.data(t), crate::rans64::default_threads())
                 .map_err(|e| tref(e.class, e.detail))?;
-            if let Some(want) = originals.and_then(|o| o.get(&t.name)) {
-                let got = crate::rans64::hex(&Sha256::digest(&out));
-                if &got != want {
-                    return Err(tref(
-                        "E_ORIGINAL_DIGEST_MISMATCH",
-                        format!("decoded sha256 {got}, manifest says the original was {want}"),
-                    ));
-                }
+            if let Some(d) = &digests {
+                check(check_original(&Sha256::digest(&out), d.original(&t.name)))?;
             }
             out
         } else {
@@ -182,6 +261,9 @@ pub fn unpack_shard_checked(
             _ => vec![pb as u64],
         };
         decoded.push((k, out, shape));
+    }
+    if let Some(r) = missing {
+        return Err(r);
     }
     let mut tensors = Vec::with_capacity(shard.header.tensors.len());
     let mut next = decoded.iter().peekable();

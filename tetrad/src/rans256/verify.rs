@@ -2,9 +2,10 @@
 //!
 //! For each shard, in order: the header (`E_SHARD_MALFORMED`), the stamps
 //! (`E_STAMP_MISSING`, `E_STAMP_MALFORMED`), the table (`E_TABLE_MISSING` and the table
-//! classes), the manifest next to the shard if there is one (`E_MANIFEST_MALFORMED`,
-//! `E_DIGEST_MISSING`, `E_SHARD_DIGEST_MISMATCH` — after which checking continues); then every
-//! tensor stamped `int4-rans256-g0`, in sorted order: present (`E_STAMP_DANGLING`), U8
+//! classes), the manifest next to the shard if there is one (`E_MANIFEST_MALFORMED`, see
+//! [`super::manifest`] for what that covers; `E_DIGEST_MISSING`; `E_SHARD_DIGEST_MISMATCH` for
+//! a size or sha256 that differs from the manifest's — after which checking continues); then
+//! every tensor stamped `int4-rans256-g0`, in sorted order: present (`E_STAMP_DANGLING`), U8
 //! (`E_STAMP_DTYPE`), its record digest (`E_DIGEST_MISSING` / `E_DIGEST_MISMATCH`), the record
 //! framing in the validator's order and the checked decode of every stream (their classes),
 //! and finally re-encoding the decoded nibbles with the shard's table, which must reproduce
@@ -20,6 +21,10 @@
 //! chunk carries its model), so a shard of only such tensors has no table key. There is no
 //! re-encode proof for this format: its seal and the two digests are the check.
 //!
+//! The manifest checks ([`shard_digests`], [`ShardDigests::check_file`],
+//! [`ShardDigests::check_record`], [`check_original`]) are public: `unpack` runs the same ones,
+//! so it refuses what `verify` refuses about a shard's integrity, with the same classes.
+//!
 //! Memory stays bounded by the record, not by what a hostile header claims: a record's
 //! decoded size can legally be up to 2^17 times its length (the `E_OVERSIZE` bound), so
 //! records that would decode to more than [`FULL_REENCODE_LIMIT`] bytes are decoded in
@@ -34,12 +39,12 @@
 //! otherwise, decided without materialising anything.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sha2::{Digest as _, Sha256};
 use tetrad_rans::{Arm, Decoder, ParseOrder, Record, Table, encode_record_packed, max_record_len};
 
-use super::manifest::{Digests, parse_digests};
+use super::manifest::{Digests, read_manifest};
 use super::pack::hex;
 use super::{FORMAT_NAME, MANIFEST_NAME, STAMP_KEY, TABLE_KEY, table_from_parts};
 use crate::io::map_file;
@@ -227,63 +232,27 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
     };
 
     // The manifest next to the shard, if any.
-    let mut record_digests: Option<BTreeMap<String, String>> = None;
-    let mut original_digests: Option<BTreeMap<String, String>> = None;
-    let manifest_path =
-        path.parent().map_or_else(|| PathBuf::from(MANIFEST_NAME), |d| d.join(MANIFEST_NAME));
-    match std::fs::read(&manifest_path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let manifest = match read_manifest(path.parent().unwrap_or(Path::new(""))) {
+        Ok(m) => m,
+        Err(why) => return ctx.refuse(None, "E_MANIFEST_MALFORMED", why),
+    };
+    let digests = match &manifest {
+        None => {
             ctx.verdict
                 .notes
                 .push(format!("note: no {MANIFEST_NAME} next to the shard: digests not checked"));
+            None
         }
-        Err(e) => {
-            return ctx.refuse(
-                None,
-                "E_MANIFEST_MALFORMED",
-                format!("{}: {e}", manifest_path.display()),
-            );
-        }
-        Ok(text) => {
-            let digests: Digests =
-                match std::str::from_utf8(&text).map_err(|e| e.to_string()).and_then(parse_digests)
-                {
-                    Ok(d) => d,
-                    Err(why) => {
-                        return ctx.refuse(
-                            None,
-                            "E_MANIFEST_MALFORMED",
-                            format!("{}: {why}", manifest_path.display()),
-                        );
-                    }
-                };
-            let Some((sha, records)) = digests.shards.get(&ctx.verdict.shard).cloned() else {
-                return ctx.refuse(
-                    None,
-                    "E_DIGEST_MISSING",
-                    format!("{MANIFEST_NAME} has no entry for this shard"),
-                );
-            };
-            let Some(sha) = sha else {
-                return ctx.refuse(
-                    None,
-                    "E_DIGEST_MISSING",
-                    format!("{MANIFEST_NAME} has no sha256 for this shard"),
-                );
-            };
-            let got = hex(&Sha256::digest(&bytes[..]));
-            if got != sha {
-                ctx.refuse(
-                    None,
-                    "E_SHARD_DIGEST_MISMATCH",
-                    format!("file sha256 {got}, manifest says {sha}"),
-                );
+        Some(m) => match shard_digests(m, &ctx.verdict.shard) {
+            Ok(d) => {
+                if let Err((class, why)) = d.check_file(&bytes) {
+                    ctx.refuse(None, class, why);
+                }
+                Some(d)
             }
-            record_digests = Some(records);
-            original_digests =
-                Some(digests.originals.get(&ctx.verdict.shard).cloned().unwrap_or_default());
-        }
-    }
+            Err((class, why)) => return ctx.refuse(None, class, why),
+        },
+    };
 
     ctx.verdict.stamped = stamped.len() as u64;
     let limit = max_tensors.unwrap_or(u64::MAX);
@@ -305,35 +274,18 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
         }
         let at = usize::try_from(header.data_start + entry.begin).expect("inside the mapped file");
         let blob = &bytes[at..at + usize::try_from(entry.len()).expect("inside the mapped file")];
-        if let Some(d) = &record_digests {
-            match d.get(name.as_str()) {
-                None => {
-                    ctx.refuse(
-                        Some(name),
-                        "E_DIGEST_MISSING",
-                        format!("{MANIFEST_NAME} has no digest for this record"),
-                    );
-                    continue;
-                }
-                Some(want) => {
-                    let got = hex(&Sha256::digest(blob));
-                    if &got != want {
-                        ctx.refuse(
-                            Some(name),
-                            "E_DIGEST_MISMATCH",
-                            format!("record sha256 {got}, manifest says {want}"),
-                        );
-                        continue;
-                    }
-                }
-            }
+        if let Some(d) = &digests
+            && let Err((class, why)) = d.check_record(name, blob)
+        {
+            ctx.refuse(Some(name), class, why);
+            continue;
         }
         let verdict = if is_rans64 {
             let rows = header
                 .tensor(&format!("{name}.qs"))
                 .filter(|q| q.dtype == "F32" && q.len() % 4 == 0 && !q.is_empty())
                 .map(|q| q.len() / 4);
-            let want = original_digests.as_ref().map(|d| d.get(name.as_str()));
+            let want = digests.as_ref().map(|d| d.original(name));
             check_rans64(blob, rows, want)
         } else {
             match &table {
@@ -345,6 +297,107 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
             Ok(()) => ctx.verdict.trusted += 1,
             Err((class, detail)) => ctx.refuse(Some(name), class, detail),
         }
+    }
+}
+
+/// What the manifest says about one shard file (see [`shard_digests`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ShardDigests<'a> {
+    /// sha256 hex of the whole file.
+    pub sha256: &'a str,
+    /// The file's size in bytes, when the manifest records it.
+    pub bytes: Option<u64>,
+    /// Tensor → sha256 hex of its record bytes.
+    pub records: &'a BTreeMap<String, String>,
+    /// Tensor → sha256 hex of its original int4-row bytes (`int4-rans64-t1`).
+    pub originals: Option<&'a BTreeMap<String, String>>,
+}
+
+/// The manifest's entry for the shard file named `shard`: `E_DIGEST_MISSING` when the manifest
+/// has no entry for it, or an entry without a sha256.
+pub fn shard_digests<'a>(
+    m: &'a Digests,
+    shard: &str,
+) -> Result<ShardDigests<'a>, (&'static str, String)> {
+    let Some((sha, records)) = m.shards.get(shard) else {
+        return Err(("E_DIGEST_MISSING", format!("{MANIFEST_NAME} has no entry for this shard")));
+    };
+    let Some(sha256) = sha else {
+        return Err(("E_DIGEST_MISSING", format!("{MANIFEST_NAME} has no sha256 for this shard")));
+    };
+    Ok(ShardDigests {
+        sha256,
+        bytes: m.sizes.get(shard).copied(),
+        records,
+        originals: m.originals.get(shard),
+    })
+}
+
+impl<'a> ShardDigests<'a> {
+    /// The whole file against the manifest: its size (when recorded), then its sha256; either
+    /// differing is `E_SHARD_DIGEST_MISMATCH`.
+    pub fn check_file(&self, file: &[u8]) -> Result<(), (&'static str, String)> {
+        if let Some(want) = self.bytes
+            && want != file.len() as u64
+        {
+            return Err((
+                "E_SHARD_DIGEST_MISMATCH",
+                format!("file is {} bytes, manifest says {want}", file.len()),
+            ));
+        }
+        let got = hex(&Sha256::digest(file));
+        if got != self.sha256 {
+            return Err((
+                "E_SHARD_DIGEST_MISMATCH",
+                format!("file sha256 {got}, manifest says {}", self.sha256),
+            ));
+        }
+        Ok(())
+    }
+
+    /// One record's bytes against the manifest: `E_DIGEST_MISSING` when it has no digest for
+    /// `tensor`, `E_DIGEST_MISMATCH` when the sha256 differs.
+    pub fn check_record(&self, tensor: &str, blob: &[u8]) -> Result<(), (&'static str, String)> {
+        let Some(want) = self.records.get(tensor) else {
+            return Err((
+                "E_DIGEST_MISSING",
+                format!("{MANIFEST_NAME} has no digest for this record"),
+            ));
+        };
+        let got = hex(&Sha256::digest(blob));
+        if &got != want {
+            return Err((
+                "E_DIGEST_MISMATCH",
+                format!("record sha256 {got}, manifest says {want}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The sha256 hex of `tensor`'s original bytes, if the manifest records it.
+    pub fn original(&self, tensor: &str) -> Option<&'a String> {
+        self.originals.and_then(|o| o.get(tensor))
+    }
+}
+
+/// The sha256 of a tensor's decoded bytes against the manifest's digest of the original:
+/// `E_DIGEST_MISSING` when there is none (`want` is `None`), `E_ORIGINAL_DIGEST_MISMATCH` when
+/// they differ.
+pub fn check_original(digest: &[u8], want: Option<&String>) -> Result<(), (&'static str, String)> {
+    let Some(want) = want else {
+        return Err((
+            "E_DIGEST_MISSING",
+            format!("{MANIFEST_NAME} has no digest of this tensor's original bytes"),
+        ));
+    };
+    let got = hex(digest);
+    if &got == want {
+        Ok(())
+    } else {
+        Err((
+            "E_ORIGINAL_DIGEST_MISMATCH",
+            format!("decoded sha256 {got}, manifest says the original was {want}"),
+        ))
     }
 }
 
@@ -381,21 +434,7 @@ pub fn check_rans64(
     }
     match want {
         None => Ok(()),
-        Some(None) => Err((
-            "E_DIGEST_MISSING",
-            format!("{MANIFEST_NAME} has no digest of this tensor's original bytes"),
-        )),
-        Some(Some(want)) => {
-            let got = hex(&digest);
-            if &got == want {
-                Ok(())
-            } else {
-                Err((
-                    "E_ORIGINAL_DIGEST_MISMATCH",
-                    format!("decoded sha256 {got}, manifest says the original was {want}"),
-                ))
-            }
-        }
+        Some(want) => check_original(&digest, want),
     }
 }
 
