@@ -38,6 +38,9 @@ fn usage_errors_in_flag_values_exit_2() {
     assert!(text.starts_with("REFUSED E_USAGE: "), "{text}");
     let (code, text) = tetrad(&["quantize", "--only", "(", d, out.to_str().unwrap()]);
     assert_eq!(code, Some(2), "{text}");
+    // A verify that would check nothing cannot say TRUST.
+    let (code, text) = tetrad(&["verify", "--max-tensors", "0", d]);
+    assert_eq!(code, Some(2), "{text}");
 }
 
 #[test]

@@ -23,8 +23,9 @@ pub struct VerifyArgs {
     /// Shards to verify.
     #[arg(required = true, value_name = "SHARD")]
     pub shards: Vec<PathBuf>,
-    /// Check at most N stamped tensors per shard (in sorted order).
-    #[arg(long, value_name = "N")]
+    /// Check at most N stamped tensors per shard (in sorted order; N ≥ 1: a verify that checks
+    /// nothing cannot say TRUST).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_tensors: Option<u64>,
     /// Print the verdicts as JSON.
     #[arg(long)]
