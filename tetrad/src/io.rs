@@ -48,31 +48,13 @@ pub fn map_file(path: &Path) -> std::io::Result<Mapped> {
 }
 
 /// Writes `path` atomically: `write` fills a temporary file in the same directory, which is
-/// synced and renamed over `path` only if `write` succeeds.
+/// synced and renamed over `path` only if `write` succeeds ([`stage`], then
+/// [`Staged::commit`]).
 pub fn write_atomic<E: From<std::io::Error>>(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<&mut File>) -> Result<(), E>,
 ) -> Result<(), E> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new().prefix(".tetrad-tmp-").tempfile_in(dir)?;
-    {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
-        write(&mut w)?;
-        w.flush()?;
-    }
-    // The temporary file is created 0600; the result should carry the permissions a plain
-    // `File::create` would give it: an existing file's own, else rw-r--r--.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
-        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| E::from(e.error))?;
+    stage(path, write)?.commit()?;
     Ok(())
 }
 
@@ -161,7 +143,7 @@ pub fn check_output<P: AsRef<Path>>(
 /// a run that writes several files stages them all and commits only when all succeeded.
 #[derive(Debug)]
 pub struct Staged {
-    tmp: tempfile::NamedTempFile,
+    tmp: tempfile::TempPath,
     dest: std::path::PathBuf,
 }
 
@@ -173,12 +155,14 @@ impl Staged {
 
     /// Renames the file over its destination.
     pub fn commit(self) -> std::io::Result<()> {
-        self.tmp.persist(&self.dest).map(drop).map_err(|e| e.error)
+        self.tmp.persist(&self.dest).map_err(|e| e.error)
     }
 }
 
-/// Like [`write_atomic`], but stops before the rename: `write` fills a temporary file beside
-/// `path` (flushed, synced, with the permissions [`write_atomic`] gives), returned uncommitted.
+/// [`write_atomic`] before its rename: `write` fills a temporary file beside `path`, which is
+/// flushed, given the permissions a plain `File::create` would give the result (an existing
+/// file's own, else rw-r--r--; the temporary file is created 0600), synced and closed, and
+/// returned uncommitted (so staging many files holds no file handles open).
 pub fn stage<E: From<std::io::Error>>(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<&mut File>) -> Result<(), E>,
@@ -200,7 +184,7 @@ pub fn stage<E: From<std::io::Error>>(
         tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
     }
     tmp.as_file().sync_all()?;
-    Ok(Staged { tmp, dest: path.to_owned() })
+    Ok(Staged { tmp: tmp.into_temp_path(), dest: path.to_owned() })
 }
 
 /// The directories [`CreatedDirs::create`] made. Dropped without [`CreatedDirs::keep`], it

@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tetrad::container::{Container, TensorView};
 use tetrad::rans256::manifest::parse_digests;
@@ -16,20 +15,10 @@ use tetrad::shard::{HeaderStyle, OutTensor, ShardHeader, shard_bytes};
 use tetrad::synth::{Dist, int4_rows};
 use tetrad_quant::Format;
 
+mod support;
+use support::{s, tetrad};
+
 const RANS64: &str = "int4-rans64-t1";
-
-fn tetrad(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tetrad")).args(args).output().expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 fn name(layer: usize, e: usize, proj: &str) -> String {
     format!("model.layers.{layer}.mlp.experts.{e}.{proj}_proj.weight")

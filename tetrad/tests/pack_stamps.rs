@@ -8,40 +8,17 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tetrad::json::sorted_string_map;
 use tetrad::rans256::pack::{Codec, LeftOutReason, PackOptions, pack, pack_with};
 use tetrad::shard::{HeaderStyle, OutTensor, shard_bytes};
 use tetrad::synth::{Dist, int4_rows, weights};
 
+mod support;
+use support::{opts, s, tetrad};
+
 const O: usize = 16;
 const I: usize = 256;
-
-fn tetrad(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tetrad")).args(args).output().expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn opts(indir: &Path, outdir: &Path) -> PackOptions {
-    PackOptions {
-        indir: indir.to_owned(),
-        outdir: outdir.to_owned(),
-        layers: None,
-        select: None,
-        force: false,
-        threads: Some(1),
-        quiet: true,
-    }
-}
 
 fn read_all(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut m = BTreeMap::new();

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tetrad::rans256::manifest::parse_digests;
 use tetrad::rans256::pack::{PackOptions, pack};
@@ -12,30 +11,8 @@ use tetrad::rans256::verify::verify_shard;
 use tetrad::shard::{HeaderStyle, OutTensor, ShardHeader, shard_bytes};
 use tetrad::shardset::ShardSet;
 
-fn tetrad(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tetrad")).args(args).output().expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn opts(indir: &Path, outdir: &Path) -> PackOptions {
-    PackOptions {
-        indir: indir.to_owned(),
-        outdir: outdir.to_owned(),
-        layers: None,
-        select: None,
-        force: false,
-        threads: Some(1),
-        quiet: true,
-    }
-}
+mod support;
+use support::{opts, s, tetrad};
 
 fn checkpoint(dir: &Path) {
     tetrad::synth::write_expert_checkpoint(dir, 2, 2, 48, 1001, 11).unwrap();

@@ -13,12 +13,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 use tetrad::rans256::manifest::parse_digests;
 use tetrad::shard::{HeaderStyle, OutTensor, ShardHeader, shard_bytes};
 use tetrad::synth::{Dist, int4_rows};
+
+mod support;
+use support::{s, tetrad};
 
 const CODECS: [&str; 2] = ["int4-rans256-g0", "int4-rans64-t1"];
 const OUT0: &str = "out-rans-00000.safetensors";
@@ -29,19 +31,6 @@ const MANIFEST: &str = "repack-manifest.json";
 
 /// An edit of the manifest's JSON.
 type Edit<'a> = Box<dyn Fn(&mut Value) + 'a>;
-
-fn tetrad(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tetrad")).args(args).output().expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 fn weight(layer: usize, proj: &str) -> String {
     format!("model.layers.{layer}.mlp.experts.0.{proj}_proj.weight")
