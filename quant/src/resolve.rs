@@ -34,6 +34,8 @@
 //! the bytes resolved to another format, else the steps' own refusal. On every branch the spec
 //! spells out (E8 flags, the int8/fp8 landmine, UE8M0 scales) this rule gives the spec's
 //! answer; it differs only where the spec would refuse a stamp whose bytes are consistent.
+//! [`resolve_literal`] is the spec's reading to the letter (no such rule, no `i4row` flag):
+//! tetrad's writers hold what they write to it, so that every reader agrees on it.
 //!
 //! # DECISION: the O = 1 int4-row shapes that look like the E8 tag
 //! For `O = 1` an int4-row tensor has `nb = ceil(I/2)` and one f32 scale (`ns = 4`). For
@@ -454,6 +456,78 @@ pub fn resolve(
     }
 }
 
+/// What a reader that follows the shared spec (../shared/specs/formats.md) **to the letter**
+/// decides: steps 1–5 with the stamp consulted only at their ambiguous branches, the spec's
+/// three E8 collision flags (not tetrad's `i4row`), and a stamp accepted only when those steps
+/// resolve to it — without [`resolve`]'s rule that a stamp whose own formulas reproduce the
+/// byte counts settles a collision.
+///
+/// tetrad *reads* by [`resolve`]; its *writers* use this to write only tensors every reader
+/// of the spec reads the same way. The two agree except on collision shapes, e.g. `int4-row`
+/// `[O, 1]` (int8-row's bytes), `int4-row [1, 196]` (the E8 tag), `int2-row [O, 2]`,
+/// `int3-g64 [O, 48]` (int4-row's bytes), `int4-grouped` at a group-size tie, and every
+/// `mxfp4` tensor (which the spec's steps never produce).
+///
+/// # Errors
+/// As [`resolve`]; a stamp the steps do not resolve to is [`ResolveError::StampMismatch`] (or
+/// the steps' own refusal).
+///
+/// # Examples
+/// ```
+/// use tetrad_quant::resolve::{resolve, resolve_literal};
+/// // int4-row [3, 1]: three bytes, three scales: int8-row's bytes. tetrad accepts the
+/// // stamp (its formulas fit); a literal reader infers int8-row and refuses it.
+/// assert!(resolve(3, 1, 3, 12, Some("int4-row")).is_ok());
+/// assert!(resolve_literal(3, 1, 3, 12, Some("int4-row")).is_err());
+/// assert!(resolve_literal(3, 64, 96, 12, Some("int4-row")).is_ok());
+/// ```
+pub fn resolve_literal(
+    o: u64,
+    i: u64,
+    weight_bytes: u64,
+    scale_bytes: u64,
+    stamp: Option<&str>,
+) -> Result<Resolved, ResolveError> {
+    if o == 0 || i == 0 {
+        return Err(ResolveError::EmptyShape { o, i });
+    }
+    let stamp = match stamp {
+        None => None,
+        Some(s) => Some(
+            Format::from_name(s).ok_or(ResolveError::UnknownStamp { name: ShortName::new(s) })?,
+        ),
+    };
+    let (nb, ns) = (weight_bytes, scale_bytes);
+    if let Some(stamped) = stamp
+        && stamped.status() == Status::StampGated
+    {
+        return resolve(o, i, nb, ns, Some(stamped.name()));
+    }
+    let r = infer_with(o, i, nb, ns, stamp, Flags::Spec)?;
+    match stamp {
+        Some(stamped) if r.format != stamped => Err(ResolveError::StampMismatch {
+            stamped,
+            inferred: r.format,
+            o,
+            i,
+            weight_bytes: nb,
+            scale_bytes: ns,
+            expected_weight: wb(stamped, o, i),
+            expected_scale: stamped.scale_bytes(o, i, None).ok(),
+        }),
+        _ => Ok(r),
+    }
+}
+
+/// Which E8 collision flags step 1 computes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flags {
+    /// The spec's three.
+    Spec,
+    /// The spec's three and tetrad's `i4row`.
+    Tetrad,
+}
+
 /// Whether `f`'s own formulas give exactly `(nb, ns)` for `[o, i]`.
 fn fits(f: Format, o: u64, i: u64, nb: u64, ns: u64) -> Option<Resolved> {
     if !is(wb(f, o, i), nb) {
@@ -473,6 +547,18 @@ fn infer(
     ns: u64,
     stamp: Option<Format>,
 ) -> Result<Resolved, ResolveError> {
+    infer_with(o, i, nb, ns, stamp, Flags::Tetrad)
+}
+
+/// [`infer`] with a choice of step 1's collision flags.
+fn infer_with(
+    o: u64,
+    i: u64,
+    nb: u64,
+    ns: u64,
+    stamp: Option<Format>,
+    flag_set: Flags,
+) -> Result<Resolved, ResolveError> {
     let oi = o.checked_mul(i);
     let blocks = ceil_div(o, 128).checked_mul(ceil_div(i, 128));
 
@@ -483,7 +569,7 @@ fn infer(
             f32_blk: int8_sized && blocks == Some(1),
             ue8m0_blk: int8_sized && blocks == Some(4),
             i8row: int8_sized && o == 1,
-            i4row: o == 1 && is(wb(Format::Int4Row, o, i), nb),
+            i4row: flag_set == Flags::Tetrad && o == 1 && is(wb(Format::Int4Row, o, i), nb),
         };
         if !flags.any() {
             return Ok(Resolved::new(Format::E8Iq3Lattice, None));

@@ -5,6 +5,7 @@
 
 use proptest::prelude::*;
 use tetrad_quant::format::GROUP_SIZE_CANDIDATES;
+use tetrad_quant::resolve::resolve_literal;
 use tetrad_quant::{Format, ResolveError, Resolved, resolve};
 
 const E8_I4ROW: [u64; 8] = [195, 196, 391, 392, 587, 588, 783, 784];
@@ -141,6 +142,52 @@ fn exhaustive_edge_grid() {
             }
         }
     }
+}
+
+/// The stamped shapes a literal reader of the shared spec refuses although tetrad's own
+/// formulas fit (docs/FORMATS.md, "With a stamp"): what `tetrad quantize` keeps as floats.
+fn literal_refuses(c: &Case) -> bool {
+    let Case { f, gs, o, i } = *c;
+    match f {
+        Format::F32 | Format::Mxfp4 => true,
+        Format::Int4Row => i == 1 || (o == 1 && E8_I4ROW.contains(&i)),
+        Format::Int2Row => i <= 2,
+        Format::Int3G64 => [24, 47, 48, 95, 96, 143, 144].contains(&i),
+        Format::Int4Grouped => u64::from(gs.unwrap()) >= i,
+        _ => false,
+    }
+}
+
+/// Where the literal reading accepts a stamp it agrees with tetrad's; it refuses exactly the
+/// documented collision shapes.
+#[test]
+fn literal_reading_agrees_where_it_accepts() {
+    let mut refused = 0;
+    for o in [1u64, 2, 3, 4, 5, 127, 128, 129, 256, 385, 400, 512, 513, 1000, 6144] {
+        for i in (1..=1200u64).chain([16384]) {
+            for c in cases(o, i) {
+                let (nb, ns) = c.bytes();
+                let lit = resolve_literal(o, i, nb, ns, Some(c.f.name()));
+                let ours = resolve(o, i, nb, ns, Some(c.f.name()));
+                match &lit {
+                    Ok(r) => {
+                        assert_eq!(ours, Ok(*r), "{c:?}");
+                        assert!(!literal_refuses(&c), "{c:?} accepted literally");
+                    }
+                    Err(e) => {
+                        refused += 1;
+                        assert!(literal_refuses(&c), "{c:?}: {e}");
+                    }
+                }
+                let unstamped = resolve_literal(o, i, nb, ns, None);
+                // Unstamped they differ only by tetrad's `i4row` flag (int4 bytes of one row).
+                if !(o == 1 && E8_I4ROW.contains(&i) && nb == i.div_ceil(2)) {
+                    assert_eq!(unstamped, resolve(o, i, nb, ns, None), "{c:?}");
+                }
+            }
+        }
+    }
+    assert!(refused > 2 * 15 * 1200, "{refused}");
 }
 
 #[test]

@@ -156,6 +156,9 @@ pub struct TensorAction {
     /// The stamp written for a quantized tensor (an int4-grouped tensor with one group per
     /// row is stamped `int4-row`); `None` when copied.
     pub stamp: Option<&'static str>,
+    /// Why a selected tensor was copied rather than quantized: its shape is a collision
+    /// (see [`portable`]); `None` otherwise.
+    pub kept: Option<String>,
 }
 
 /// The result of [`quantize_path`].
@@ -225,6 +228,24 @@ fn stamp_for(
     Ok(stamp)
 }
 
+/// Whether a reader that follows ../shared/specs/formats.md to the letter reads the stamped
+/// bytes as the stamped format; if not, what it reads instead. tetrad's own readers settle
+/// collision shapes by the stamp (docs/FORMATS.md, "With a stamp"), the spec's do not: an
+/// int4-row `[O, 1]` has int8-row's byte counts, an int4-row `[1, 196]` carries the E8 tag,
+/// int2-row `[O, 2]` is int4-row's bytes, int3-g64 `[O, 48]` int4-row's. `tetrad quantize`
+/// writes such a tensor's floats unchanged instead (a safe copy every reader takes by dtype),
+/// so that nothing it writes is read differently, or refused, by another implementation.
+fn portable(stamp: &str, o: u64, i: u64, codes: usize, scales: usize) -> Result<(), String> {
+    match tetrad_quant::resolve::resolve_literal(o, i, codes as u64, 4 * scales as u64, Some(stamp))
+    {
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!(
+            "as {stamp} its bytes collide with another layout, and a reader that follows the spec literally refuses it ({}: {e})",
+            e.class()
+        )),
+    }
+}
+
 /// Builds the quantized bytes of one shard and what it did to each tensor.
 pub fn quantize_shard(
     shard: &Shard,
@@ -267,6 +288,7 @@ pub fn quantize_shard(
             shape: t.shape.clone(),
             quantized: q,
             stamp: None,
+            kept: None,
         });
         if !q {
             built.push(None);
@@ -296,6 +318,14 @@ pub fn quantize_shard(
             .quantize(&w, ou, iu)
             .map_err(|e| Refusal::new(e.class(), format!("{file}: {}: {e}", t.name)))?;
         let stamp = stamp_for(opts.format, &file, &t.name, o, i, codes.len(), scales.len())?;
+        if let Err(why) = portable(stamp, o, i, codes.len(), scales.len()) {
+            if let Some(a) = actions.last_mut() {
+                a.quantized = false;
+                a.kept = Some(why);
+            }
+            built.push(None);
+            continue;
+        }
         stamps.insert(t.name.clone(), stamp.to_owned());
         if let Some(a) = actions.last_mut() {
             a.stamp = Some(stamp);

@@ -268,3 +268,83 @@ fn cli_quantize_json_and_usage_errors() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("REFUSED E_OUTPUT_EXISTS:"));
 }
+
+/// Shapes whose quantized bytes collide with another format's are copied as floats, so that
+/// a reader following ../shared/specs/formats.md literally never refuses or misreads what
+/// quantize wrote; every tensor it does quantize resolves literally to its stamp.
+#[test]
+fn collision_shapes_are_kept_as_floats_and_the_rest_resolves_literally() {
+    let shapes: [(&str, [usize; 2]); 6] = [
+        ("one_col", [3, 1]),
+        ("e8_tag", [1, 196]),
+        ("two_cols", [4, 2]),
+        ("int3_48", [2, 48]),
+        ("plain", [4, 64]),
+        ("plain_odd", [1, 197]),
+    ];
+    let data: Vec<Vec<u8>> =
+        shapes.iter().map(|(_, [o, i])| f32_bytes(&weights(*o, *i, 9))).collect();
+    let tensors: Vec<[u64; 2]> = shapes.iter().map(|(_, [o, i])| [*o as u64, *i as u64]).collect();
+    let t: Vec<OutTensor> = shapes
+        .iter()
+        .zip(&data)
+        .zip(&tensors)
+        .map(|(((name, _), d), s)| OutTensor { name, dtype: "F32", shape: s, data: d })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("m.safetensors");
+    std::fs::write(
+        &input,
+        shard_bytes(&BTreeMap::new(), &t, HeaderStyle::EscapedUnpadded).unwrap(),
+    )
+    .unwrap();
+    // (format, the tensors it must keep as floats)
+    let cases: [(&str, &[&str]); 4] = [
+        ("int4-row", &["one_col", "e8_tag"]),
+        ("int4-grouped:16", &["one_col"]),
+        ("int2-row", &["one_col", "two_cols"]),
+        ("int3-g64", &["int3_48"]),
+    ];
+    for (k, (spec, keep)) in cases.iter().enumerate() {
+        let out = dir.path().join(format!("q{k}"));
+        let opts = QuantizeOptions {
+            format: QuantFormat::parse(spec).unwrap(),
+            only: None,
+            force: false,
+            quiet: true,
+        };
+        let report = quantize_path(&input, &out, &opts).unwrap();
+        let set = ShardSet::open_dir(&out).unwrap();
+        let meta = set.shards[0].header.metadata.clone().unwrap_or_default();
+        let stamps: serde_json::Value = serde_json::from_str(&meta["colibri.fmt"]).unwrap();
+        for (a, ((name, [o, i]), d)) in report.tensors.iter().zip(shapes.iter().zip(&data)) {
+            assert_eq!(a.name, *name);
+            let (loc, e) = set.get(name).unwrap();
+            if keep.contains(name) {
+                assert!(!a.quantized, "{spec} {name}");
+                assert!(a.kept.as_deref().unwrap().contains("collide"), "{spec} {name}");
+                assert_eq!((e.dtype.as_str(), set.data(loc)), ("F32", &d[..]), "{spec} {name}");
+                assert!(set.get(&format!("{name}.qs")).is_none());
+                assert!(stamps.get(*name).is_none(), "{spec} {name}");
+                continue;
+            }
+            assert!(a.quantized && a.kept.is_none(), "{spec} {name}");
+            let stamp = stamps[*name].as_str().unwrap();
+            let (ql, _) = set.get(&format!("{name}.qs")).unwrap();
+            let (nb, ns) = (set.data(loc).len() as u64, set.data(ql).len() as u64);
+            let r =
+                tetrad_quant::resolve::resolve_literal(*o as u64, *i as u64, nb, ns, Some(stamp));
+            assert_eq!(r.map(|r| r.format.name()), Ok(stamp), "{spec} {name}");
+        }
+    }
+    // The text report names what was kept and why.
+    let o = bin()
+        .args(["quantize", "-q", "--format", "int3-g64"])
+        .arg(&input)
+        .arg(dir.path().join("text"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}");
+    assert!(text.contains("kept as F32: int3_48 [2, 48] in m.safetensors: as int3-g64"), "{text}");
+}

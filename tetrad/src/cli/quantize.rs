@@ -15,7 +15,9 @@ IN is one *.safetensors file or a directory of them (F32, BF16 or F16 tensors). 
 directory (created if missing) that receives one shard per input shard, same file name.
 Every selected 2-D float tensor X [O, I] becomes X (U8 codes, shape [O, row_bytes]) followed by
 X.qs (F32 scales) with the reference quantizers of docs/FORMATS.md; every other tensor is copied
-byte for byte. Each shard stamps what it wrote in __metadata__[\"colibri.fmt\"]. A shard is built
+byte for byte. A selected tensor whose quantized bytes would collide with another format's
+(e.g. int4-row [O, 1] has int8-row's byte counts, int3-g64 [O, 48] int4-row's) is copied too,
+and the report says so: readers that follow the spec literally could not tell them apart. Each shard stamps what it wrote in __metadata__[\"colibri.fmt\"]. A shard is built
 in memory (about its input size plus the codes) and written to a temporary file; the files are
 renamed into OUT only when every shard succeeded, so a refusal (named with its shard file)
 writes nothing and leaves no new OUT directory. An existing output shard is refused
@@ -63,12 +65,14 @@ pub fn run(args: &QuantizeArgs) -> ExitCode {
     };
     let quantized = report.tensors.iter().filter(|t| t.quantized).count();
     let copied = report.tensors.len() - quantized;
+    let kept: Vec<_> = report.tensors.iter().filter(|t| t.kept.is_some()).collect();
     if args.json {
         let v = serde_json::json!({
             "format": args.format.to_string(),
             "stamp": args.format.stamp_name(),
             "quantized": quantized,
             "copied": copied,
+            "kept_as_float": kept.len(),
             "shards": report.shards.iter().map(|(i, o, b)| serde_json::json!({
                 "input": i.display().to_string(), "output": o.display().to_string(), "bytes": b,
             })).collect::<Vec<_>>(),
@@ -76,6 +80,7 @@ pub fn run(args: &QuantizeArgs) -> ExitCode {
                 "name": t.name, "shard": t.shard, "dtype": t.dtype, "shape": t.shape,
                 "action": if t.quantized { "quantized" } else { "copied" },
                 "stamp": t.stamp,
+                "kept": t.kept,
             })).collect::<Vec<_>>(),
         });
         println!("{v}");
@@ -95,6 +100,16 @@ pub fn run(args: &QuantizeArgs) -> ExitCode {
             "{quantized} tensor(s) quantized to {} (stamped {stamp:?}{also}), {copied} copied",
             args.format,
         );
+        for t in &kept {
+            println!(
+                "kept as {}: {} {:?} in {}: {}",
+                t.dtype,
+                crate::cli::printable(&t.name),
+                t.shape,
+                t.shard,
+                t.kept.as_deref().unwrap_or_default()
+            );
+        }
     }
     ExitCode::SUCCESS
 }
