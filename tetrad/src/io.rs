@@ -30,14 +30,45 @@ impl std::ops::Deref for Mapped {
     }
 }
 
-/// Maps `path` read-only.
+/// Opens `path` for reading, refusing anything but a regular file (symlinks followed): opening
+/// a FIFO blocks until a writer appears and reading a device may never end, so a `*.safetensors`
+/// that is either would hang a command instead of failing it. The kind is checked before the
+/// open (which is what would block) and again on the opened handle.
+pub fn open_input(path: &Path) -> std::io::Result<File> {
+    let not_regular = |kind: std::fs::FileType| {
+        let what = if kind.is_dir() { "a directory" } else { "a FIFO, socket or device" };
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("not a regular file (it is {what})"),
+        )
+    };
+    let kind = std::fs::metadata(path)?.file_type();
+    if !kind.is_file() {
+        return Err(not_regular(kind));
+    }
+    let file = File::open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(not_regular(kind));
+    }
+    Ok(file)
+}
+
+/// Reads the whole of `path`, a regular file ([`open_input`]).
+pub fn read_input(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut open_input(path)?, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// Maps `path` (a regular file, [`open_input`]) read-only.
 ///
 /// Like every tool that memory-maps its inputs, tetrad requires that input files are not
 /// truncated or rewritten while it runs; a concurrent writer could change the bytes under a
 /// decoder (every decoder is bounds-checked, so the worst case is a wrong refusal, but a
 /// truncation can raise SIGBUS).
 pub fn map_file(path: &Path) -> std::io::Result<Mapped> {
-    let file = File::open(path)?;
+    let file = open_input(path)?;
     if file.metadata()?.len() == 0 {
         return Ok(Mapped::Empty);
     }

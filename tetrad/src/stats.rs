@@ -258,7 +258,7 @@ pub struct StatsOptions {
 
 fn is_gguf(path: &Path) -> bool {
     path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
-        || std::fs::File::open(path)
+        || crate::io::open_input(path)
             .and_then(|mut f| {
                 let mut m = [0u8; 4];
                 std::io::Read::read_exact(&mut f, &mut m).map(|()| m)

@@ -67,3 +67,54 @@ fn json_refusals_are_json() {
         assert!(refused["detail"].is_string(), "{args:?}: {v}");
     }
 }
+
+/// A FIFO (or device) where a shard, checkpoint or activation file is expected is refused at
+/// once, naming it: opening a FIFO blocks until a writer appears, so every command that read
+/// one hung (pack, quantize, stats, bench, inspect, verify, matmul).
+#[cfg(unix)]
+#[test]
+fn a_fifo_input_is_refused_not_waited_on() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap().to_owned();
+    let fifo = dir.path().join("model.safetensors");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let f = fifo.to_str().unwrap().to_owned();
+    let out = dir.path().join("out").to_str().unwrap().to_owned();
+    let y = dir.path().join("y.f32").to_str().unwrap().to_owned();
+    let runs: [Vec<&str>; 8] = [
+        vec!["pack", "--indir", &d, "--outdir", &out],
+        vec!["quantize", &f, &out],
+        vec!["stats", &f],
+        vec!["stats", &d],
+        vec!["bench", "--input", &f],
+        vec!["inspect", &d],
+        vec!["verify", &d],
+        vec!["matmul", &d, "w", "--o", "1", "--i", "1", "--x", &f, "--out", &y],
+    ];
+    for args in runs {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                child.kill().unwrap();
+                panic!("{args:?} hung on a FIFO");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let o = child.wait_with_output().unwrap();
+        let text =
+            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        assert_eq!(status.code(), Some(1), "{args:?}: {text}");
+        assert!(text.contains("not a regular file"), "{args:?}: {text}");
+    }
+}

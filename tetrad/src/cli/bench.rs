@@ -181,7 +181,7 @@ fn is_container(p: &Path) -> bool {
     }
     let mut head = [0u8; 9];
     let read =
-        std::fs::File::open(p).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
+        crate::io::open_input(p).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
     read.is_ok() && (head[..4] == *b"GGUF" || (head[8] == b'{' && head[4..8] == [0; 4]))
 }
 
@@ -214,8 +214,8 @@ fn input_bytes(args: &BenchArgs) -> Result<(Vec<u8>, String), Refusal> {
         }
         Ok((data, format!("int4 weights of {}", p.display())))
     } else {
-        let data =
-            std::fs::read(p).map_err(|e| Refusal::new("E_IO", format!("{}: {e}", p.display())))?;
+        let data = crate::io::read_input(p)
+            .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", p.display())))?;
         if data.is_empty() {
             return Err(Refusal::new("E_NO_INPUT", format!("{} is empty", p.display())));
         }

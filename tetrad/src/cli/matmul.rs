@@ -88,8 +88,8 @@ pub fn compute(args: &MatmulArgs) -> Result<(Vec<f32>, usize, Isa, &'static str)
         usize::try_from(args.o).map_err(|_| refuse("E_USAGE", "--o too large"))?,
         usize::try_from(args.i).map_err(|_| refuse("E_USAGE", "--i too large"))?,
     );
-    let xb =
-        std::fs::read(&args.x).map_err(|e| refuse("E_IO", format!("{}: {e}", args.x.display())))?;
+    let xb = crate::io::read_input(&args.x)
+        .map_err(|e| refuse("E_IO", format!("{}: {e}", args.x.display())))?;
     let row = i
         .checked_mul(4)
         .filter(|&r| r > 0)

@@ -159,7 +159,7 @@ pub fn is_plain_file_name(name: &str) -> bool {
 /// an `E_MANIFEST_MALFORMED`, naming the file) when it cannot be read or is malformed.
 pub fn read_manifest(dir: &Path) -> Result<Option<Digests>, String> {
     let path = dir.join(MANIFEST_NAME);
-    match std::fs::read(&path) {
+    match crate::io::read_input(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("{}: {e}", path.display())),
         Ok(text) => std::str::from_utf8(&text)
