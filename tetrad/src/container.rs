@@ -470,7 +470,7 @@ impl Container {
 
 /// Opens one shard: a CFS1 shard (`{"cfse": "1"}`) with the CFS1 container checks, any other
 /// with the strict reader checks.
-fn open_shard(path: &Path) -> Result<Shard, Refusal> {
+pub fn open_shard(path: &Path) -> Result<Shard, Refusal> {
     let bytes = crate::io::map_file(path)
         .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", path.display())))?;
     let malformed = |e: crate::shard::ShardError| {

@@ -333,7 +333,89 @@ fn quantized(
     })
 }
 
-/// Reads the code streams of one safetensors container (file or directory).
+/// The bytes a CFS1 container's blob decodes to (checked). The container's open has checked
+/// the blob's header stage and that its `rawlen` is what the entry's dtype and shape declare.
+fn cfs1_bytes(
+    set: &crate::shardset::ShardSet,
+    loc: crate::shardset::Loc,
+) -> Result<Vec<u8>, Refusal> {
+    let (blob, name) = (set.data(loc), &set.entry(loc).name);
+    let refuse = |class, d: String| Refusal::new(class, format!("{name}: {d}"));
+    let h = tetrad_fse::Header::parse(blob).map_err(|e| refuse(e.class(), e.to_string()))?;
+    let n = usize::try_from(h.rawlen).map_err(|_| refuse("E_TOO_LARGE", "too large".into()))?;
+    let mut out = crate::io::try_zeroed(n)
+        .ok_or_else(|| refuse("E_TOO_LARGE", format!("{n} bytes do not fit in memory")))?;
+    tetrad_fse::decompress_into(blob, &mut out).map_err(|e| refuse(e.class(), e.to_string()))?;
+    Ok(out)
+}
+
+/// How a resolved format's codes are measured, or `None` when they are not.
+fn measured_as(f: tetrad_quant::Format) -> Option<(String, Symbols)> {
+    use tetrad_quant::Format;
+    Some(match f {
+        Format::Int4Row | Format::Int4Grouped => (f.name().to_owned(), Symbols::Nibble),
+        Format::Int4Rans256G0 => (format!("{FORMAT_NAME} (decoded int4-row)"), Symbols::Nibble),
+        Format::Int4Rans64T1 => {
+            (format!("{} (decoded int4-row)", crate::rans64::FORMAT_NAME), Symbols::Nibble)
+        }
+        Format::Int8Row => ("int8-row".to_owned(), Symbols::Byte),
+        _ => return None,
+    })
+}
+
+/// The codes of a quantized weight in a CFS1 container, decoded, read as a plain shard's are:
+/// O the stored rows, I what a row's bytes hold under the stamp (if any, else one code per
+/// byte), the format resolved from the decoded byte counts; the stored shape is reported. `Ok(Err(why))`: not measured.
+fn cfs1_codes(
+    set: &crate::shardset::ShardSet,
+    loc: crate::shardset::Loc,
+    stamp: Option<&str>,
+) -> Result<Result<Measured, String>, Refusal> {
+    let e = set.entry(loc);
+    let name = &e.name;
+    let data = cfs1_bytes(set, loc)?;
+    let o = e.shape.first().copied().unwrap_or(0);
+    let cols = (data.len() as u64).checked_div(o).unwrap_or(0);
+    let i = match stamp {
+        Some("int4-row" | "int4-grouped" | "mxfp4") => 2 * cols,
+        Some("int2-row") => 4 * cols,
+        Some("int3-g64") => cols / 24 * 64,
+        _ => cols,
+    };
+    let ns = match set.get(&format!("{name}.qs")) {
+        None => 0,
+        Some((ql, q)) => {
+            let n = if crate::cfse::is_cfse(&set.shards[ql.shard].header) {
+                tetrad_fse::Header::parse(set.data(ql))
+                    .map(|h| u64::from(h.rawlen))
+                    .map_err(|err| Refusal::new(err.class(), format!("{name}.qs: {err}")))?
+            } else {
+                q.len()
+            };
+            if matches!(q.dtype.as_str(), "BF16" | "F16") { 2 * n } else { n }
+        }
+    };
+    let r = tetrad_quant::resolve(o, i, data.len() as u64, ns, stamp)
+        .map_err(|err| Refusal::new(err.class(), format!("{name}: {err}")))?;
+    let Some((format, symbols)) = measured_as(r.format) else {
+        return Ok(Err(format!("format {} is not measured", r.format.name())));
+    };
+    let row_bytes = usize::try_from(cols).unwrap_or(0);
+    Ok(Ok(Measured {
+        name: name.clone(),
+        file: String::new(),
+        format,
+        format_source: if stamp.is_some() { "stamp" } else { "resolved" },
+        shape: e.shape.clone(),
+        symbols,
+        data,
+        row_bytes,
+    }))
+}
+
+/// Reads the code streams of one safetensors container (file or directory). The tensors of a
+/// CFS1 container (`tetrad cfs1 pack`) are measured as the bytes their blobs decode to; such a
+/// container keeps no stamps, so its codes are read as unstamped ones are.
 pub fn collect_safetensors(
     path: &Path,
     opts: &StatsOptions,
@@ -350,12 +432,26 @@ pub fn collect_safetensors(
             continue; // scales of a measured weight
         }
         let stamp = c.stamps().get(name);
+        let cfs1 = crate::cfse::is_cfse(&set.shards[loc.shard].header);
         if matches!(e.dtype.as_str(), "F32" | "BF16" | "F16") && stamp.is_none() {
             if e.shape.len() != 2 || e.shape.contains(&0) {
                 skipped.push(skip(format!("{} {:?}: not a 2-D float matrix", e.dtype, e.shape)));
                 continue;
             }
-            match quantized(opts, name, &file, &e.dtype, &e.shape, set.data(loc)) {
+            let decoded;
+            let data = if cfs1 {
+                decoded = match cfs1_bytes(set, loc) {
+                    Ok(d) => d,
+                    Err(r) => {
+                        skipped.push(skip(format!("REFUSED {}: {}", r.class, r.detail)));
+                        continue;
+                    }
+                };
+                &decoded[..]
+            } else {
+                set.data(loc)
+            };
+            match quantized(opts, name, &file, &e.dtype, &e.shape, data) {
                 Ok(m) => measured.push(m),
                 Err(why) => skipped.push(skip(format!("cannot quantize: {why}"))),
             }
@@ -368,6 +464,14 @@ pub fn collect_safetensors(
         let has_scales = set.get(&format!("{name}.qs")).is_some();
         if stamp.is_none() && !has_scales {
             skipped.push(skip("U8 without .qs scales or a stamp: not a quantized weight".into()));
+            continue;
+        }
+        if cfs1 {
+            match cfs1_codes(set, loc, stamp) {
+                Ok(Ok(m)) => measured.push(Measured { name: name.clone(), file, ..m }),
+                Ok(Err(why)) => skipped.push(skip(why)),
+                Err(r) => skipped.push(skip(format!("REFUSED {}: {}", r.class, r.detail))),
+            }
             continue;
         }
         let mut o = e.shape.first().copied().unwrap_or(0);
@@ -416,21 +520,9 @@ pub fn collect_safetensors(
                 continue;
             }
         };
-        let (format, symbols) = match view.format() {
-            tetrad_quant::Format::Int4Row | tetrad_quant::Format::Int4Grouped => {
-                (view.format().name().to_owned(), Symbols::Nibble)
-            }
-            tetrad_quant::Format::Int4Rans256G0 => {
-                (format!("{FORMAT_NAME} (decoded int4-row)"), Symbols::Nibble)
-            }
-            tetrad_quant::Format::Int4Rans64T1 => {
-                (format!("{} (decoded int4-row)", crate::rans64::FORMAT_NAME), Symbols::Nibble)
-            }
-            tetrad_quant::Format::Int8Row => ("int8-row".to_owned(), Symbols::Byte),
-            f => {
-                skipped.push(skip(format!("format {} is not measured", f.name())));
-                continue;
-            }
+        let Some((format, symbols)) = measured_as(view.format()) else {
+            skipped.push(skip(format!("format {} is not measured", view.format().name())));
+            continue;
         };
         let Ok(len) = usize::try_from(view.decoded_len()) else {
             skipped.push(skip("too large".into()));

@@ -174,3 +174,56 @@ fn names_that_need_escaping_are_refused_and_nothing_is_written() {
     assert!(!out.exists());
     assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1, "no temp file left");
 }
+
+/// `inspect` shows a CFS1 container's blobs (it refused the file: its data_offsets cover
+/// blobs, not the declared bytes), and `stats` measures the tensors the blobs decode to, with
+/// the same numbers as the original file (it skipped them, reading I from the blob size).
+#[test]
+fn inspect_and_stats_read_cfs1_containers() {
+    let dir = tempfile::tempdir().unwrap();
+    // A float matrix (measured after quantizing) and unstamped int8-sized codes with scales.
+    let w: Vec<u8> = (0..64 * 96u32)
+        .flat_map(|k| ((k.wrapping_mul(2_654_435_761) >> 20) as f32 / 700.0 - 2.0).to_le_bytes())
+        .collect();
+    let (codes, _) = tetrad::synth::int4_rows(32, 256, tetrad::synth::Dist::Gaussian, 5);
+    let qs: Vec<u8> = (0..32).flat_map(|k| (k as f32 + 1.0).to_le_bytes()).collect();
+    let ts = [
+        OutTensor { name: "a.weight", dtype: "F32", shape: &[64, 96], data: &w },
+        OutTensor { name: "b.weight", dtype: "U8", shape: &[32, 128], data: &codes },
+        OutTensor { name: "b.weight.qs", dtype: "F32", shape: &[32], data: &qs },
+    ];
+    let input = dir.path().join("m.safetensors");
+    std::fs::write(
+        &input,
+        shard_bytes(&BTreeMap::new(), &ts, HeaderStyle::EscapedUnpadded).unwrap(),
+    )
+    .unwrap();
+    let packed = dir.path().join("c.safetensors");
+    assert_eq!(tetrad(&["cfs1", "pack", s(&input), s(&packed)]).0, 0);
+
+    let (code, text) = tetrad(&["inspect", s(&packed)]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("metadata cfse: 1"), "{text}");
+    assert!(text.contains("b.weight U8 [32, 128]"), "{text}");
+    assert!(text.contains("CFS1 rANS blob of 4096 bytes"), "{text}");
+    assert!(text.contains("b.weight.qs F32 [32]"), "{text}");
+    // A directory stands for its shards.
+    let (code, text2) = tetrad(&["inspect", s(dir.path())]);
+    assert_eq!(code, 0, "{text2}");
+    assert!(text2.contains("c.safetensors") && text2.contains("m.safetensors"), "{text2}");
+
+    let measure = |p: &Path| {
+        let (code, out) = tetrad(&["stats", "--json", "--per-tensor", "--no-zstd", s(p)]);
+        assert_eq!(code, 0, "{out}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["skipped"].as_array().unwrap().len(), 0, "{out}");
+        let mut t = v["tensors"].as_array().unwrap().clone();
+        for x in &mut t {
+            x.as_object_mut().unwrap().remove("file");
+        }
+        t
+    };
+    let (plain, cfs1) = (measure(&input), measure(&packed));
+    assert_eq!(plain.len(), 2);
+    assert_eq!(plain, cfs1);
+}

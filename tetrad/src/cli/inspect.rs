@@ -7,7 +7,7 @@ use clap::Args;
 use tetrad_quant::resolve;
 use tetrad_rans::Record;
 
-use crate::rans256::{FORMAT_NAME, STAMP_KEY, TABLE_KEY};
+use crate::rans256::{FORMAT_NAME, Refusal, STAMP_KEY, TABLE_KEY};
 use crate::shard::TensorEntry;
 use crate::shardset::Shard;
 
@@ -19,14 +19,17 @@ table summarised), and one line per tensor: dtype, shape, bytes and format. A st
 shows its stamp, verified against the bytes; an unstamped quantized tensor `X` (with scales
 in `X.qs`) shows the format byte arithmetic gives when [O, I] is read from the stored shape —
 the file does not record I, so pass the model's real [O, I] to `tetrad resolve` when it
-matters.
+matters. A CFS1 container (`tetrad cfs1 pack`) shows each tensor's blob: raw or rANS, and its
+size against the bytes it decodes to (the blobs' framing is checked, not decoded). A directory
+stands for its *.safetensors files, in name order.
 
 Examples:
   tetrad inspect model-00001-of-00004.safetensors
+  tetrad inspect checkpoint/
   tetrad inspect --json packed/out-rans-00000.safetensors")]
 pub struct InspectArgs {
-    /// Shards to inspect.
-    #[arg(required = true, value_name = "SHARD")]
+    /// Shards to inspect (a directory: its *.safetensors files).
+    #[arg(required = true, value_name = "SHARD|DIR")]
     pub shards: Vec<PathBuf>,
     /// Print JSON.
     #[arg(long)]
@@ -39,6 +42,22 @@ fn describe(
     stamps: &serde_json::Map<String, serde_json::Value>,
     t: &TensorEntry,
 ) -> String {
+    if crate::cfse::is_cfse(&shard.header) {
+        // The open checked every blob's header stage and its rawlen against dtype × shape.
+        return match tetrad_fse::Header::parse(shard.data(t)) {
+            Ok(h) => format!(
+                "CFS1 {} blob of {} bytes, {:.4} of them",
+                match h.mode {
+                    tetrad_fse::Mode::Raw => "raw",
+                    tetrad_fse::Mode::Rans => "rANS",
+                    _ => "unknown-mode",
+                },
+                h.rawlen,
+                t.len() as f64 / f64::from(h.rawlen.max(1))
+            ),
+            Err(e) => format!("CFS1 blob REFUSED {}: {e}", e.class()),
+        };
+    }
     let stamp = stamps.get(&t.name).and_then(|v| v.as_str());
     if stamp == Some(FORMAT_NAME) {
         return match Record::parse_format(shard.data(t)) {
@@ -116,8 +135,31 @@ fn describe(
 pub fn run(args: &InspectArgs) -> ExitCode {
     let mut failed = false;
     let mut out = Vec::new();
+    // Each argument's shards (a directory's *.safetensors), or why there are none.
+    let mut paths: Vec<(PathBuf, Option<Refusal>)> = Vec::new();
     for path in &args.shards {
-        let shard = match Shard::open(path) {
+        if !path.is_dir() {
+            paths.push((path.clone(), None));
+            continue;
+        }
+        match crate::shardset::list_shards(path) {
+            Ok(v) if !v.is_empty() => paths.extend(v.into_iter().map(|p| (p, None))),
+            Ok(_) => paths.push((
+                path.clone(),
+                Some(Refusal::new(
+                    "E_NO_INPUT",
+                    format!("{}: no *.safetensors files", path.display()),
+                )),
+            )),
+            Err(e) => paths.push((path.clone(), Some(Refusal::new(e.class, e.detail)))),
+        }
+    }
+    for (path, listed) in &paths {
+        let opened = match listed {
+            Some(r) => Err(r.clone()),
+            None => crate::container::open_shard(path),
+        };
+        let shard = match opened {
             Ok(s) => s,
             Err(e) => {
                 failed = true;
