@@ -173,6 +173,10 @@ fn names_that_need_escaping_are_refused_and_nothing_is_written() {
     assert!(text.contains("escaping"), "{text}");
     assert!(!out.exists());
     assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1, "no temp file left");
+    // `cert` certifies what `pack` would write: the same refusal (it printed a ratio).
+    let (code, text) = tetrad(&["cfs1", "cert", s(&p)]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("E_NAME_UNSUPPORTED") && text.contains("escaping"), "{text}");
 }
 
 /// `inspect` shows a CFS1 container's blobs (it refused the file: its data_offsets cover

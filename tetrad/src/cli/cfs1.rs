@@ -50,7 +50,8 @@ pub enum Cfs1Action {
         /// The container to check.
         output: PathBuf,
     },
-    /// Round-trip every tensor of IN in memory and print the ratio; writes nothing.
+    /// Round-trip every tensor of IN in memory and print the ratio; writes nothing. Refuses
+    /// what `pack` would refuse.
     Cert {
         /// Input safetensors file.
         input: PathBuf,
