@@ -890,3 +890,76 @@ fn chunk_pairs_refuse_in_chunk_order_on_every_arm() {
     assert_eq!(chunk_of(&err), Some(0), "chunk 0's decode error comes first: {err:?}");
     assert_ne!(err.class(), "E_TABLE");
 }
+
+/// Whole-blob decodes verify each chunk's check alongside its decode, in segments of 64 KiB of
+/// output (`SEGMENT_ROUNDS`), rather than in a pass before it; the result must be what
+/// check-first decoding gives. Chunks of 256 KiB (four segments, two pairs): damage anywhere
+/// in a chunk — its head, its first or last way, its very last byte — is `E_CHECKSUM` for
+/// that chunk on every arm and with threads, whatever the decode would have said; with the
+/// check rewritten to match, the decode's own class comes through, the same on every arm, and
+/// a check-first open (`Blob::chunk`) agrees in both cases.
+#[test]
+fn checks_verified_alongside_the_decode_refuse_as_check_first() {
+    let src = gaussian_int4(4 << 18, 1000, 21);
+    let good = encode(&src, 18);
+    let n = Blob::parse(&good).unwrap().n_chunks();
+    assert_eq!(n, 4);
+    assert_eq!(decode_all(&good, src.len()).unwrap(), src);
+    let mut out = vec![0u8; src.len()];
+    rans64::decode_threads(&good, &mut out, 2).unwrap();
+    assert_eq!(out, src);
+    let stored = |c: usize| u32::from_le_bytes(good[16 + 4 * c..20 + 4 * c].try_into().unwrap());
+    for c in [1usize, 2] {
+        let (body, len) = (chunk_body(&good, n, c), stored(c) as usize);
+        for (what, at, bit) in [
+            ("head", body + 40, 0x01u8),
+            ("first way", body + 304 + 2, 0x40),
+            ("middle", body + len / 2, 0x08),
+            ("last way", body + len - 9, 0x02),
+            ("last byte", body + len - 1, 0x80),
+        ] {
+            let mut bad = good.clone();
+            bad[at] ^= bit;
+            let err = decode_all(&bad, src.len()).unwrap_err();
+            assert_eq!((err.class(), chunk_of(&err)), ("E_CHECKSUM", Some(c)), "{what}: {err:?}");
+            let first = Blob::parse(&bad).unwrap().chunk(c).unwrap_err();
+            assert_eq!(first, err, "{what}: check-first open");
+            for threads in [2, 3] {
+                let got = rans64::decode_threads(&bad, &mut out, threads).unwrap_err();
+                assert_eq!(got, err, "{what}, {threads} threads");
+            }
+            // The same damage with a matching check reaches the decoder.
+            reseal(&mut bad);
+            match decode_all(&bad, src.len()) {
+                Ok(v) => assert_ne!(v, src, "{what}: resealed damage decoded to the original"),
+                Err(e) => {
+                    assert_ne!(e.class(), "E_CHECKSUM", "{what}");
+                    assert_eq!(chunk_of(&e), Some(c), "{what}: {e:?}");
+                }
+            }
+        }
+    }
+    // A raw chunk (incompressible bytes) decodes whatever its bytes are: only the check,
+    // finished after the chunk's last segment, can refuse a flip in it.
+    let mut mixed = src.clone();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for b in &mut mixed[1 << 18..2 << 18] {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x.to_le_bytes()[3];
+    }
+    let good = encode(&mixed, 18);
+    let good_stored =
+        |c: usize| u32::from_le_bytes(good[16 + 4 * c..20 + 4 * c].try_into().unwrap());
+    assert_eq!(good_stored(1), 1 << 18, "chunk 1 is raw");
+    assert_eq!(decode_all(&good, mixed.len()).unwrap(), mixed);
+    for at in [0, 1000, (1 << 18) - 1] {
+        let mut bad = good.clone();
+        bad[chunk_body(&good, n, 1) + at] ^= 0x20;
+        let err = decode_all(&bad, mixed.len()).unwrap_err();
+        assert_eq!((err.class(), chunk_of(&err)), ("E_CHECKSUM", Some(1)), "raw byte {at}");
+        let got = rans64::decode_threads(&bad, &mut out, 2).unwrap_err();
+        assert_eq!(got, err);
+    }
+}
