@@ -187,6 +187,34 @@ pub fn check_blobs<'a>(
     Ok(sizes)
 }
 
+/// Output the growing decode asks for at a time.
+const PIECE: usize = 1 << 20;
+
+/// Decodes a CFS1 blob (checked) into a buffer that grows with the output actually decoded,
+/// never sized up front by the blob's `rawlen`: a hostile 150-byte blob claiming 4 GiB is
+/// refused after its first piece (it made `cfs1 unpack` allocate and zero 4 GiB before
+/// refusing it), while a genuine one — CFS1 compresses runs of one nibble a thousandfold, so
+/// no size bound on `rawlen` holds — decodes in full. The classes are `decompress_into`'s
+/// for a buffer of exactly `rawlen` bytes. `Err(None)`: memory for the output was refused.
+pub fn decode_growing(blob: &[u8]) -> Result<Vec<u8>, Option<tetrad_fse::DecodeError>> {
+    let mut table = tetrad_fse::DecodeTable::new();
+    let mut dec = tetrad_fse::Decoder::new(&mut table, blob).map_err(Some)?;
+    let rawlen = tetrad_fse::Header::parse(blob).map_err(Some)?.rawlen as usize;
+    let mut out: Vec<u8> = Vec::new();
+    while !dec.is_finished() {
+        let at = out.len();
+        let piece = PIECE.min(rawlen - at);
+        if out.capacity() < at + piece {
+            let want = (2 * out.capacity()).clamp(at + piece, rawlen.max(at + piece));
+            out.try_reserve_exact(want - at).map_err(|_| None)?;
+        }
+        out.resize(at + piece, 0);
+        let n = dec.decode_next(&mut out[at..]).map_err(Some)?;
+        out.truncate(at + n);
+    }
+    Ok(out)
+}
+
 /// Decodes every tensor (checked) and hands `(index, bytes)` to `sink` in header order. Tensors
 /// are decoded in parallel in batches of at most [`BATCH_BYTES`] of declared output, so memory
 /// stays bounded by the batch (or by the one largest tensor), never by the whole file's claims.
@@ -208,11 +236,13 @@ fn decode_each(
             .into_par_iter()
             .map(|j| {
                 let t = &c.header.tensors[j];
-                let mut out = vec![0u8; usize::try_from(sizes[j]).expect("rawlen is a u32")];
-                tetrad_fse::decompress_into(c.data(t), &mut out).map_err(|e| {
-                    Refusal::new(e.class(), format!("{} {}: {e}", container.display(), t.name))
-                })?;
-                Ok(out)
+                decode_growing(c.data(t)).map_err(|e| {
+                    let at = format!("{} {}", container.display(), t.name);
+                    e.map_or_else(
+                        || Refusal::new("E_TOO_LARGE", format!("{at}: no memory for its bytes")),
+                        |e| Refusal::new(e.class(), format!("{at}: {e}")),
+                    )
+                })
             })
             .collect::<Result<Vec<_>, Refusal>>()?;
         for (j, out) in (k..end).zip(decoded) {

@@ -372,10 +372,12 @@ impl Container {
         let decoded;
         let bytes = if crate::cfse::is_cfse(&self.set.shards[ql.shard].header) {
             // Resolved int4-row: O scales, so this is 2·O or 4·O bytes.
-            let mut out = vec![0u8; usize::try_from(rawlen(raw)?).expect("rawlen is a u32")];
-            tetrad_fse::decompress_into(raw, &mut out)
-                .map_err(|e| refuse(e.class(), format!("{name}.qs: {e}")))?;
-            decoded = out;
+            decoded = crate::cfse::decode_growing(raw).map_err(|e| {
+                e.map_or_else(
+                    || refuse("E_TOO_LARGE", format!("{name}.qs: no memory for its bytes")),
+                    |e| refuse(e.class(), format!("{name}.qs: {e}")),
+                )
+            })?;
             &decoded[..]
         } else {
             raw

@@ -341,12 +341,12 @@ fn cfs1_bytes(
 ) -> Result<Vec<u8>, Refusal> {
     let (blob, name) = (set.data(loc), &set.entry(loc).name);
     let refuse = |class, d: String| Refusal::new(class, format!("{name}: {d}"));
-    let h = tetrad_fse::Header::parse(blob).map_err(|e| refuse(e.class(), e.to_string()))?;
-    let n = usize::try_from(h.rawlen).map_err(|_| refuse("E_TOO_LARGE", "too large".into()))?;
-    let mut out = crate::io::try_zeroed(n)
-        .ok_or_else(|| refuse("E_TOO_LARGE", format!("{n} bytes do not fit in memory")))?;
-    tetrad_fse::decompress_into(blob, &mut out).map_err(|e| refuse(e.class(), e.to_string()))?;
-    Ok(out)
+    crate::cfse::decode_growing(blob).map_err(|e| {
+        e.map_or_else(
+            || refuse("E_TOO_LARGE", "no memory for its bytes".into()),
+            |e| refuse(e.class(), e.to_string()),
+        )
+    })
 }
 
 /// How a resolved format's codes are measured, or `None` when they are not.

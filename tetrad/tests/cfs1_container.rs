@@ -231,3 +231,54 @@ fn inspect_and_stats_read_cfs1_containers() {
     assert_eq!(plain.len(), 2);
     assert_eq!(plain, cfs1);
 }
+
+/// A 153-byte container whose one tensor claims 2^32 − 1 bytes (a mode-1 blob with that
+/// `rawlen` and no payload) is refused at its first output byte without sizing anything by the
+/// claim: `cfs1 unpack` allocated and zeroed 4 GiB (17 s) before refusing it. Run under a 1 GiB
+/// address-space limit, where that allocation aborts.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_blob_claiming_4_gib_is_refused_without_allocating_it() {
+    let blob = |rawlen: u32| {
+        [
+            &b"CFS1"[..],
+            &[1],
+            &rawlen.to_le_bytes(),
+            // freq: 0x800 for symbols 0 and 1, 0 elsewhere; states xA = xB = 2^23 (= L).
+            &[0x00, 0x08, 0x00, 0x08],
+            &[0; 28],
+            &0x0080_0000u32.to_le_bytes(),
+            &0x0080_0000u32.to_le_bytes(),
+        ]
+        .concat()
+    };
+    let t = tempfile::tempdir().unwrap();
+    let meta: BTreeMap<String, String> = [("cfse".to_owned(), "1".to_owned())].into();
+    // A U8 vector (unpack; verify decodes the same way) and an F32 matrix (stats quantizes it): 4 GiB each.
+    let (bytes_u8, bytes_f32) = (blob(u32::MAX), blob(8 * 134_217_727 * 4));
+    let (shape_u8, shape_f32) = ([u64::from(u32::MAX)], [8u64, 134_217_727]);
+    let u8_file = t.path().join("u8.safetensors");
+    let ts = [OutTensor { name: "t", dtype: "U8", shape: &shape_u8, data: &bytes_u8 }];
+    std::fs::write(&u8_file, shard_bytes(&meta, &ts, HeaderStyle::RawPadded8).unwrap()).unwrap();
+    let f32_file = t.path().join("f32.safetensors");
+    let ts = [OutTensor { name: "w", dtype: "F32", shape: &shape_f32, data: &bytes_f32 }];
+    std::fs::write(&f32_file, shard_bytes(&meta, &ts, HeaderStyle::RawPadded8).unwrap()).unwrap();
+    let out = t.path().join("o.safetensors");
+    for args in [
+        vec!["cfs1", "unpack", s(&u8_file), s(&out)],
+        vec!["stats", "--json", "--no-zstd", s(&f32_file)],
+    ] {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 1048576; exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_tetrad"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let text =
+            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.code().is_some(), "{args:?} was killed: {text}");
+        assert!(text.contains("E_TRUNCATED"), "{args:?}: {text}");
+    }
+    assert!(!out.exists());
+}
