@@ -23,7 +23,7 @@ use crate::rans256::Refusal;
 use std::io::Write as _;
 
 use crate::shard::{
-    HeaderStyle, OutTensor, ShardHeader, TensorEntry, TensorSpec, dtype_size, header_bytes_for,
+    HeaderStyle, OutTensor, ShardHeader, TensorEntry, TensorSpec, declared_bytes, header_bytes_for,
     shard_bytes,
 };
 
@@ -44,7 +44,7 @@ impl Input {
     fn open(path: &Path, strict: bool) -> Result<Self, Refusal> {
         let bytes = map_file(path).map_err(|e| io(path, &e))?;
         let header = ShardHeader::parse(&bytes, bytes.len() as u64)
-            .and_then(|h| if strict { h.check_strict().map(|()| h) } else { Ok(h) })
+            .and_then(|h| if strict { h.check_strict_any_dtype().map(|()| h) } else { Ok(h) })
             .map_err(|e| Refusal::new("E_SHARD_MALFORMED", format!("{}: {e}", path.display())))?;
         Ok(Self { bytes, header })
     }
@@ -138,9 +138,10 @@ pub fn is_cfse(header: &ShardHeader) -> bool {
 }
 
 /// Everything about a CFS1 container that needs no decoding: the `cfse` metadata, blobs
-/// inside the data section (checked by the header parser) and not overlapping, known dtypes,
+/// inside the data section (checked by the header parser) and not overlapping,
 /// and each blob's header stage passed with a `rawlen` equal to the byte size its dtype and
-/// shape declare. `data` returns a tensor's blob. Returns each tensor's declared size, in
+/// shape declare (a dtype this reader does not know declares nothing: its blob's `rawlen`
+/// stands). `data` returns a tensor's blob. Returns each tensor's declared size, in
 /// header order. `tetrad::container` opens CFS1 shards through this check.
 pub fn check_blobs<'a>(
     container: &Path,
@@ -169,13 +170,12 @@ pub fn check_blobs<'a>(
         let tref = |class, d: String| {
             Refusal::new(class, format!("{} {}: {d}", container.display(), t.name))
         };
-        let size = dtype_size(&t.dtype)
-            .ok_or_else(|| tref("E_SHARD_MALFORMED", format!("unknown dtype {:?}", t.dtype)))?;
-        let want =
-            t.shape.iter().try_fold(size, |a, &d| a.checked_mul(d)).ok_or_else(|| {
-                tref("E_SHARD_MALFORMED", format!("shape {:?} overflows", t.shape))
-            })?;
+        let declared =
+            declared_bytes(&t.dtype, &t.shape).map_err(|why| tref("E_SHARD_MALFORMED", why))?;
         let h = tetrad_fse::Header::parse(data(t)).map_err(|e| tref(e.class(), e.to_string()))?;
+        // A dtype this reader does not know declares nothing to hold the blob to: its bytes
+        // are whatever the blob holds (the writer carries any dtype).
+        let want = declared.unwrap_or(u64::from(h.rawlen));
         if u64::from(h.rawlen) != want {
             return Err(tref(
                 "E_SHARD_MALFORMED",

@@ -93,15 +93,37 @@ fn malformed(msg: impl Into<String>) -> ShardError {
     ShardError(msg.into())
 }
 
-/// Element size in bytes of a safetensors dtype name, if known.
-pub fn dtype_size(dtype: &str) -> Option<u64> {
+/// Element size in bits of a safetensors dtype name, if known (the sub-byte `F4`, `F6_*`
+/// types pack their elements densely).
+pub fn dtype_bits(dtype: &str) -> Option<u64> {
     Some(match dtype {
-        "BOOL" | "U8" | "I8" | "F8_E4M3" | "F8_E5M2" | "F8_E8M0" => 1,
-        "U16" | "I16" | "F16" | "BF16" => 2,
-        "U32" | "I32" | "F32" => 4,
-        "U64" | "I64" | "F64" => 8,
+        "F4" => 4,
+        "F6_E2M3" | "F6_E3M2" => 6,
+        "BOOL" | "U8" | "I8" | "F8_E4M3" | "F8_E5M2" | "F8_E8M0" => 8,
+        "U16" | "I16" | "F16" | "BF16" => 16,
+        "U32" | "I32" | "F32" => 32,
+        "U64" | "I64" | "F64" | "C64" => 64,
         _ => return None,
     })
+}
+
+/// Element size in bytes of a safetensors dtype name, if known and a whole number of bytes.
+pub fn dtype_size(dtype: &str) -> Option<u64> {
+    dtype_bits(dtype).filter(|b| b % 8 == 0).map(|b| b / 8)
+}
+
+/// The bytes `dtype × shape` declares: `Ok(None)` for a dtype this reader does not know,
+/// `Err` (why) when the product overflows or is not a whole number of bytes.
+pub fn declared_bytes(dtype: &str, shape: &[u64]) -> Result<Option<u64>, String> {
+    let Some(bits) = dtype_bits(dtype) else { return Ok(None) };
+    let total = shape
+        .iter()
+        .try_fold(bits, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| format!("shape {shape:?} overflows"))?;
+    if total % 8 != 0 {
+        return Err(format!("{dtype} {shape:?} is {total} bits, not whole bytes"));
+    }
+    Ok(Some(total / 8))
 }
 
 /// Reads the 8-byte header length from the start of a file.
@@ -166,14 +188,30 @@ impl ShardHeader {
     /// The stricter checks a reader of weights needs: known dtypes, byte extents matching
     /// `dtype size × Π shape`, and no overlapping tensors.
     pub fn check_strict(&self) -> Result<(), ShardError> {
+        self.check_extents(false)
+    }
+
+    /// [`check_strict`](Self::check_strict), except that a dtype this reader does not know
+    /// is taken at its `data_offsets` (for tools that carry every tensor's bytes whatever its
+    /// dtype, such as the CFS1 container).
+    pub fn check_strict_any_dtype(&self) -> Result<(), ShardError> {
+        self.check_extents(true)
+    }
+
+    fn check_extents(&self, any_dtype: bool) -> Result<(), ShardError> {
         for t in &self.tensors {
-            let size = dtype_size(&t.dtype).ok_or_else(|| {
-                malformed(format!("tensor {:?}: unknown dtype {:?}", t.name, t.dtype))
-            })?;
-            let want =
-                t.shape.iter().try_fold(size, |acc, &d| acc.checked_mul(d)).ok_or_else(|| {
-                    malformed(format!("tensor {:?}: shape {:?} overflows", t.name, t.shape))
-                })?;
+            let declared = declared_bytes(&t.dtype, &t.shape)
+                .map_err(|why| malformed(format!("tensor {:?}: {why}", t.name)))?;
+            let want = match declared {
+                Some(n) => n,
+                None if any_dtype => t.len(),
+                None => {
+                    return Err(malformed(format!(
+                        "tensor {:?}: unknown dtype {:?}",
+                        t.name, t.dtype
+                    )));
+                }
+            };
             if want != t.len() {
                 return Err(malformed(format!(
                     "tensor {:?}: {} {:?} needs {want} bytes but data_offsets cover {}",

@@ -282,3 +282,44 @@ fn a_blob_claiming_4_gib_is_refused_without_allocating_it() {
     }
     assert!(!out.exists());
 }
+
+/// "Every tensor's raw bytes (whatever its dtype) become one CFS1 blob": the newer
+/// safetensors dtypes (sub-byte `F4`, `F6_*`, `C64`) are sized by their bits, a dtype tetrad
+/// does not know is carried at its `data_offsets` (both were refused as malformed), and a
+/// known dtype whose shape does not match its bytes is still refused.
+#[test]
+fn any_dtype_is_carried() {
+    let t = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..120u32).map(|k| (k * 37 % 11) as u8).collect();
+    let ts = [
+        OutTensor { name: "f4", dtype: "F4", shape: &[2, 120], data: &data },
+        OutTensor { name: "f6", dtype: "F6_E2M3", shape: &[160], data: &data },
+        OutTensor { name: "c64", dtype: "C64", shape: &[3, 5], data: &data },
+        OutTensor { name: "q7", dtype: "Q7", shape: &[7], data: &data },
+    ];
+    let p = t.path().join("m.safetensors");
+    std::fs::write(&p, shard_bytes(&BTreeMap::new(), &ts, HeaderStyle::EscapedUnpadded).unwrap())
+        .unwrap();
+    let (c, u) = (t.path().join("c.safetensors"), t.path().join("u.safetensors"));
+    let (code, text) = tetrad(&["cfs1", "pack", s(&p), s(&c)]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(tetrad(&["cfs1", "verify", s(&p), s(&c)]).0, 0);
+    assert_eq!(tetrad(&["cfs1", "unpack", s(&c), s(&u)]).0, 0);
+    let back = ShardHeader::parse(&std::fs::read(&u).unwrap(), u64::MAX).unwrap();
+    let dtypes: Vec<&str> = back.tensors.iter().map(|t| t.dtype.as_str()).collect();
+    assert_eq!(dtypes, ["F4", "F6_E2M3", "C64", "Q7"]);
+    let (code, text) = tetrad(&["inspect", s(&c)]);
+    assert_eq!(code, 0, "{text}");
+    // F6 × 161 is not whole bytes; F4 [2, 121] is 121 bytes, not 120: refused.
+    for (dtype, shape) in [("F6_E2M3", &[161u64][..]), ("F4", &[2, 121][..])] {
+        let ts = [OutTensor { name: "x", dtype, shape, data: &data }];
+        std::fs::write(
+            &p,
+            shard_bytes(&BTreeMap::new(), &ts, HeaderStyle::EscapedUnpadded).unwrap(),
+        )
+        .unwrap();
+        let (code, text) = tetrad(&["cfs1", "pack", s(&p), s(&t.path().join("x.safetensors"))]);
+        assert_eq!(code, 1, "{dtype}: {text}");
+        assert!(text.contains("E_SHARD_MALFORMED"), "{text}");
+    }
+}
