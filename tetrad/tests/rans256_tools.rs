@@ -169,6 +169,20 @@ fn existing_output_is_refused_unless_forced() {
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(packed.join("repack-manifest.json").exists());
+    // The spec's existing output is any `out-rans-*.safetensors`, not only the numbered names
+    // pack writes: a stray one is refused, and deleted by --force.
+    let fresh = t.path().join("fresh");
+    std::fs::create_dir(&fresh).unwrap();
+    let junk = fresh.join("out-rans-junk.safetensors");
+    std::fs::write(&junk, b"x").unwrap();
+    std::fs::write(fresh.join("out-rans.safetensors"), b"kept: not out-rans-*").unwrap();
+    let (code, out, _) = tetrad(&["pack", "--indir", s(&input), "--outdir", s(&fresh)]);
+    assert_eq!(code, 1);
+    assert!(out.contains("likely an interrupted run"), "{out}");
+    let (code, out, _) = tetrad(&["pack", "--indir", s(&input), "--outdir", s(&fresh), "--force"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!junk.exists());
+    assert!(fresh.join("out-rans.safetensors").exists());
 }
 
 #[test]

@@ -41,8 +41,7 @@ use tetrad_rans::{
 
 use super::manifest::{Manifest, ShardEntry};
 use super::{
-    FORMAT_NAME, MANIFEST_NAME, Refusal, STAMP_KEY, TABLE_KEY, is_out_shard_name, out_shard_name,
-    table_parts,
+    FORMAT_NAME, MANIFEST_NAME, Refusal, STAMP_KEY, TABLE_KEY, out_shard_name, table_parts,
 };
 use crate::io::write_atomic;
 use crate::json::sorted_string_map;
@@ -224,6 +223,15 @@ struct Selected {
     scales: Loc,
 }
 
+/// Whether `name` is one the spec counts as existing output: `out-rans-*.safetensors` (any
+/// middle, so `out-rans-junk.safetensors` too: refused without `--force`, deleted with it),
+/// wider than the numbered names pack writes ([`crate::rans256::is_out_shard_name`]).
+fn is_existing_output_name(name: &str) -> bool {
+    name.len() >= "out-rans-.safetensors".len()
+        && name.starts_with("out-rans-")
+        && name.ends_with(".safetensors")
+}
+
 /// Existing output in `outdir`: (shard names, manifest present).
 fn existing_output(outdir: &Path) -> Result<(Vec<String>, bool), Refusal> {
     let mut shards = Vec::new();
@@ -238,7 +246,7 @@ fn existing_output(outdir: &Path) -> Result<(Vec<String>, bool), Refusal> {
         let name = e.file_name().to_string_lossy().into_owned();
         if name == MANIFEST_NAME {
             manifest = true;
-        } else if is_out_shard_name(&name) {
+        } else if is_existing_output_name(&name) {
             shards.push(name);
         }
     }
