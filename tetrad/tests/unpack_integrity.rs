@@ -175,7 +175,7 @@ fn trailing_bytes_are_refused() {
         let len = file.len();
         file.extend_from_slice(&[0u8; 16]);
         std::fs::write(&p, &file).unwrap();
-        let want = format!("{OUT1}: file is {} bytes, manifest says {len}", len + 16);
+        let want = format!("the file is {} bytes, manifest says {len}", len + 16);
         let (code, out) = c.verify(&[OUT1]);
         assert_eq!(code, 1, "{out}");
         assert!(out.contains(&format!("REFUSE {OUT1} - E_SHARD_DIGEST_MISMATCH: ")), "{out}");
@@ -410,4 +410,22 @@ fn an_output_that_is_an_input_is_refused_even_with_force() {
     assert!(out.starts_with("REFUSED E_OUTPUT_IS_INPUT: "), "{out}");
     assert_eq!(std::fs::read(c.shard(OUT1)).unwrap(), before);
     assert!(!c.packed.join(SRC0).exists(), "all or nothing");
+}
+
+/// The spec's validator compares the file's sha256, not its recorded size: a manifest whose
+/// `bytes` is off beside a matching sha256 is trusted by verify (it was refused) and unpacked.
+#[test]
+fn a_wrong_recorded_size_beside_a_matching_sha256_is_trusted() {
+    for codec in CODECS {
+        let c = packed(codec);
+        c.edit_manifest(|v| {
+            let b = v["shards"][1]["bytes"].as_u64().unwrap();
+            v["shards"][1]["bytes"] = (b + 1).into();
+        });
+        let (code, out) = c.verify(&[OUT0, OUT1]);
+        assert_eq!(code, 0, "{codec}: {out}");
+        assert!(out.trim_end().ends_with("RESULT: TRUST"), "{codec}: {out}");
+        let (code, out) = c.unpack(&[]);
+        assert_eq!(code, 0, "{codec}: {out}");
+    }
 }

@@ -14,7 +14,7 @@
 //! file (`E_SHARD_MALFORMED` names a listed shard that is missing, or an entry that is a
 //! directory). With a manifest, every shard is held to it as `verify` holds it, by the same
 //! code ([`super::verify::shard_digests`] and its checks), after the header, stamps and table:
-//! an entry with a sha256 (`E_DIGEST_MISSING`), the file's size and sha256
+//! an entry with a sha256 (`E_DIGEST_MISSING`), the file's sha256
 //! (`E_SHARD_DIGEST_MISMATCH`), each record's digest (`E_DIGEST_MISMATCH`) and, for
 //! `int4-rans64-t1`, the sha256 of the decoded bytes against `originals`
 //! (`E_ORIGINAL_DIGEST_MISMATCH`). A digest the manifest lacks (`E_DIGEST_MISSING` for a
@@ -165,7 +165,7 @@ pub fn unpack_shard(path: &Path) -> Result<(Vec<u8>, u64), Refusal> {
 }
 
 /// [`unpack_shard`], holding the shard to `manifest` (the digests of the manifest next to it)
-/// when given, as `verify` does: the shard's entry, its size and sha256, each record's digest
+/// when given, as `verify` does: the shard's entry, its sha256, each record's digest
 /// and each `int4-rans64-t1` tensor's decoded bytes against `originals` (see the module docs).
 pub fn unpack_shard_checked(
     path: &Path,
