@@ -13,9 +13,12 @@
 //!
 //! Reading ([`parse_digests`], [`read_manifest`]) is shared by `verify` and `unpack`, so both
 //! refuse the same manifests (`E_MANIFEST_MALFORMED`): besides the JSON shape, every `"file"`
-//! and `"source"` must be a plain file name (no directory part, not hidden), no file may be
-//! listed twice, and no two shards may restore to the same name (`"source"`, or `"file"`
-//! where an entry has no source) — `unpack` would otherwise write one over the other.
+//! must be a plain file name (no directory part, not hidden) and no file may be listed twice.
+//! `unpack`, which writes each shard under its `"source"` name, also requires
+//! ([`Digests::check_restore_names`]) that every source is a plain file name and that no two
+//! shards restore to the same name (`"source"`, or `"file"` where an entry has no source) —
+//! it would otherwise write outside its directory or one file over another. `verify` does not
+//! look at sources (the spec's validator trusts such a manifest).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -202,11 +205,8 @@ pub fn parse_digests(text: &str) -> Result<Digests, String> {
         }
         match s.get("source") {
             None => {}
-            Some(Value::String(src)) if is_plain_file_name(src) => {
-                out.sources.insert(file.to_owned(), src.clone());
-            }
             Some(Value::String(src)) => {
-                return Err(format!("shards[{k}].source {src:?} is not a plain file name"));
+                out.sources.insert(file.to_owned(), src.clone());
             }
             Some(_) => return Err(format!("shards[{k}].source is not a string")),
         }
@@ -244,17 +244,30 @@ pub fn parse_digests(text: &str) -> Result<Digests, String> {
         out.originals.insert(file.to_owned(), originals);
         out.shards.insert(file.to_owned(), (sha, records));
     }
-    // Two shards restoring to one name would overwrite each other.
-    let mut restored: BTreeMap<&str, &str> = BTreeMap::new();
-    for file in out.shards.keys() {
-        if let Some(other) = restored.insert(out.output_name(file), file) {
-            return Err(format!(
-                "shards {other:?} and {file:?} both restore to {:?}",
-                out.output_name(file)
-            ));
-        }
-    }
     Ok(out)
+}
+
+impl Digests {
+    /// What `unpack` needs of the names it writes: every `"source"` a plain file name, and no
+    /// two shards restoring to the same name (they would overwrite each other). `Err` says
+    /// why (an `E_MANIFEST_MALFORMED` detail).
+    pub fn check_restore_names(&self) -> Result<(), String> {
+        for (file, src) in &self.sources {
+            if !is_plain_file_name(src) {
+                return Err(format!("the source of {file:?}, {src:?}, is not a plain file name"));
+            }
+        }
+        let mut restored: BTreeMap<&str, &str> = BTreeMap::new();
+        for file in self.shards.keys() {
+            if let Some(other) = restored.insert(self.output_name(file), file) {
+                return Err(format!(
+                    "shards {other:?} and {file:?} both restore to {:?}",
+                    self.output_name(file)
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -306,9 +319,17 @@ mod tests {
             (r#"{"file": "a", "bytes": -1}"#, "not a non-negative integer"),
         ];
         for (shards, why) in bad {
-            let e = m(shards).unwrap_err();
+            // Sources are checked only by `check_restore_names` (unpack), the rest when read.
+            let e = match m(shards) {
+                Ok(d) => d.check_restore_names().unwrap_err(),
+                Err(e) => e,
+            };
             assert!(e.contains(why), "{shards}: {e}");
+            if why == "both restore to" {
+                assert!(m(shards).is_ok(), "verify reads {shards}");
+            }
         }
+        d.check_restore_names().unwrap();
         for ok in ["model-00001-of-00002.safetensors", "a b", "x..y"] {
             assert!(is_plain_file_name(ok), "{ok}");
         }

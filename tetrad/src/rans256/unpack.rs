@@ -19,8 +19,9 @@
 //! `int4-rans64-t1`, the sha256 of the decoded bytes against `originals`
 //! (`E_ORIGINAL_DIGEST_MISMATCH`). A digest the manifest lacks (`E_DIGEST_MISSING` for a
 //! tensor) is refused after the shard's other tensors were checked, so that damage is named
-//! first. The manifest itself is read by the same code as `verify`'s (`E_MANIFEST_MALFORMED`,
-//! also for two shards restoring to one name). Output shards take the name of the input shard
+//! first. The manifest itself is read by the same code as `verify`'s (`E_MANIFEST_MALFORMED`),
+//! and unpack also refuses a source that is not a plain file name and two shards restoring to
+//! one name (`Digests::check_restore_names`). Output shards take the name of the input shard
 //! they came from (`source`), else keep their own name.
 //!
 //! All or nothing: every output name is checked first (`E_OUTPUT_EXISTS` without `--force`,
@@ -54,7 +55,15 @@ pub type UnpackReport = Vec<(String, String, u64, u64)>;
 
 /// Unpacks every shard of `indir` (see the module docs) into `outdir`, all or nothing.
 pub fn unpack(indir: &Path, outdir: &Path, force: bool) -> Result<UnpackReport, Refusal> {
-    let manifest = read_manifest(indir).map_err(|why| Refusal::new("E_MANIFEST_MALFORMED", why))?;
+    let manifest = read_manifest(indir)
+        .and_then(|m| match m {
+            Some(d) => d
+                .check_restore_names()
+                .map(|()| Some(d))
+                .map_err(|why| format!("{}: {why}", indir.join(MANIFEST_NAME).display())),
+            None => Ok(None),
+        })
+        .map_err(|why| Refusal::new("E_MANIFEST_MALFORMED", why))?;
     let names = shard_names(indir, manifest.as_ref())?;
     if names.is_empty() {
         return Err(Refusal::new(
