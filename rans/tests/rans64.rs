@@ -891,15 +891,12 @@ fn chunk_pairs_refuse_in_chunk_order_on_every_arm() {
     assert_ne!(err.class(), "E_TABLE");
 }
 
-/// Whole-blob decodes verify each chunk's check alongside its decode, in segments of 64 KiB of
-/// output (`SEGMENT_ROUNDS`), rather than in a pass before it; the result must be what
-/// check-first decoding gives. Chunks of 256 KiB (four segments, two pairs): damage anywhere
-/// in a chunk — its head, its first or last way, its very last byte — is `E_CHECKSUM` for
-/// that chunk on every arm and with threads, whatever the decode would have said; with the
-/// check rewritten to match, the decode's own class comes through, the same on every arm, and
-/// a check-first open (`Blob::chunk`) agrees in both cases.
+/// Damage anywhere in a large chunk (256 KiB: two pairs of chunks) — its head, its first or
+/// last way, its middle, its very last byte, a raw chunk's bytes — is `E_CHECKSUM` for that
+/// chunk on every arm and with threads, equal to a check-first open (`Blob::chunk`); with the
+/// check rewritten to match, the decode's own class comes through, the same on every arm.
 #[test]
-fn checks_verified_alongside_the_decode_refuse_as_check_first() {
+fn damage_anywhere_in_a_large_chunk_is_refused_by_its_check() {
     let src = gaussian_int4(4 << 18, 1000, 21);
     let good = encode(&src, 18);
     let n = Blob::parse(&good).unwrap().n_chunks();
@@ -939,8 +936,8 @@ fn checks_verified_alongside_the_decode_refuse_as_check_first() {
             }
         }
     }
-    // A raw chunk (incompressible bytes) decodes whatever its bytes are: only the check,
-    // finished after the chunk's last segment, can refuse a flip in it.
+    // A raw chunk (incompressible bytes) decodes whatever its bytes are: only the check can
+    // refuse a flip in it.
     let mut mixed = src.clone();
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     for b in &mut mixed[1 << 18..2 << 18] {

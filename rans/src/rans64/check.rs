@@ -7,10 +7,8 @@
 //! equal (near-uniform nibbles, e.g. 8 levels of an int3 grid) the states degenerate into
 //! plain digit strings and a flipped bit is just another message — up to 0.9 % of single-bit
 //! flips of such chunks were accepted, and with exactly equal power-of-two frequencies nearly
-//! all. Version 2 therefore stores this check per chunk, and a decoder refuses a chunk whose
-//! stored bytes do not have it (`E_CHECKSUM`) in preference to anything else wrong with it:
-//! opening a chunk verifies the check first; a whole-blob decode computes it alongside the
-//! decode ([`CheckStream`], `decode.rs`) and settles the class the same way.
+//! all. Version 2 therefore stores this check per chunk and a decoder verifies it before it
+//! decodes a byte of the chunk (`E_CHECKSUM`).
 //!
 //! The function (normative, docs/int4-rans64-t1.md §2.5): the bytes as little-endian u64 words
 //! (the last one zero-padded), dealt round-robin to 32 lanes; lane `l` starts at `l` and takes
@@ -94,51 +92,10 @@ pub fn chunk_check_scalar(bytes: &[u8]) -> u64 {
 /// The check of a chunk's stored bytes (see the module docs), on the vector form where it
 /// runs here: always equal to [`chunk_check_scalar`].
 pub fn chunk_check(bytes: &[u8]) -> u64 {
-    CheckStream::new(bytes).finish()
-}
-
-/// The check of one chunk's stored bytes computed a piece at a time, so that a decoder can
-/// interleave it with the decode (`decode.rs`): [`advance`](Self::advance) feeds whole blocks
-/// up to a point, [`finish`](Self::finish) the rest. The lanes see the words in storage order
-/// whatever the pieces, so the result is always [`chunk_check`]'s.
-#[derive(Debug, Clone)]
-pub(super) struct CheckStream<'a> {
-    bytes: &'a [u8],
-    fed: usize,
-    h: [u64; CHECK_LANES],
-}
-
-impl<'a> CheckStream<'a> {
-    pub(super) fn new(bytes: &'a [u8]) -> CheckStream<'a> {
-        CheckStream { bytes, fed: 0, h: seeds() }
-    }
-
-    /// The length of the bytes.
-    pub(super) fn len(&self) -> usize {
-        self.bytes.len()
-    }
-
-    /// Feeds the whole blocks below byte `to` (clamped to the bytes) not fed yet.
-    pub(super) fn advance(&mut self, to: usize) {
-        let end = to.min(self.bytes.len()) / CHECK_BLOCK * CHECK_BLOCK;
-        if end > self.fed {
-            self.feed(end);
-        }
-    }
-
-    /// Feeds the rest (the last word zero-padded) and folds the lanes.
-    pub(super) fn finish(mut self) -> u64 {
-        self.feed(self.bytes.len());
-        fold(self.bytes.len(), &self.h)
-    }
-
-    /// Feeds `bytes[fed..end]`: whole blocks unless `end` is the end of the bytes.
-    fn feed(&mut self, end: usize) {
-        let part = &self.bytes[self.fed..end];
-        let done = if chunk_check_vectorized() { arch::check_blocks(&mut self.h, part) } else { 0 };
-        feed_scalar(&mut self.h, &part[done..]);
-        self.fed = end;
-    }
+    let mut h = seeds();
+    let done = if chunk_check_vectorized() { arch::check_blocks(&mut h, bytes) } else { 0 };
+    feed_scalar(&mut h, &bytes[done..]);
+    fold(bytes.len(), &h)
 }
 
 /// Whether [`chunk_check`] uses the vector form: the CPU has it (`arch::check_blocks`
@@ -217,21 +174,6 @@ mod tests {
             // Unaligned starts: the vector form loads without alignment.
             if n > 3 {
                 assert_eq!(chunk_check(&b[3..n]), by_words(&b[3..n]), "n = {n}, offset 3");
-            }
-        }
-    }
-
-    #[test]
-    fn a_stream_fed_in_any_pieces_gives_the_check() {
-        for n in [0, 1, 255, 256, 257, 3 * CHECK_BLOCK + 5, MAX] {
-            let b = bytes(n, n as u64 + 3);
-            let want = chunk_check_scalar(&b[..n]);
-            for steps in [&[][..], &[0, 0], &[1, 255, 256], &[300, 299, 900], &[MAX, 10]] {
-                let mut s = CheckStream::new(&b[..n]);
-                for &to in steps {
-                    s.advance(to);
-                }
-                assert_eq!(s.finish(), want, "n {n}, steps {steps:?}");
             }
         }
     }

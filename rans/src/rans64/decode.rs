@@ -11,8 +11,7 @@
 use core::sync::atomic::{AtomicU8, Ordering};
 
 use super::arch::{self, Side};
-use super::check::CheckStream;
-use super::format::{Blob, Chunk, ChunkBody, Deferred};
+use super::format::{Blob, Chunk, ChunkBody};
 use super::model::Model;
 use super::{Error, LANES, RANS_L, WAY_LANES, WAYS};
 
@@ -184,9 +183,7 @@ fn selftest(arm: Arm) -> bool {
     ra.is_ok() && rb.is_ok() && a == b && a == src
 }
 
-/// Decodes a blob with the best available arm into `out` (exactly `n_bytes` long). On an
-/// error the contents of `out` are unspecified (chunks are decoded as their checks are
-/// verified, so a refused chunk may have written into its part).
+/// Decodes a blob with the best available arm into `out` (exactly `n_bytes` long).
 pub fn decode_into(blob: &[u8], out: &mut [u8]) -> Result<(), Error> {
     decode_blob(Arm::best(), blob, out)
 }
@@ -205,140 +202,34 @@ fn decode_blob(arm: Arm, blob: &[u8], out: &mut [u8]) -> Result<(), Error> {
         return Err(Error::OutputLength { got: out.len() as u64, expected: blob.n_bytes() });
     }
     let step = 1usize << blob.chunk_shift();
-    decode_run(arm, blob.deferred_from(0), out.chunks_mut(step.max(1)))
-}
-
-/// Rounds a whole-blob decode runs between two advances of the chunk checks: 64 KiB of each
-/// chunk's output, a sixteenth of a 1 MiB chunk.
-const SEGMENT_ROUNDS: usize = 1024;
-
-/// A chunk's check (§2.5), computed alongside its decode: fed in segments just ahead of the
-/// decoder's progress, so that its reads of the stored bytes overlap the decode instead of
-/// running as a separate pass before it. A separate pass reads a chunk from memory only to
-/// have the decoder read it again; on a blob larger than the caches that pass ran at memory
-/// speed with nothing to overlap it, some 18 % of a decode (docs/PERFORMANCE.md).
-struct Alongside<'a> {
-    stream: CheckStream<'a>,
-    expected: u64,
-    chunk: usize,
-}
-
-impl<'a> Alongside<'a> {
-    /// The check still to verify for `d` (`None`: version 1, or verified already).
-    fn of(d: &Deferred<'a>) -> Option<Alongside<'a>> {
-        let expected = d.expected?;
-        Some(Alongside { stream: CheckStream::new(d.body), expected, chunk: d.index })
-    }
-
-    /// Feeds the stored bytes in proportion to `decoded` of the chunk's `raw_len` bytes.
-    fn advance(&mut self, decoded: usize, raw_len: usize) {
-        // Both at most 2^26 (a chunk), so the product fits in a u64.
-        let to = self.stream.len() as u64 * decoded as u64 / (raw_len as u64).max(1);
-        #[allow(clippy::cast_possible_truncation)] // at most the stored length
-        self.stream.advance(to as usize);
-    }
-
-    /// `E_CHECKSUM` unless the stored bytes have the recorded check.
-    fn verify(self) -> Result<(), Error> {
-        let got = self.stream.finish();
-        if got == self.expected {
-            Ok(())
-        } else {
-            Err(Error::Checksum { chunk: self.chunk, expected: self.expected, got })
-        }
-    }
-}
-
-/// What a chunk reports when its decode (or head) failed with `e`: `E_CHECKSUM` if its stored
-/// bytes do not have their check — the class a decoder that verified the check first would
-/// have reported — else `e`.
-fn settle(check: Option<Alongside<'_>>, e: Error) -> Error {
-    match check {
-        Some(c) => c.verify().err().unwrap_or(e),
-        None => e,
-    }
-}
-
-/// The decoder of a deferred chunk and its check, or the chunk's (settled) head error.
-fn start<'a>(
-    arm: Arm,
-    d: Deferred<'a>,
-) -> Result<(ChunkDecoder<'a>, Option<Alongside<'a>>), Error> {
-    let check = Alongside::of(&d);
-    match d.chunk {
-        Ok(chunk) => Ok((ChunkDecoder::with_arm(chunk, arm), check)),
-        Err(e) => Err(settle(check, e)),
-    }
-}
-
-/// Decodes the rest of `d`'s chunk into `out` (at least one call, so the seal runs even when
-/// nothing is left) in segments, the check advancing ahead of each; then verifies the check.
-fn finish<'a>(
-    d: &mut ChunkDecoder<'a>,
-    mut check: Option<Alongside<'a>>,
-    out: &mut [u8],
-) -> Result<(), Error> {
-    let mut at = 0;
-    loop {
-        let end = (at + SEGMENT_ROUNDS * LANES).min(out.len());
-        if let Some(c) = &mut check {
-            c.advance(d.done + (end - at), d.chunk.raw_len);
-        }
-        if let Err(e) = d.decode_next(&mut out[at..end]) {
-            return Err(settle(check, e));
-        }
-        at = end;
-        if at == out.len() {
-            break;
-        }
-    }
-    check.map_or(Ok(()), Alongside::verify)
+    decode_run(arm, blob.chunks(), out.chunks_mut(step.max(1)))
 }
 
 /// Decodes a run of chunks, in order, into their output pieces: two at a time where `arm`
-/// has a paired kernel (the AVX-512 arms), one after the other otherwise, each chunk's check
-/// verified alongside its decode ([`Alongside`]). Errors come out in chunk order, exactly as
-/// decoding the chunks one by one, each check first, reports them: a chunk whose check fails
-/// is `E_CHECKSUM` whatever else is wrong with it, and a chunk's error is returned only after
-/// every earlier chunk has decoded, passed its seal and its check.
+/// has a paired kernel (the AVX-512 arm), one after the other otherwise. Errors come out in
+/// chunk order, exactly as decoding the chunks one by one reports them: a chunk's head error
+/// is returned only after every earlier chunk has decoded and passed its seal.
 fn decode_run<'a, 'o>(
     arm: Arm,
-    chunks: impl Iterator<Item = Deferred<'a>>,
+    chunks: impl Iterator<Item = Result<Chunk<'a>, Error>>,
     outs: impl Iterator<Item = &'o mut [u8]>,
 ) -> Result<(), Error> {
     let mut it = chunks.zip(outs);
     while let Some((first, da)) = it.next() {
-        let (mut a, mut ca) = start(arm, first)?;
-        let Some((second, db)) = it.next() else {
-            return finish(&mut a, ca, da);
-        };
-        let (mut b, mut cb) = match start(arm, second) {
-            Ok(x) => x,
-            Err(e) => {
-                finish(&mut a, ca, da)?;
+        let mut a = ChunkDecoder::with_arm(first?, arm);
+        match it.next() {
+            None => return a.decode_next(da),
+            Some((Err(e), _)) => {
+                a.decode_next(da)?;
                 return Err(e);
             }
-        };
-        let common = da.len().min(db.len()) / LANES;
-        let mut r = 0;
-        while r < common {
-            let seg = SEGMENT_ROUNDS.min(common - r);
-            let piece = r * LANES..(r + seg) * LANES;
-            if let Some(c) = &mut ca {
-                c.advance(piece.end, a.chunk.raw_len);
-            }
-            if let Some(c) = &mut cb {
-                c.advance(piece.end, b.chunk.raw_len);
-            }
-            let n =
-                ChunkDecoder::pair_rounds(&mut a, &mut da[piece.clone()], &mut b, &mut db[piece]);
-            r += n;
-            if n < seg {
-                break; // no paired kernel, or a way ran short: the rest goes one by one
+            Some((Ok(second), db)) => {
+                let mut b = ChunkDecoder::with_arm(second, arm);
+                let n = ChunkDecoder::pair_rounds(&mut a, da, &mut b, db);
+                a.decode_next(&mut da[n * LANES..])?;
+                b.decode_next(&mut db[n * LANES..])?;
             }
         }
-        finish(&mut a, ca, &mut da[r * LANES..])?;
-        finish(&mut b, cb, &mut db[r * LANES..])?;
     }
     Ok(())
 }
@@ -582,7 +473,7 @@ pub fn decode_threads(blob: &[u8], out: &mut [u8], threads: usize) -> Result<(),
         for (t, dst) in out.chunks_mut(per * step).enumerate() {
             let parsed = &parsed;
             handles.push(scope.spawn(move || -> Result<(), Error> {
-                decode_run(arm, parsed.deferred_from(t * per), dst.chunks_mut(step))
+                decode_run(arm, parsed.chunks_from(t * per), dst.chunks_mut(step))
             }));
         }
         let mut result = Ok(());

@@ -253,26 +253,6 @@ impl<'a> Blob<'a> {
         })
     }
 
-    /// The chunks from chunk `first` on, for a decoder that verifies each check alongside the
-    /// chunk's decode rather than before it (`decode.rs`): heads parsed without the check, each
-    /// with its stored bytes and the check still to verify.
-    pub(super) fn deferred_from(&self, first: usize) -> impl Iterator<Item = Deferred<'a>> + '_ {
-        let first = first.min(self.n_chunks);
-        let mut at =
-            self.data_start() + (0..first).map(|k| self.stored_len(k) as usize).sum::<usize>();
-        (first..self.n_chunks).map(move |c| {
-            let stored = self.stored_len(c) as usize;
-            let body = &self.bytes[at..at + stored];
-            at += stored;
-            Deferred {
-                index: c,
-                body,
-                expected: if self.checks_verified { None } else { self.recorded_check(c) },
-                chunk: Chunk::parse(c, body, self.raw_len(c) as usize),
-            }
-        })
-    }
-
     /// Parses chunk `c` (walks the index to find it: O(c)).
     pub fn chunk(&self, c: usize) -> Result<Chunk<'a>, Error> {
         if c >= self.n_chunks {
@@ -283,19 +263,6 @@ impl<'a> Blob<'a> {
         let stored = self.stored_len(c) as usize;
         self.open(c, &self.bytes[at..at + stored])
     }
-}
-
-/// A chunk opened with its check not yet verified ([`Blob::deferred_from`]).
-#[derive(Debug)]
-pub(super) struct Deferred<'a> {
-    /// The chunk's index.
-    pub(super) index: usize,
-    /// Its stored bytes.
-    pub(super) body: &'a [u8],
-    /// The check to verify: `None` in version 1 or once `verify_checks` has verified them all.
-    pub(super) expected: Option<u64>,
-    /// Its head, parsed (an error here yields to `E_CHECKSUM` if the check fails too).
-    pub(super) chunk: Result<Chunk<'a>, Error>,
 }
 
 #[allow(clippy::cast_possible_truncation)] // the head length is a small constant

@@ -28,16 +28,14 @@
 //!
 //! Integrity: every coded chunk carries the rANS seal (each of its 64 states ends exactly at
 //! `L = 2^16` and each way's stream is consumed exactly), and since version 2 every chunk
-//! (coded or raw) a 64-bit check of its stored bytes ([`chunk_check`], `E_CHECKSUM`, which a
-//! damaged chunk reports in preference to any other class). The seal alone is not enough: rANS is a near-complete
+//! (coded or raw) a 64-bit check of its stored bytes, verified before the chunk is decoded
+//! ([`chunk_check`], `E_CHECKSUM`). The seal alone is not enough: rANS is a near-complete
 //! code, and where a chunk's frequencies are (nearly) equal a damaged chunk is often another
 //! genuine one (up to 0.9 % of single-bit flips of near-uniform chunks, and nearly all where
 //! the frequencies are equal powers of two, decoded "successfully" to other nibbles under
 //! version 1). The check covers the stored bytes, not the decoded ones, so
-//! it costs one pass over the (smaller) coded chunk; a whole-blob decode makes that pass
-//! alongside the decode, a segment ahead of it, so that its reads overlap the decode's work
-//! (a pass before the decode ran at memory speed: some 18 % of a decode from DRAM). Version 1
-//! blobs still decode, protected by the seal only.
+//! it costs one pass over the (smaller) coded chunk, which also warms the cache for its
+//! decode. Version 1 blobs still decode, protected by the seal only.
 //!
 //! The normative description is `docs/int4-rans64-t1.md`; the scalar decoder here
 //! ([`decode_with`] with [`Arm::Scalar`]) is its executable form, and every SIMD arm is
