@@ -403,15 +403,7 @@ pub fn resolve(
     scale_bytes: u64,
     stamp: Option<&str>,
 ) -> Result<Resolved, ResolveError> {
-    if o == 0 || i == 0 {
-        return Err(ResolveError::EmptyShape { o, i });
-    }
-    let stamp = match stamp {
-        None => None,
-        Some(s) => Some(
-            Format::from_name(s).ok_or(ResolveError::UnknownStamp { name: ShortName::new(s) })?,
-        ),
-    };
+    let stamp = step0(o, i, stamp)?;
     let (nb, ns) = (weight_bytes, scale_bytes);
     let Some(stamped) = stamp else {
         return infer(o, i, nb, ns, None);
@@ -442,16 +434,7 @@ pub fn resolve(
         return Ok(r);
     }
     match inferred {
-        Ok(r) => Err(ResolveError::StampMismatch {
-            stamped,
-            inferred: r.format,
-            o,
-            i,
-            weight_bytes: nb,
-            scale_bytes: ns,
-            expected_weight: wb(stamped, o, i),
-            expected_scale: stamped.scale_bytes(o, i, None).ok(),
-        }),
+        Ok(r) => Err(mismatch(stamped, r.format, o, i, nb, ns)),
         Err(e) => Err(e),
     }
 }
@@ -488,15 +471,7 @@ pub fn resolve_literal(
     scale_bytes: u64,
     stamp: Option<&str>,
 ) -> Result<Resolved, ResolveError> {
-    if o == 0 || i == 0 {
-        return Err(ResolveError::EmptyShape { o, i });
-    }
-    let stamp = match stamp {
-        None => None,
-        Some(s) => Some(
-            Format::from_name(s).ok_or(ResolveError::UnknownStamp { name: ShortName::new(s) })?,
-        ),
-    };
+    let stamp = step0(o, i, stamp)?;
     let (nb, ns) = (weight_bytes, scale_bytes);
     if let Some(stamped) = stamp
         && stamped.status() == Status::StampGated
@@ -505,16 +480,7 @@ pub fn resolve_literal(
     }
     let r = infer_with(o, i, nb, ns, stamp, Flags::Spec)?;
     match stamp {
-        Some(stamped) if r.format != stamped => Err(ResolveError::StampMismatch {
-            stamped,
-            inferred: r.format,
-            o,
-            i,
-            weight_bytes: nb,
-            scale_bytes: ns,
-            expected_weight: wb(stamped, o, i),
-            expected_scale: stamped.scale_bytes(o, i, None).ok(),
-        }),
+        Some(stamped) if r.format != stamped => Err(mismatch(stamped, r.format, o, i, nb, ns)),
         _ => Ok(r),
     }
 }
@@ -526,6 +492,31 @@ enum Flags {
     Spec,
     /// The spec's three and tetrad's `i4row`.
     Tetrad,
+}
+
+/// Step 0 shared by [`resolve`] and [`resolve_literal`]: empty shapes refused, the stamp name
+/// looked up.
+fn step0(o: u64, i: u64, stamp: Option<&str>) -> Result<Option<Format>, ResolveError> {
+    if o == 0 || i == 0 {
+        return Err(ResolveError::EmptyShape { o, i });
+    }
+    stamp
+        .map(|s| Format::from_name(s).ok_or(ResolveError::UnknownStamp { name: ShortName::new(s) }))
+        .transpose()
+}
+
+/// The refusal of a stamp the byte arithmetic resolves to another format.
+fn mismatch(stamped: Format, inferred: Format, o: u64, i: u64, nb: u64, ns: u64) -> ResolveError {
+    ResolveError::StampMismatch {
+        stamped,
+        inferred,
+        o,
+        i,
+        weight_bytes: nb,
+        scale_bytes: ns,
+        expected_weight: wb(stamped, o, i),
+        expected_scale: stamped.scale_bytes(o, i, None).ok(),
+    }
 }
 
 /// Whether `f`'s own formulas give exactly `(nb, ns)` for `[o, i]`.
@@ -627,16 +618,7 @@ fn infer_with(
                 None | Some(Format::Int8Row) => Format::Int8Row,
                 Some(Format::Fp8E4m3B128) => Format::Fp8E4m3B128,
                 Some(other) => {
-                    return Err(ResolveError::StampMismatch {
-                        stamped: other,
-                        inferred: Format::Int8Row,
-                        o,
-                        i,
-                        weight_bytes: nb,
-                        scale_bytes: ns,
-                        expected_weight: wb(other, o, i),
-                        expected_scale: other.scale_bytes(o, i, None).ok(),
-                    });
+                    return Err(mismatch(other, Format::Int8Row, o, i, nb, ns));
                 }
             };
         } else if is(blocks, ns) {
