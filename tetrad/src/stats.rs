@@ -94,26 +94,45 @@ pub struct Skipped {
 }
 
 /// Symbol and neighbour-pair counts of a stream.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// The pair table has `alphabet²` cells (65,536 for bytes: 512 KiB), so a per-tensor
+/// `Counts` is kept [`compact`](Self::compact): its order-1 numbers computed, its table
+/// dropped. Otherwise a file of many tiny byte tensors cost half a megabyte each (10,000
+/// Q8_0 tensors in a 449 KB GGUF: 2.9 GB). Pooled totals keep the table.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Counts {
     /// Symbol histogram (`alphabet` entries).
     pub hist: Vec<u64>,
-    /// Pair counts `pairs[prev · alphabet + cur]` within rows.
+    /// Pair counts `pairs[prev · alphabet + cur]` within rows (empty once compacted).
     pub pairs: Vec<u64>,
+    /// `(entropy1, pair total)` of a compacted `Counts`.
+    order1: Option<(f64, u64)>,
 }
 
 impl Counts {
     fn zero(s: Symbols) -> Self {
         let a = s.alphabet();
-        Self { hist: vec![0; a], pairs: vec![0; a * a] }
+        Self { hist: vec![0; a], pairs: vec![0; a * a], order1: None }
     }
+    /// Adds `o`'s counts (both with their pair tables).
     fn add(&mut self, o: &Self) {
+        debug_assert!(self.order1.is_none() && o.order1.is_none(), "pooling compacted counts");
         self.hist.iter_mut().zip(&o.hist).for_each(|(a, b)| *a += b);
         self.pairs.iter_mut().zip(&o.pairs).for_each(|(a, b)| *a += b);
+    }
+    /// The order-1 numbers computed and the pair table dropped.
+    #[must_use]
+    pub fn compact(self) -> Self {
+        let order1 = Some((self.entropy1(), self.pair_total()));
+        Self { hist: self.hist, pairs: Vec::new(), order1 }
     }
     /// Symbols counted.
     pub fn symbols(&self) -> u64 {
         self.hist.iter().sum()
+    }
+    /// Neighbour pairs counted.
+    pub fn pair_total(&self) -> u64 {
+        self.order1.map_or_else(|| self.pairs.iter().sum(), |(_, n)| n)
     }
     /// Order-0 entropy in bits per symbol (0 for an empty stream).
     pub fn entropy0(&self) -> f64 {
@@ -121,6 +140,9 @@ impl Counts {
     }
     /// Order-1 conditional entropy in bits per symbol over the counted pairs.
     pub fn entropy1(&self) -> f64 {
+        if let Some((h, _)) = self.order1 {
+            return h;
+        }
         let a = self.hist.len();
         let total: u64 = self.pairs.iter().sum();
         if total == 0 {
@@ -638,7 +660,28 @@ fn sum_opt(it: impl Iterator<Item = Option<u64>>) -> Option<u64> {
 /// Measures the collected streams: counts, the pooled int4-rans256-g0 table and every codec.
 pub fn measure(measured: Vec<Measured>, skipped: Vec<Skipped>, opts: &StatsOptions) -> Report {
     let counts: Vec<Counts> =
-        measured.par_iter().map(|m| count(m.symbols, &m.data, m.row_bytes)).collect();
+        measured.par_iter().map(|m| count(m.symbols, &m.data, m.row_bytes).compact()).collect();
+    // The pooled tables, counted again per class (a table per thread, not per tensor).
+    let pooled = |s: Symbols| {
+        measured
+            .par_iter()
+            .filter(|m| m.symbols == s)
+            .fold(
+                || Counts::zero(s),
+                |mut acc, m| {
+                    acc.add(&count(m.symbols, &m.data, m.row_bytes));
+                    acc
+                },
+            )
+            .reduce(
+                || Counts::zero(s),
+                |mut a, b| {
+                    a.add(&b);
+                    a
+                },
+            )
+    };
+    let mut pooled_counts = [Some(pooled(Symbols::Nibble)), Some(pooled(Symbols::Byte))];
     let mut pooled16 = [0u64; 16];
     for (m, c) in measured.iter().zip(&counts) {
         if m.symbols == Symbols::Nibble {
@@ -694,13 +737,12 @@ pub fn measure(measured: Vec<Measured>, skipped: Vec<Skipped>, opts: &StatsOptio
         .collect();
     let table_bytes =
         table.as_ref().map(|t| crate::table_json::to_json(&table_parts(t)).len() as u64);
-    let total = |s: Symbols| -> Option<Total> {
+    let mut total = |s: Symbols| -> Option<Total> {
         let ts: Vec<&TensorStats> = tensors.iter().filter(|t| t.symbols == s).collect();
         if ts.is_empty() {
             return None;
         }
-        let mut counts = Counts::zero(s);
-        ts.iter().for_each(|t| counts.add(&t.counts));
+        let counts = pooled_counts[usize::from(s == Symbols::Byte)].take()?;
         let n = counts.symbols();
         let per_tensor = if n == 0 {
             0.0
@@ -747,7 +789,7 @@ pub fn ratio_bound(symbols: Symbols, h0: f64) -> Option<f64> {
 fn order1_gain(t: &Total, h0: f64) -> String {
     let gain = h0 - t.counts.entropy1();
     let cells = (t.counts.hist.len() as u64).pow(2);
-    let pairs: u64 = t.counts.pairs.iter().sum();
+    let pairs: u64 = t.counts.pair_total();
     if pairs < 10 * cells {
         format!(
             "order-1 context gains {gain:.3} bits (unreliable: {pairs} symbol pairs for {cells} context cells, an estimate biased high on so little data)"

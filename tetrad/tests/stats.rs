@@ -596,3 +596,31 @@ fn directories_packed_records_and_unstamped_codes() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("REFUSED E_NO_INPUT:"));
 }
+
+/// Memory follows the code bytes, not the tensor count: each byte tensor's 256 × 256 pair
+/// table (512 KiB) was kept until the end, so 4,000 one-block Q8_0 tensors (a 200 KB file)
+/// needed 2 GiB. Under a 1 GiB address-space limit the report must come out, with the pooled
+/// numbers equal to one tensor holding all the codes.
+#[cfg(target_os = "linux")]
+#[test]
+fn many_small_byte_tensors_do_not_cost_a_pair_table_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = (0u32..).map(|k| (k.wrapping_mul(2654435761) >> 25) as u8);
+    let (q80, _) = blocks(4000, 34, 2, &mut bytes);
+    let names: Vec<String> = (0..4000).map(|k| format!("t{k:04}")).collect();
+    let tensors: Vec<(&str, [u64; 2], u32, &[u8])> =
+        names.iter().zip(q80.chunks(34)).map(|(n, b)| (n.as_str(), [32, 1], 8, b)).collect();
+    let path = dir.path().join("m.gguf");
+    std::fs::write(&path, gguf_file(&tensors)).unwrap();
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1048576; exec \"$0\" stats --json --no-zstd \"$1\"")
+        .arg(env!("CARGO_BIN_EXE_tetrad"))
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["tensors"].as_array().unwrap().len(), 4000);
+    assert_eq!((&v["total"]["tensors"], &v["total"]["bytes"]), (&4000.into(), &(4000 * 32).into()));
+}
