@@ -612,7 +612,7 @@ fn many_small_byte_tensors_do_not_cost_a_pair_table_each() {
         names.iter().zip(q80.chunks(34)).map(|(n, b)| (n.as_str(), [32, 1], 8, b)).collect();
     let path = dir.path().join("m.gguf");
     std::fs::write(&path, gguf_file(&tensors)).unwrap();
-    let o = std::process::Command::new("sh")
+    let o = Command::new("sh")
         .arg("-c")
         .arg("ulimit -v 1048576; exec \"$0\" stats --json --no-zstd \"$1\"")
         .arg(env!("CARGO_BIN_EXE_tetrad"))
@@ -620,7 +620,7 @@ fn many_small_byte_tensors_do_not_cost_a_pair_table_each() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["tensors"].as_array().unwrap().len(), 4000);
     assert_eq!((&v["total"]["tensors"], &v["total"]["bytes"]), (&4000.into(), &(4000 * 32).into()));
 }
