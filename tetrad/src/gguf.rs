@@ -63,6 +63,27 @@ pub enum GgufError {
         /// Value found (0 when of the wrong type).
         got: u64,
     },
+    /// `general.alignment` given twice: which value the writer padded by is unknown, and
+    /// the wrong one reads every tensor from the wrong bytes.
+    #[error("general.alignment appears twice (second at byte {at})")]
+    DuplicateAlignment {
+        /// Offset of the second key.
+        at: u64,
+    },
+    /// Two tensors with one name: a reader cannot tell which one a name means.
+    #[error("tensors {first} and {index} have the same name")]
+    DuplicateTensor {
+        /// The later tensor's index.
+        index: u64,
+        /// The earlier one's.
+        first: u64,
+    },
+    /// A tensor name that is not UTF-8 (the format's strings are UTF-8).
+    #[error("tensor {index}: name is not UTF-8")]
+    Utf8 {
+        /// Tensor index.
+        index: u64,
+    },
     /// A tensor with more dimensions than GGML allows.
     #[error("tensor {index} has {got} dimensions, at most 4")]
     Dims {
@@ -113,6 +134,8 @@ impl GgufError {
             Self::ValueType { .. } => "E_GGUF_VALUE_TYPE",
             Self::Nesting { .. } => "E_GGUF_NESTING",
             Self::Alignment { .. } => "E_GGUF_ALIGNMENT",
+            Self::DuplicateAlignment { .. } | Self::DuplicateTensor { .. } => "E_GGUF_DUPLICATE",
+            Self::Utf8 { .. } => "E_GGUF_UTF8",
             Self::Dims { .. } => "E_GGUF_DIMS",
             Self::Overflow { .. } => "E_GGUF_OVERFLOW",
             Self::Block { .. } => "E_GGUF_BLOCK",
@@ -299,11 +322,17 @@ pub fn parse(bytes: &[u8]) -> Result<Gguf, GgufError> {
         });
     }
     let mut alignment = 32u64;
+    let mut alignment_seen = false;
     for _ in 0..n_kv {
+        let at = c.pos as u64;
         let key = c.string()?;
         let t = c.u32()?;
         let v = skip_value(&mut c, t, 0)?;
         if key == b"general.alignment" {
+            if alignment_seen {
+                return Err(GgufError::DuplicateAlignment { at });
+            }
+            alignment_seen = true;
             match v {
                 Some(a) if a.is_power_of_two() => alignment = a,
                 Some(a) => return Err(GgufError::Alignment { got: a }),
@@ -320,8 +349,14 @@ pub fn parse(bytes: &[u8]) -> Result<Gguf, GgufError> {
         });
     }
     let mut raw = Vec::new();
+    let mut names: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
     for index in 0..n_tensors {
-        let name = String::from_utf8_lossy(c.string()?).into_owned();
+        let name =
+            std::str::from_utf8(c.string()?).map_err(|_| GgufError::Utf8 { index })?.to_owned();
+        if let Some(&first) = names.get(&name) {
+            return Err(GgufError::DuplicateTensor { index, first });
+        }
+        names.insert(name.clone(), index);
         let nd = c.u32()?;
         if nd > 4 {
             return Err(GgufError::Dims { index, got: nd });

@@ -624,3 +624,33 @@ fn many_small_byte_tensors_do_not_cost_a_pair_table_each() {
     assert_eq!(v["tensors"].as_array().unwrap().len(), 4000);
     assert_eq!((&v["total"]["tensors"], &v["total"]["bytes"]), (&4000.into(), &(4000 * 32).into()));
 }
+
+/// Ambiguous GGUF files are refused, as the reference reader (gguf-py) refuses them: a second
+/// `general.alignment` (the last one won, reading every tensor 32 bytes off when the writer
+/// padded by the first), two tensors with one name, a name that is not UTF-8 (it was replaced
+/// lossily, so distinct names could collide).
+#[test]
+fn ambiguous_gguf_files_are_refused() {
+    let codes = [0x11u8; 18];
+    let file = gguf_file(&[("a", [32, 1], 2, &codes), ("a", [32, 1], 2, &codes)]);
+    assert_eq!(tetrad::gguf::parse(&file).unwrap_err().class(), "E_GGUF_DUPLICATE");
+    let mut file = gguf_file(&[("\u{e9}", [32, 1], 2, &codes)]);
+    let at = file.iter().position(|&b| b == 0xC3).unwrap();
+    file[at] = 0xFF; // é's lead byte → not UTF-8
+    assert_eq!(tetrad::gguf::parse(&file).unwrap_err().class(), "E_GGUF_UTF8");
+    // Two general.alignment keys (u32, type 4): 64 then 32.
+    let mut f = Vec::new();
+    f.extend(b"GGUF");
+    f.extend(3u32.to_le_bytes());
+    f.extend(0u64.to_le_bytes());
+    f.extend(2u64.to_le_bytes());
+    for a in [64u32, 32] {
+        f.extend(17u64.to_le_bytes());
+        f.extend(b"general.alignment");
+        f.extend(4u32.to_le_bytes());
+        f.extend(a.to_le_bytes());
+    }
+    assert_eq!(tetrad::gguf::parse(&f).unwrap_err().class(), "E_GGUF_DUPLICATE");
+    f[8 + 8..8 + 16].copy_from_slice(&1u64.to_le_bytes()); // one key: fine
+    assert!(tetrad::gguf::parse(&f[..f.len() - 33]).is_ok());
+}
