@@ -88,6 +88,15 @@ impl QuantFormat {
         }
     }
 
+    /// The stamp a tensor of `i` columns gets: an `int4-grouped` tensor with one group per
+    /// row is `int4-row` (the same bytes).
+    pub fn stamp_for_columns(self, i: u64) -> &'static str {
+        match self {
+            Self::Int4Grouped(gs) if i <= gs as u64 => "int4-row",
+            f => f.stamp_name(),
+        }
+    }
+
     /// True for the two nibble formats.
     pub fn is_int4(self) -> bool {
         matches!(self, Self::Int4Row | Self::Int4Grouped(_))
@@ -203,10 +212,7 @@ fn stamp_for(
     codes: usize,
     scales: usize,
 ) -> Result<&'static str, Refusal> {
-    let stamp = match fmt {
-        QuantFormat::Int4Grouped(gs) if i <= gs as u64 => "int4-row",
-        f => f.stamp_name(),
-    };
+    let stamp = fmt.stamp_for_columns(i);
     let r =
         tetrad_quant::resolve(o, i, codes as u64, 4 * scales as u64, Some(stamp)).map_err(|e| {
             Refusal::new(e.class(), format!("{file}: {name}: {fmt} output does not resolve: {e}"))
@@ -235,7 +241,13 @@ fn stamp_for(
 /// int2-row `[O, 2]` is int4-row's bytes, int3-g64 `[O, 48]` int4-row's. `tetrad quantize`
 /// writes such a tensor's floats unchanged instead (a safe copy every reader takes by dtype),
 /// so that nothing it writes is read differently, or refused, by another implementation.
-fn portable(stamp: &str, o: u64, i: u64, codes: usize, scales: usize) -> Result<(), String> {
+pub(crate) fn portable(
+    stamp: &str,
+    o: u64,
+    i: u64,
+    codes: usize,
+    scales: usize,
+) -> Result<(), String> {
     match tetrad_quant::resolve::resolve_literal(o, i, codes as u64, 4 * scales as u64, Some(stamp))
     {
         Ok(_) => Ok(()),

@@ -342,7 +342,16 @@ fn quantized(
         usize::try_from(*i).map_err(|e| e.to_string())?,
     );
     let w = float_values(dtype, data).ok_or("not a float tensor")?;
-    let (codes, _, row_bytes) = fmt.quantize(&w, o, i).map_err(|e| e.to_string())?;
+    let (codes, scales, row_bytes) = fmt.quantize(&w, o, i).map_err(|e| e.to_string())?;
+    // What `tetrad quantize` keeps as floats is not measured as codes either.
+    crate::quantize_container::portable(
+        fmt.stamp_for_columns(i as u64),
+        o as u64,
+        i as u64,
+        codes.len(),
+        scales.len(),
+    )
+    .map_err(|why| format!("tetrad quantize keeps it as {dtype}: {why}"))?;
     Ok(Measured {
         name: name.to_owned(),
         file: file.to_owned(),

@@ -654,3 +654,29 @@ fn ambiguous_gguf_files_are_refused() {
     f[8 + 8..8 + 16].copy_from_slice(&1u64.to_le_bytes()); // one key: fine
     assert!(tetrad::gguf::parse(&f[..f.len() - 33]).is_ok());
 }
+
+/// Floats are measured "after `tetrad quantize`": a shape quantize keeps as floats (its codes
+/// would collide with another format's bytes) is skipped with that reason, not measured.
+#[test]
+fn shapes_quantize_keeps_as_floats_are_not_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let a: Vec<u8> = (0..5u32).flat_map(|k| (k as f32 - 2.0).to_le_bytes()).collect();
+    let b: Vec<u8> = (0..256u32).flat_map(|k| ((k % 13) as f32 - 6.0).to_le_bytes()).collect();
+    let ts = [
+        OutTensor { name: "one_col", dtype: "F32", shape: &[5, 1], data: &a },
+        OutTensor { name: "plain", dtype: "F32", shape: &[4, 64], data: &b },
+    ];
+    let path = dir.path().join("m.safetensors");
+    std::fs::write(
+        &path,
+        shard_bytes(&BTreeMap::new(), &ts, HeaderStyle::EscapedUnpadded).unwrap(),
+    )
+    .unwrap();
+    let v = stats(&["--json", "--no-zstd"], &[&path]);
+    let measured: Vec<&str> =
+        v["tensors"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(measured, ["plain"]);
+    let skipped = &v["skipped"][0];
+    assert_eq!(skipped["name"], "one_col");
+    assert!(skipped["reason"].as_str().unwrap().contains("quantize keeps it as F32"), "{skipped}");
+}
