@@ -817,6 +817,9 @@ pub fn verdict(t: &Total) -> String {
         Symbols::Nibble => "nibble",
         Symbols::Byte => "byte",
     };
+    if t.counts.symbols() == 0 {
+        return format!("no {what}s to measure: the tensors are empty");
+    }
     if h <= 0.0 {
         return format!(
             "every {what} is the same value: entropy 0, so only framing is left to store (no finite ratio bound)"

@@ -680,3 +680,24 @@ fn shapes_quantize_keeps_as_floats_are_not_measured() {
     assert_eq!(skipped["name"], "one_col");
     assert!(skipped["reason"].as_str().unwrap().contains("quantize keeps it as F32"), "{skipped}");
 }
+
+/// What cannot be computed is null: a matrix of one column quantized to int8-row has no
+/// neighbouring pair in any row, so no order-1 entropy (it printed 0 and a gain of H0).
+#[test]
+fn order1_of_rows_of_one_symbol_is_null() {
+    let dir = tempfile::tempdir().unwrap();
+    let a: Vec<u8> = (0..6u32).flat_map(|k| (k as f32 - 2.5).to_le_bytes()).collect();
+    let ts = [OutTensor { name: "col", dtype: "F32", shape: &[6, 1], data: &a }];
+    let path = dir.path().join("m.safetensors");
+    std::fs::write(
+        &path,
+        shard_bytes(&BTreeMap::new(), &ts, HeaderStyle::EscapedUnpadded).unwrap(),
+    )
+    .unwrap();
+    let v = stats(&["--json", "--no-zstd", "--quantize", "int8-row"], &[&path]);
+    let t = &v["tensors"][0];
+    assert_eq!(t["name"], "col", "{v}");
+    assert!(t["entropy_bits"].as_f64().is_some(), "{t}");
+    assert!(t["entropy_bits_order1"].is_null() && t["order1_gain_bits"].is_null(), "{t}");
+    assert!(v["total"]["entropy_bits_order1"].is_null(), "{v}");
+}

@@ -78,9 +78,14 @@ fn sym_name(s: Symbols) -> &'static str {
     }
 }
 
+/// H1, `None` when no neighbour pair was counted (rows of one symbol, an empty stream).
+fn order1(c: &crate::stats::Counts) -> Option<f64> {
+    (c.pair_total() > 0).then(|| c.entropy1())
+}
+
 fn tensor_json(t: &TensorStats) -> Value {
     let n = t.counts.symbols();
-    let (h0, h1) = (t.counts.entropy0(), t.counts.entropy1());
+    let (h0, h1) = (t.counts.entropy0(), order1(&t.counts));
     json!({
         "name": t.name,
         "file": t.file,
@@ -91,9 +96,9 @@ fn tensor_json(t: &TensorStats) -> Value {
         "nibbles": (t.symbols == Symbols::Nibble).then_some(n),
         "weights": n,
         "bytes": t.bytes,
-        "entropy_bits": h0,
+        "entropy_bits": (n > 0).then_some(h0),
         "entropy_bits_order1": h1,
-        "order1_gain_bits": h0 - h1,
+        "order1_gain_bits": h1.map(|h1| h0 - h1),
         "ratio_bound": ratio_bound(t.symbols, h0),
         "rans256_bytes": t.rans256_bytes,
         "rans256_ratio": ratio(t.bytes, t.rans256_bytes),
@@ -110,7 +115,7 @@ fn tensor_json(t: &TensorStats) -> Value {
 /// `format` the tensors' common format or "mixed") plus the pooled numbers.
 fn total_json(t: &Total, tensors: &[TensorStats]) -> Value {
     let n = t.counts.symbols();
-    let (h0, h1) = (t.counts.entropy0(), t.counts.entropy1());
+    let (h0, h1) = (t.counts.entropy0(), order1(&t.counts));
     let mut formats = tensors.iter().filter(|x| x.symbols == t.symbols).map(|x| &x.format);
     let first = formats.next();
     let format = match first {
@@ -128,11 +133,11 @@ fn total_json(t: &Total, tensors: &[TensorStats]) -> Value {
         "nibbles": (t.symbols == Symbols::Nibble).then_some(n),
         "weights": n,
         "bytes": t.bytes,
-        "entropy_bits": h0,
-        "entropy_bits_pooled": h0,
-        "entropy_bits_per_tensor": t.entropy_bits_per_tensor,
+        "entropy_bits": (n > 0).then_some(h0),
+        "entropy_bits_pooled": (n > 0).then_some(h0),
+        "entropy_bits_per_tensor": (n > 0).then_some(t.entropy_bits_per_tensor),
         "entropy_bits_order1": h1,
-        "order1_gain_bits": h0 - h1,
+        "order1_gain_bits": h1.map(|h1| h0 - h1),
         "ratio_bound": ratio_bound(t.symbols, h0),
         "rans256_bytes": t.rans256_bytes,
         "rans256_table_bytes": t.rans256_table_bytes,
