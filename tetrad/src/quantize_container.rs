@@ -166,7 +166,7 @@ pub struct TensorAction {
     /// row is stamped `int4-row`); `None` when copied.
     pub stamp: Option<&'static str>,
     /// Why a selected tensor was copied rather than quantized: its shape is a collision
-    /// (see [`portable`]); `None` otherwise.
+    /// (see `portable`); `None` otherwise.
     pub kept: Option<String>,
 }
 
