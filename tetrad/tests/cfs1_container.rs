@@ -7,14 +7,8 @@ use std::process::Command;
 
 use tetrad::shard::{HeaderStyle, OutTensor, ShardHeader, shard_bytes};
 
-fn tetrad(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tetrad")).args(args).output().expect("runs");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+mod support;
+use support::{s, tetrad};
 
 /// A model file: int4 weights (compressible), random bytes (raw fallback), an empty tensor
 /// and an F32 tensor, with data laid out in an order different from the header order.
@@ -52,7 +46,7 @@ fn pack_verify_cert_unpack_round_trip() {
     let t = tempfile::tempdir().unwrap();
     let input = model(t.path());
     let packed = t.path().join("model.cfse.safetensors");
-    let (code, out) = tetrad(&["cfs1", "pack", s(&input), s(&packed)]);
+    let (code, out, _) = tetrad(&["cfs1", "pack", s(&input), s(&packed)]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("pack noise: 5000 -> 5009 bytes (raw)"), "{out}");
     assert!(out.contains("pack w: 16384 -> "), "{out}");
@@ -67,15 +61,15 @@ fn pack_verify_cert_unpack_round_trip() {
     let order: Vec<&str> = h.tensors.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(order, ["w", "noise", "empty", "f"], "input data-offset order");
 
-    let (code, out) = tetrad(&["cfs1", "verify", s(&input), s(&packed)]);
+    let (code, out, _) = tetrad(&["cfs1", "verify", s(&input), s(&packed)]);
     assert_eq!(code, 0, "{out}");
-    let (code, out) = tetrad(&["cfs1", "cert", s(&input), "--json"]);
+    let (code, out, _) = tetrad(&["cfs1", "cert", s(&input), "--json"]);
     assert_eq!(code, 0, "{out}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v["ratio"].as_f64().unwrap() > 0.5 && v["ratio"].as_f64().unwrap() < 1.0);
 
     let restored = t.path().join("restored.safetensors");
-    let (code, out) = tetrad(&["cfs1", "unpack", s(&packed), s(&restored)]);
+    let (code, out, _) = tetrad(&["cfs1", "unpack", s(&packed), s(&restored)]);
     assert_eq!(code, 0, "{out}");
     let a = std::fs::read(&input).unwrap();
     let b = std::fs::read(&restored).unwrap();
@@ -151,11 +145,11 @@ fn hostile_containers_are_refused_without_output() {
     for (what, bytes) in cases {
         std::fs::write(&packed, &bytes).unwrap();
         let out_path = t.path().join("out.safetensors");
-        let (code, out) = tetrad(&["cfs1", "unpack", s(&packed), s(&out_path)]);
+        let (code, out, _) = tetrad(&["cfs1", "unpack", s(&packed), s(&out_path)]);
         assert_eq!(code, 1, "{what}: {out}");
         assert!(out.starts_with("REFUSED E_"), "{what}: {out}");
         assert!(!out_path.exists(), "{what}: no output on failure");
-        let (code, _) = tetrad(&["cfs1", "verify", s(&input), s(&packed)]);
+        let (code, _, _) = tetrad(&["cfs1", "verify", s(&input), s(&packed)]);
         assert_eq!(code, 1, "{what}");
     }
 }
@@ -168,13 +162,13 @@ fn names_that_need_escaping_are_refused_and_nothing_is_written() {
     std::fs::write(&p, shard_bytes(&BTreeMap::new(), &ts, HeaderStyle::EscapedUnpadded).unwrap())
         .unwrap();
     let out = t.path().join("o.safetensors");
-    let (code, text) = tetrad(&["cfs1", "pack", s(&p), s(&out)]);
+    let (code, text, _) = tetrad(&["cfs1", "pack", s(&p), s(&out)]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("escaping"), "{text}");
     assert!(!out.exists());
     assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1, "no temp file left");
     // `cert` certifies what `pack` would write: the same refusal (it printed a ratio).
-    let (code, text) = tetrad(&["cfs1", "cert", s(&p)]);
+    let (code, text, _) = tetrad(&["cfs1", "cert", s(&p)]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("E_NAME_UNSUPPORTED") && text.contains("escaping"), "{text}");
 }
@@ -205,19 +199,19 @@ fn inspect_and_stats_read_cfs1_containers() {
     let packed = dir.path().join("c.safetensors");
     assert_eq!(tetrad(&["cfs1", "pack", s(&input), s(&packed)]).0, 0);
 
-    let (code, text) = tetrad(&["inspect", s(&packed)]);
+    let (code, text, _) = tetrad(&["inspect", s(&packed)]);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("metadata cfse: 1"), "{text}");
     assert!(text.contains("b.weight U8 [32, 128]"), "{text}");
     assert!(text.contains("CFS1 rANS blob of 4096 bytes"), "{text}");
     assert!(text.contains("b.weight.qs F32 [32]"), "{text}");
     // A directory stands for its shards.
-    let (code, text2) = tetrad(&["inspect", s(dir.path())]);
+    let (code, text2, _) = tetrad(&["inspect", s(dir.path())]);
     assert_eq!(code, 0, "{text2}");
     assert!(text2.contains("c.safetensors") && text2.contains("m.safetensors"), "{text2}");
 
     let measure = |p: &Path| {
-        let (code, out) = tetrad(&["stats", "--json", "--per-tensor", "--no-zstd", s(p)]);
+        let (code, out, _) = tetrad(&["stats", "--json", "--per-tensor", "--no-zstd", s(p)]);
         assert_eq!(code, 0, "{out}");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["skipped"].as_array().unwrap().len(), 0, "{out}");
@@ -301,14 +295,14 @@ fn any_dtype_is_carried() {
     std::fs::write(&p, shard_bytes(&BTreeMap::new(), &ts, HeaderStyle::EscapedUnpadded).unwrap())
         .unwrap();
     let (c, u) = (t.path().join("c.safetensors"), t.path().join("u.safetensors"));
-    let (code, text) = tetrad(&["cfs1", "pack", s(&p), s(&c)]);
+    let (code, text, _) = tetrad(&["cfs1", "pack", s(&p), s(&c)]);
     assert_eq!(code, 0, "{text}");
     assert_eq!(tetrad(&["cfs1", "verify", s(&p), s(&c)]).0, 0);
     assert_eq!(tetrad(&["cfs1", "unpack", s(&c), s(&u)]).0, 0);
     let back = ShardHeader::parse(&std::fs::read(&u).unwrap(), u64::MAX).unwrap();
     let dtypes: Vec<&str> = back.tensors.iter().map(|t| t.dtype.as_str()).collect();
     assert_eq!(dtypes, ["F4", "F6_E2M3", "C64", "Q7"]);
-    let (code, text) = tetrad(&["inspect", s(&c)]);
+    let (code, text, _) = tetrad(&["inspect", s(&c)]);
     assert_eq!(code, 0, "{text}");
     // F6 × 161 is not whole bytes; F4 [2, 121] is 121 bytes, not 120: refused.
     for (dtype, shape) in [("F6_E2M3", &[161u64][..]), ("F4", &[2, 121][..])] {
@@ -318,7 +312,7 @@ fn any_dtype_is_carried() {
             shard_bytes(&BTreeMap::new(), &ts, HeaderStyle::EscapedUnpadded).unwrap(),
         )
         .unwrap();
-        let (code, text) = tetrad(&["cfs1", "pack", s(&p), s(&t.path().join("x.safetensors"))]);
+        let (code, text, _) = tetrad(&["cfs1", "pack", s(&p), s(&t.path().join("x.safetensors"))]);
         assert_eq!(code, 1, "{dtype}: {text}");
         assert!(text.contains("E_SHARD_MALFORMED"), "{text}");
     }

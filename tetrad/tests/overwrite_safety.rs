@@ -7,29 +7,22 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tetrad::shard::{HeaderStyle, OutTensor, shard_bytes};
 
-fn tetrad(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tetrad")).args(args).output().expect("runs");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+mod support;
+use support::{s, tetrad};
 
 /// Runs `args`, expects exit 1 with `REFUSED <class>: …`, and returns the line.
 fn refused(args: &[&str], class: &str) -> String {
-    let (code, out) = tetrad(args);
+    let (code, out, _) = tetrad(args);
     assert_eq!(code, 1, "{args:?}: {out}");
     assert!(out.starts_with(&format!("REFUSED {class}: ")), "{args:?}: want {class}: {out}");
     out
 }
 
 fn ok(args: &[&str]) -> String {
-    let (code, out) = tetrad(args);
+    let (code, out, _) = tetrad(args);
     assert_eq!(code, 0, "{args:?}: {out}");
     out
 }
@@ -112,7 +105,7 @@ fn cfs1_pack_and_unpack_refuse_their_input_and_an_existing_output() {
     let line = refused(&["cfs1", "pack", s(&input), s(&packed)], "E_OUTPUT_EXISTS");
     assert!(line.contains(s(&packed)) && line.contains("--force"), "{line}");
     assert_eq!(std::fs::read(&packed).unwrap(), b"keep me");
-    let (code, json) = tetrad(&["cfs1", "pack", "--json", s(&input), s(&packed)]);
+    let (code, json, _) = tetrad(&["cfs1", "pack", "--json", s(&input), s(&packed)]);
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["refused"]["class"], "E_OUTPUT_EXISTS", "{json}");
@@ -181,7 +174,7 @@ fn matmul_out_refuses_inputs_and_an_existing_file() {
     let line = refused(&refs(&run(&y, false)), "E_OUTPUT_EXISTS");
     assert!(line.contains(s(&y)) && line.contains("--force"), "{line}");
     assert_eq!(std::fs::read(&y).unwrap(), b"old");
-    let (code, json) = tetrad(&[&refs(&run(&y, false))[..], &["--json"]].concat());
+    let (code, json, _) = tetrad(&[&refs(&run(&y, false))[..], &["--json"]].concat());
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["refused"]["class"], "E_OUTPUT_EXISTS", "{json}");
