@@ -123,6 +123,7 @@ isa_test!(arm_scalar_bf, "scalar-bf");
 isa_test!(arm_avx2, "avx2");
 isa_test!(arm_neon, "neon");
 isa_test!(arm_avx512, "avx512");
+isa_test!(arm_avx512_vbmi, "avx512-vbmi");
 
 #[test]
 fn unavailable_arm_is_refused_by_name() {
@@ -150,7 +151,9 @@ fn best_is_available_and_cached() {
     let b = Arm::best();
     assert!(b.is_available());
     assert_eq!(Arm::best(), b);
-    if cfg!(target_arch = "x86_64") && Arm::Avx512.is_available() {
+    if cfg!(target_arch = "x86_64") && Arm::Avx512Vbmi.is_available() {
+        assert_eq!(b, Arm::Avx512Vbmi);
+    } else if cfg!(target_arch = "x86_64") && Arm::Avx512.is_available() {
         assert_eq!(b, Arm::Avx512);
     } else if cfg!(target_arch = "x86_64") && Arm::Avx2.is_available() {
         assert_eq!(b, Arm::Avx2);
@@ -265,6 +268,43 @@ fn threaded_decode_matches_single_threaded() {
                             .map(|()| out);
                     assert_eq!(got, want, "arm {arm}, {n_streams} streams, {threads} threads");
                 }
+            }
+        }
+    }
+}
+
+/// Initial states in `[2^31, 2^32)` are inside the spec's range (no encoder writes one, a
+/// hostile record may): a decode step from such a state can stay at or above `2^31`, where
+/// the refill must read no byte (the AVX-512 arms derive the byte count from the state's
+/// leading zeros, and there are none). Every arm must step them exactly as the reference does:
+/// the same decoded bytes, the same verdict, at every scale.
+#[test]
+fn initial_states_with_the_top_bit_decode_alike_on_every_arm() {
+    let bell: [u64; 16] = [0, 2, 9, 40, 150, 420, 900, 1400, 1600, 1400, 900, 420, 150, 40, 9, 2];
+    // One symbol above half the slots: from a state above 2^31 its step stays above 2^31.
+    let peaked: [u64; 16] = [0, 1, 1, 2, 4, 8, 30, 100, 4000, 100, 30, 8, 4, 2, 1, 1];
+    for (hist, sb) in [(bell, 14u32), (peaked, 14), (peaked, 15), (peaked, 10)] {
+        let table = Table::from_histogram(sb, &hist).unwrap();
+        for n_streams in [256usize, 42] {
+            let nib = sample(&table, n_streams * 300 + 5, u64::from(sb));
+            let mut blob = encode(&table, &nib, n_streams);
+            let head = (16 + 4 * (n_streams + 1)).next_multiple_of(16);
+            for i in 0..n_streams {
+                let off = u32::from_le_bytes(blob[16 + 4 * i..20 + 4 * i].try_into().unwrap());
+                // The state is big-endian: its first byte is the top one.
+                blob[head + off as usize] |= [0x80, 0xFF, 0xC0][i % 3];
+            }
+            let rec = Record::parse(&blob, n_streams).unwrap();
+            let run = |arm: Arm| {
+                let mut d = tetrad_rans::Decoder::new(arm, &table, rec).unwrap();
+                let mut out = vec![0u8; rec.packed_bytes() as usize];
+                let stepped = d.decode_next(&mut out);
+                (out, stepped, d.finish())
+            };
+            let want = run(Arm::Scalar);
+            assert!(want.2.is_err(), "damaged states must not verify (sb {sb})");
+            for arm in arms() {
+                assert_eq!(run(arm), want, "arm {arm}, sb {sb}, {n_streams} streams");
             }
         }
     }

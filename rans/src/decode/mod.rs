@@ -22,8 +22,9 @@
 //! [`Arm::ScalarBranchFree`] (closed-form renormalisation, groups of streams in registers,
 //! tiles of rounds so the output stays in L1), [`Arm::Avx2`] (x86-64, 32 streams in four
 //! 8-lane vectors, `arch/x86_64/avx2.rs`), [`Arm::Avx512`] (x86-64 AVX-512 F/BW, 64 streams
-//! in four 16-lane vectors, slot lookup by a binary search in registers,
-//! `arch/x86_64/avx512.rs`) and [`Arm::Neon`] (aarch64, 16 streams in four
+//! in four 16-lane vectors, slot lookup by a radix-4 search in registers,
+//! `arch/x86_64/avx512.rs`), [`Arm::Avx512Vbmi`] (the same with VBMI/VBMI2/CD for a shorter
+//! refill) and [`Arm::Neon`] (aarch64, 16 streams in four
 //! 4-lane vectors, `arch/aarch64/neon.rs`). Every variant exists on every target; an arm
 //! this build or CPU cannot run is refused (`E_PATH_UNAVAILABLE`), never replaced.
 //!
@@ -82,14 +83,17 @@ pub enum Arm {
     /// aarch64 NEON: 4 streams per vector, 16 in flight, per-lane table and refill loads.
     Neon,
     /// x86-64 AVX-512 (F, BW; plus AVX2 for its gathers): 16 streams per vector, 64 in
-    /// flight, slot lookup by a binary search in registers, gathers for the refill bytes.
+    /// flight, slot lookup by a radix-4 search in registers, gathers for the refill bytes.
     Avx512,
+    /// x86-64 AVX-512 with VBMI, VBMI2 and CD: the `avx512` arm with a shorter refill (leading
+    /// zeros, one 16-lane gather, one double shift). Not run under Miri.
+    Avx512Vbmi,
 }
 
 impl Arm {
     /// Every arm this build knows, available or not.
     pub const ALL: &'static [Arm] =
-        &[Arm::Scalar, Arm::ScalarBranchFree, Arm::Avx2, Arm::Neon, Arm::Avx512];
+        &[Arm::Scalar, Arm::ScalarBranchFree, Arm::Avx2, Arm::Neon, Arm::Avx512, Arm::Avx512Vbmi];
 
     /// Whether this arm can run on this machine: the CPU has the instructions (detected at run
     /// time with `std`, from the compile-time target features without) and the arm passed its
@@ -110,6 +114,10 @@ impl Arm {
             Arm::Avx512 => arch::x86_64::avx512::detected(),
             #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
             Arm::Avx512 => false,
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            Arm::Avx512Vbmi => arch::x86_64::avx512::vbmi_detected(),
+            #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+            Arm::Avx512Vbmi => false,
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
             Arm::Neon => arch::aarch64::neon::detected(),
             #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
@@ -124,7 +132,7 @@ impl Arm {
         if let Some(&arm) = Arm::ALL.get(usize::from(cached)) {
             return arm;
         }
-        let arm = [Arm::Avx512, Arm::Avx2, Arm::Neon]
+        let arm = [Arm::Avx512Vbmi, Arm::Avx512, Arm::Avx2, Arm::Neon]
             .into_iter()
             .find(|a| a.is_available())
             .unwrap_or(Arm::ScalarBranchFree);
@@ -132,7 +140,8 @@ impl Arm {
         arm
     }
 
-    /// The arm's name (`scalar`, `scalar-bf`, `avx2`, `neon`, `avx512`), as accepted by [`Arm::from_name`].
+    /// The arm's name (`scalar`, `scalar-bf`, `avx2`, `neon`, `avx512`, `avx512-vbmi`), as
+    /// accepted by [`Arm::from_name`].
     pub const fn name(self) -> &'static str {
         match self {
             Arm::Scalar => "scalar",
@@ -140,6 +149,7 @@ impl Arm {
             Arm::Avx2 => "avx2",
             Arm::Neon => "neon",
             Arm::Avx512 => "avx512",
+            Arm::Avx512Vbmi => "avx512-vbmi",
         }
     }
 
@@ -151,6 +161,7 @@ impl Arm {
             Arm::Avx2 => 2,
             Arm::Neon => 3,
             Arm::Avx512 => 4,
+            Arm::Avx512Vbmi => 5,
         }
     }
 
@@ -409,6 +420,11 @@ fn rounds_with(
         // Never available off x86-64, so no decoder is built for it.
         #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
         Arm::Avx512 => scalar::rounds_branch_free(table, data, x, pos, end, out, rounds),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx512Vbmi => arch::x86_64::avx512::rounds_vbmi(table, data, x, pos, end, out, rounds),
+        // Never available off x86-64, so no decoder is built for it.
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+        Arm::Avx512Vbmi => scalar::rounds_branch_free(table, data, x, pos, end, out, rounds),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         Arm::Neon => arch::aarch64::neon::rounds(table, data, x, pos, end, out, rounds),
         // Never available elsewhere, so no decoder is built for it.

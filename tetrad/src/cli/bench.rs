@@ -43,7 +43,7 @@ pub enum Which {
 /// Options of `tetrad bench`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
---isa forces one arm: a rANS decode arm (scalar, scalar-bf, avx2, avx512, neon; int4-rans64-t1 also avx512-vbmi)
+--isa forces one arm: a rANS decode arm (scalar, avx2, avx512, avx512-vbmi, neon; int4-rans256-g0 also scalar-bf)
 or a kernel ISA (scalar, avx2, …);
 an unavailable arm is a refusal, never a silent downgrade. Without it every available arm runs.
 --input takes a safetensors container (file or directory: its int4 weights, decoded if
@@ -256,7 +256,7 @@ fn codecs(
     let mut back = vec![0u8; n];
     let arms: Vec<Arm> = match (forced.arm, &args.isa) {
         (Some(a), _) => vec![a],
-        // --isa names an arm only int4-rans64-t1 has (such as avx512-vbmi).
+        // --isa names an arm int4-rans256-g0 does not have.
         (None, Some(name)) => {
             unavailable.push(skipped("decode", "int4-rans256-g0", name, None));
             Vec::new()

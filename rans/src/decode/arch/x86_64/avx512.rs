@@ -1,4 +1,6 @@
-//! The AVX-512 record decode arm (F + BW): 16 streams per 512-bit vector, 64 in flight.
+//! The AVX-512 record decode arms: 16 streams per 512-bit vector, 64 in flight. Two builds
+//! share the driver: `avx512` (F + BW, plus AVX2 for its gathers; runs under Miri) and
+//! `avx512-vbmi` (F + BW + VBMI + VBMI2 + CD, a shorter refill, native only).
 //!
 //! Lane layout: a group of `32P` streams is held in `P` *pairs* of vectors; pair `p` keeps the
 //! even streams `g + 32p + 2i` in one vector and the odd streams `g + 32p + 2i + 1` in the
@@ -8,48 +10,65 @@
 //! Per step of 16 lanes (one symbol from 16 streams):
 //! - slot → symbol without a table gather: the symbol is the largest `s` with
 //!   `start[s] ≤ slot` (starts are non-decreasing; absent symbols share the next one's start),
-//!   found by a 4-level binary search over the 16 starts held in registers: one broadcast
-//!   compare, then three `vpermd` (the boundary `start[s + step]` of each lane's current
-//!   interval) + unsigned compare into a mask + masked add;
+//!   found by a **radix-4 search** over the 16 starts held in registers ([`search`]): three
+//!   broadcast compares against `start[4]`, `start[8]`, `start[12]` give the quarter `s1`, then
+//!   three `vpermd` (`start[s1 + 1..=3]`) and three compares the symbol within it. Each
+//!   compare's mask becomes a constant by a zero-masked move and the three are joined by XOR
+//!   (the masks are nested, so `4 ^ 12 ^ 4` counts them);
 //! - `freq`/`start` of the symbol: two `vpermd` (16 entries fit one register);
 //! - `x = freq·(x >> sb) + slot − start` (`vpsrlvd`, `vpmulld`, `vpsubd`, `vpaddd`);
-//! - refill: `k = [x<2^23] + [x<2^15]` as two compare masks; the candidate bytes are fetched
-//!   by a gather of 4 bytes at `pos − 2` (two 8-lane AVX2 gathers, see below), one `vpshufb`
-//!   moves bytes `pos`, `pos+1` to the top of the lane big-endian, and
+//! - refill, `avx512`: `k = [x<2^23] + [x<2^15]` as two compare masks; the candidate bytes are
+//!   fetched by a gather of 4 bytes at `pos − 2` (two 8-lane AVX2 gathers, see below), one
+//!   `vpshufb` moves bytes `pos`, `pos+1` to the top of the lane big-endian, and
 //!   `x = (x << 8k) | (w >> (32 − 8k))` (`vpsllvd`/`vpsrlvd`; a shift by 32 gives 0);
+//! - refill, `avx512-vbmi`: `8k` from the state's leading zeros (`vplzcntd`, then `vpermb` on a
+//!   64-byte table: 0–8 zeros → 0, 9–16 → 8, 17 and more → 16), the same bytes by one 16-lane
+//!   gather, and `x = (x << 8k) | (w >> (32 − 8k))` as one `vpshldvd`;
 //! - output: `vpslld`/`vpord` + `vpmovdb`, one 16-byte store per pair of vectors.
 //!
-//! About 27 vector operations and 16 gathered elements per 16 nibbles.
+//! **Latency, not throughput, bounds this loop** (Zen 5, measured with dependent chains: a
+//! compare into a mask and a masked move 9 cycles, `vpermd` 5, `vpmulld` 3, simple operations
+//! 2): the state of a lane is one long dependent chain per step, and the 4-level binary search
+//! this arm used before (a `vpermd`, a compare and a masked add per level) was 51 cycles of
+//! it. The radix-4 search has the same number of dependent compares as two levels (about 29
+//! cycles) for a few more operations, which the ports had spare: +8 % (`avx512`) on Zen 5. The
+//! `avx512-vbmi` refill is 9 cycles deep where the compare-mask form is about 17, and its one
+//! 16-lane gather costs about what two 8-lane ones do: with the search, +25 % over the former
+//! `avx512` kernel. Measured alternatives (docs/PERFORMANCE.md, "SIMD arms" and the
+//! twenty-fourth session): a slot → symbol table gather instead of a search; one 16-lane
+//! `vpgatherdd zmm` in the `avx512` build (the same speed; it stays two 8-lane gathers for
+//! Miri); 32 / 96 / 128 streams in flight instead of 64; a 4-byte window loaded every two
+//! rounds, a prefetched 8-byte window, an 8-byte window per lane refilled only when it runs
+//! low (fewer gathers, more registers and a branch: slower), scalar loads instead of the
+//! refill gather; the search on 16-bit lanes (two vectors' slots packed by `vpermt2w`, half the
+//! compares, but the packing lengthens the chain: no gain).
 //!
-//! Measured alternatives (docs/PERFORMANCE.md, "SIMD arms"): a slot → symbol table gather
-//! instead of the binary search is ~5% slower here (it is the faster choice in the AVX2 arm,
-//! whose `vpermd` holds only 8 entries); one 16-lane `vpgatherdd zmm` instead of two 8-lane
-//! gathers measures the same; 64 streams in flight beat 32 and 128 (`WIDE`); a 4-byte
-//! window loaded every two rounds, a prefetched 8-byte window (loads off the state's
-//! dependency chain) and scalar loads instead of the refill gather were none of them faster.
+//! Why 8-lane AVX2 gathers in the `avx512` build rather than one 16-lane `vpgatherdd zmm`: on
+//! the Zen 4 project machine they measure the same or faster, and Miri has shims for the AVX2
+//! gathers but not the AVX-512 ones, so the kernel runs under Miri (`.ci/miri-tests`). The arm
+//! therefore requires `avx512f`, `avx512bw` and `avx2` (every AVX-512 CPU has AVX2; it is
+//! checked anyway). The other intrinsics were picked from the ones Miri implements (`vpermd`
+//! rather than `vpermw`/`vpermt2*`, variable shifts rather than shifts by an `xmm` count). The
+//! `avx512-vbmi` build uses instructions Miri has no shims for (`vpermb`, `vplzcntd`,
+//! `vpshldvd`, the 16-lane gather), so it never runs under Miri; it is tested natively wherever
+//! the CPU has it (CI requires it there, `TETRAD_REQUIRE_ISA`).
 //!
-//! Why 8-lane AVX2 gathers rather than one 16-lane `vpgatherdd zmm`: on the Zen 4 project
-//! machine they measure the same or faster, and Miri has shims for the AVX2 gathers but not
-//! the AVX-512 ones, so the kernel runs under Miri (`.ci/miri-tests`). The arm therefore
-//! requires `avx512f`, `avx512bw` and `avx2` (every AVX-512 CPU has AVX2; it is checked anyway).
-//! The other intrinsics were picked from the ones Miri implements (`vpermd` rather than
-//! `vpermw`/`vpermt2*`, variable shifts rather than shifts by an `xmm` count).
-//!
-//! As in the AVX2 arm, the kernel never caps `k` by the bytes left: the safe driver only runs
-//! it for as many rounds as every lane of the group has 2 bytes per round left (`k ≤ 2` since
+//! As in the AVX2 arm, the kernels never cap `k` by the bytes left: the safe driver only runs
+//! them for as many rounds as every lane of the group has 2 bytes per round left (`k ≤ 2` since
 //! every state is in `[L, 2^32)`), which also bounds every gather inside the stream. The
-//! rounds it cannot cover (a stream's last few bytes) go to the scalar branch-free group.
+//! rounds they cannot cover (a stream's last few bytes) go to the scalar branch-free group.
 
 use crate::decode::scalar;
 use crate::table::{SYMBOLS, Table};
 use core::arch::x86_64::{
-    _mm_storeu_si128, _mm256_i32gather_epi32, _mm512_add_epi32, _mm512_and_si512,
+    __m512i, _mm_storeu_si128, _mm256_i32gather_epi32, _mm512_add_epi32, _mm512_and_si512,
     _mm512_castsi256_si512, _mm512_castsi512_si256, _mm512_cmpge_epu32_mask,
-    _mm512_cmplt_epu32_mask, _mm512_cvtepi32_epi8, _mm512_extracti64x4_epi64, _mm512_inserti64x4,
-    _mm512_loadu_si512, _mm512_mask_add_epi32, _mm512_maskz_mov_epi32, _mm512_mullo_epi32,
-    _mm512_or_si512, _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_setzero_si512,
-    _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sllv_epi32, _mm512_srli_epi32,
-    _mm512_srlv_epi32, _mm512_storeu_si512, _mm512_sub_epi32,
+    _mm512_cmplt_epu32_mask, _mm512_cvtepi32_epi8, _mm512_extracti64x4_epi64,
+    _mm512_i32gather_epi32, _mm512_inserti64x4, _mm512_loadu_si512, _mm512_lzcnt_epi32,
+    _mm512_mask_add_epi32, _mm512_maskz_mov_epi32, _mm512_mullo_epi32, _mm512_or_si512,
+    _mm512_permutexvar_epi8, _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_setzero_si512,
+    _mm512_shldv_epi32, _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sllv_epi32,
+    _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_storeu_si512, _mm512_sub_epi32, _mm512_xor_si512,
 };
 
 /// Rounds per tile (the output of one tile, `TILE · N/2` bytes, stays in L1).
@@ -57,8 +76,8 @@ const TILE: usize = 64;
 /// Pairs of 16-lane vectors kept in flight by the main kernel (`32·WIDE` streams).
 const WIDE: usize = 2;
 
-/// Whether this CPU runs the arm: AVX-512 F and BW, and AVX2 for the gathers (runtime
-/// detection under `std`, cached by std; the compile-time target features otherwise).
+/// Whether this CPU runs the `avx512` arm: AVX-512 F and BW, and AVX2 for the gathers
+/// (runtime detection under `std`, cached by std; the compile-time target features otherwise).
 #[inline]
 pub(in crate::decode) fn detected() -> bool {
     #[cfg(feature = "std")]
@@ -73,7 +92,33 @@ pub(in crate::decode) fn detected() -> bool {
     }
 }
 
-/// Decodes `rounds` full rounds (the `decode::rounds_with` contract) with AVX-512.
+/// Whether this CPU runs the `avx512-vbmi` arm: AVX-512 F, BW, VBMI, VBMI2 and CD. Never under
+/// Miri, which has no shims for `vpermb`, `vplzcntd`, `vpshldvd` or the 16-lane gather.
+#[inline]
+pub(in crate::decode) fn vbmi_detected() -> bool {
+    #[cfg(feature = "std")]
+    {
+        !cfg!(miri)
+            && std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vbmi")
+            && std::is_x86_feature_detected!("avx512vbmi2")
+            && std::is_x86_feature_detected!("avx512cd")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        !cfg!(miri)
+            && cfg!(all(
+                target_feature = "avx512f",
+                target_feature = "avx512bw",
+                target_feature = "avx512vbmi",
+                target_feature = "avx512vbmi2",
+                target_feature = "avx512cd"
+            ))
+    }
+}
+
+/// Decodes `rounds` full rounds (the `decode::rounds_with` contract) with the `avx512` arm.
 ///
 /// Only reached through a [`crate::Arm::Avx512`] decoder, which checked availability; should
 /// the CPU lack the features anyway, the scalar branch-free arm runs instead (identical
@@ -87,7 +132,35 @@ pub(in crate::decode) fn rounds(
     out: &mut [u8],
     rounds: usize,
 ) {
-    if !detected() || data.len() > i32::MAX as usize {
+    rounds_as::<false>(table, data, x, pos, end, out, rounds);
+}
+
+/// [`rounds`] with the `avx512-vbmi` arm (reached through a [`crate::Arm::Avx512Vbmi`]
+/// decoder; the scalar branch-free arm, should the CPU lack the features anyway).
+pub(in crate::decode) fn rounds_vbmi(
+    table: &Table,
+    data: &[u8],
+    x: &mut [u32],
+    pos: &mut [u32],
+    end: &[u32],
+    out: &mut [u8],
+    rounds: usize,
+) {
+    rounds_as::<true>(table, data, x, pos, end, out, rounds);
+}
+
+/// The shared driver: tiles of rounds, groups of `32·WIDE` streams, the kernel of `VBMI`.
+fn rounds_as<const VBMI: bool>(
+    table: &Table,
+    data: &[u8],
+    x: &mut [u32],
+    pos: &mut [u32],
+    end: &[u32],
+    out: &mut [u8],
+    rounds: usize,
+) {
+    let runs = if VBMI { vbmi_detected() } else { detected() };
+    if !runs || data.len() > i32::MAX as usize {
         // Unreachable through the public API for the first reason; the gathers take i32
         // offsets for the second (a payload above 2 GiB).
         scalar::rounds_branch_free(table, data, x, pos, end, out, rounds);
@@ -95,17 +168,15 @@ pub(in crate::decode) fn rounds(
     }
     let n = x.len();
     let start = table.start();
-    // Boundary tables of the binary search: entry `s` of level `step` is `start[s + step]`
-    // (only the entries the search can reach, `s + step ≤ 15`, matter).
-    let level = |step: usize| -> [u32; SYMBOLS] {
-        core::array::from_fn(|s| start.get(s + step).copied().unwrap_or(u32::MAX))
+    // Boundary tables of the search's second stage: entry `s` of table `d` is `start[s + d]`
+    // (only the entries the search reaches, `s ∈ {0, 4, 8, 12}`, matter).
+    let ahead = |d: usize| -> [u32; SYMBOLS] {
+        core::array::from_fn(|s| start.get(s + d).copied().unwrap_or(u32::MAX))
     };
     let k = Kernel {
         freq: *table.freq(),
         start: *start,
-        b4: level(4),
-        b2: level(2),
-        b1: level(1),
+        ahead: [ahead(1), ahead(2), ahead(3)],
         sb: table.scale_bits(),
         data,
     };
@@ -115,11 +186,11 @@ pub(in crate::decode) fn rounds(
         let tile = &mut out[r0 * n / 2..(r0 + t) * n / 2];
         let mut g = 0;
         while g + 32 * WIDE <= n {
-            group::<WIDE>(&k, table, x, pos, end, g, tile, t);
+            group::<WIDE, VBMI>(&k, table, x, pos, end, g, tile, t);
             g += 32 * WIDE;
         }
         while g + 32 <= n {
-            group::<1>(&k, table, x, pos, end, g, tile, t);
+            group::<1, VBMI>(&k, table, x, pos, end, g, tile, t);
             g += 32;
         }
         while g < n {
@@ -130,13 +201,12 @@ pub(in crate::decode) fn rounds(
     }
 }
 
-/// What the kernel reads: the table in kernel form and the data.
+/// What the kernels read: the table in kernel form and the data.
 struct Kernel<'a> {
     freq: [u32; SYMBOLS],
     start: [u32; SYMBOLS],
-    b4: [u32; SYMBOLS],
-    b2: [u32; SYMBOLS],
-    b1: [u32; SYMBOLS],
+    /// `start[s + 1]`, `start[s + 2]`, `start[s + 3]` (the second stage of [`search`]).
+    ahead: [[u32; SYMBOLS]; 3],
     sb: u32,
     data: &'a [u8],
 }
@@ -152,7 +222,7 @@ const fn stream_of(g: usize, v: usize, i: usize) -> usize {
 /// round left, repeatedly, then the scalar group for the rest.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn group<const P: usize>(
+fn group<const P: usize, const VBMI: bool>(
     k: &Kernel<'_>,
     table: &Table,
     x: &mut [u32],
@@ -181,12 +251,18 @@ fn group<const P: usize>(
                 qs[16 * v + i] = pos[l] - 2;
             }
         }
-        // SAFETY: `detected()` was checked by `rounds`, so the CPU runs AVX-512 F/BW and AVX2;
-        // every lane has at least 2·r bytes left in its stream (`safe`), so each of the r steps
-        // reads only bytes `pos − 2 .. pos + 2` with `pos + 2 ≤ end ≤ data.len() ≤ i32::MAX`;
-        // `o` holds at least `(r − 1)·half + g/2 + 16P` bytes (r ≤ t − done rounds of the
-        // tile, streams g..g + 32P ≤ N).
-        unsafe { kernel::<P>(k, xs, qs, o, half, g / 2, r) };
+        if VBMI {
+            // SAFETY: `rounds_vbmi` checked `vbmi_detected()`, so the CPU runs AVX-512
+            // F/BW/VBMI/VBMI2/CD; the rest as for `kernel` below.
+            unsafe { kernel_vbmi::<P>(k, xs, qs, o, half, g / 2, r) };
+        } else {
+            // SAFETY: `detected()` was checked by `rounds`, so the CPU runs AVX-512 F/BW and
+            // AVX2; every lane has at least 2·r bytes left in its stream (`safe`), so each of
+            // the r steps reads only bytes `pos − 2 .. pos + 2` with `pos + 2 ≤ end ≤
+            // data.len() ≤ i32::MAX`; `o` holds at least `(r − 1)·half + g/2 + 16P` bytes
+            // (r ≤ t − done rounds of the tile, streams g..g + 32P ≤ N).
+            unsafe { kernel::<P>(k, xs, qs, o, half, g / 2, r) };
+        }
         for v in 0..2 * P {
             for i in 0..16 {
                 let l = stream_of(g, v, i);
@@ -202,6 +278,49 @@ fn group<const P: usize>(
             scalar::group::<8, 0>(table, k.data, x, pos, end, sub, rest, t - done);
         }
     }
+}
+
+/// The search's boundaries in registers: `start[4]`, `start[8]`, `start[12]` broadcast, and
+/// the three [`Kernel::ahead`] tables.
+#[derive(Clone, Copy)]
+struct Bounds {
+    quarters: [__m512i; 3],
+    ahead: [__m512i; 3],
+}
+
+impl Bounds {
+    /// Loads the kernel's bounds into registers.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn load(k: &Kernel<'_>) -> Bounds {
+        let q = |s: usize| _mm512_set1_epi32(k.start[s].cast_signed());
+        // SAFETY: each `ahead` table is 16 u32 = 64 bytes, an unaligned 512-bit load reads
+        // exactly them.
+        let a = |d: usize| unsafe { _mm512_loadu_si512(k.ahead[d].as_ptr().cast()) };
+        Bounds { quarters: [q(4), q(8), q(12)], ahead: [a(0), a(1), a(2)] }
+    }
+}
+
+/// Slot → symbol for 16 lanes: the largest `s` with `start[s] ≤ slot`, by a radix-4 search.
+/// The quarter `s1 ∈ {0, 4, 8, 12}` counts the broadcast bounds `start[4]`, `start[8]`,
+/// `start[12]` at or below the slot, the offset in it the bounds `start[s1 + 1..=3]` (three
+/// `vpermd` by `s1`). Starts are non-decreasing, so each stage's three masks are nested, and
+/// the constants `4, 12, 4` (`1, 3, 1`) joined by XOR count them: `4`, `4 ^ 12 = 8`, `8 ^ 4 = 12`.
+/// Both stages' compares are independent of each other, so the dependent chain is two compare
+/// depths (where a binary search is four).
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn search(slot: __m512i, b: &Bounds) -> __m512i {
+    let count = |bounds: [__m512i; 3], weights: [i32; 3]| {
+        let at = |j: usize| {
+            let ge = _mm512_cmpge_epu32_mask(slot, bounds[j]);
+            _mm512_maskz_mov_epi32(ge, _mm512_set1_epi32(weights[j]))
+        };
+        _mm512_xor_si512(_mm512_xor_si512(at(0), at(1)), at(2))
+    };
+    let quarter = count(b.quarters, [4, 12, 4]);
+    let ahead = b.ahead.map(|t| _mm512_permutexvar_epi32(quarter, t));
+    _mm512_or_si512(quarter, count(ahead, [1, 3, 1]))
 }
 
 /// `r` rounds of `32P` lanes (`2P` vectors in the [`stream_of`] layout): states `xs`, read
@@ -231,48 +350,25 @@ unsafe fn kernel<const P: usize>(
         // SAFETY: as above.
         qv[v] = unsafe { _mm512_loadu_si512(qs[16 * v..].as_ptr().cast()) };
     }
-    // SAFETY: each of these five arrays has exactly 16 u32; loadu has no alignment need.
+    // SAFETY: `freq` and `start` are 16 u32 each; loadu has no alignment need.
     let freq = unsafe { _mm512_loadu_si512(k.freq.as_ptr().cast()) };
     // SAFETY: 16 u32.
     let start = unsafe { _mm512_loadu_si512(k.start.as_ptr().cast()) };
-    // SAFETY: 16 u32.
-    let b4 = unsafe { _mm512_loadu_si512(k.b4.as_ptr().cast()) };
-    // SAFETY: 16 u32.
-    let b2 = unsafe { _mm512_loadu_si512(k.b2.as_ptr().cast()) };
-    // SAFETY: 16 u32.
-    let b1 = unsafe { _mm512_loadu_si512(k.b1.as_ptr().cast()) };
-    let b8 = _mm512_set1_epi32(k.start[8] as i32);
-    let sbv = _mm512_set1_epi32(k.sb as i32);
-    let mask = _mm512_set1_epi32(((1u32 << k.sb) - 1) as i32);
+    let bounds = Bounds::load(k);
+    let sbv = _mm512_set1_epi32(k.sb.cast_signed());
+    let mask = _mm512_set1_epi32(((1u32 << k.sb) - 1).cast_signed());
     let l23 = _mm512_set1_epi32(1 << 23);
     let l15 = _mm512_set1_epi32(1 << 15);
-    let one = _mm512_set1_epi32(1);
-    let two = _mm512_set1_epi32(2);
-    let four = _mm512_set1_epi32(4);
     let eight = _mm512_set1_epi32(8);
     let thirty_two = _mm512_set1_epi32(32);
-    // Bytes [p−2, p−1, p, p+1] of a lane → [0, 0, p+1, p]: the big-endian pair at the top.
-    let be_top = {
-        const Z: i8 = -128;
-        const BLOCK: [i8; 16] = [Z, Z, 3, 2, Z, Z, 7, 6, Z, Z, 11, 10, Z, Z, 15, 14];
-        let m: [i8; 64] = core::array::from_fn(|i| BLOCK[i % 16]);
-        // SAFETY: a 64-byte array; loadu has no alignment need.
-        unsafe { _mm512_loadu_si512(m.as_ptr().cast()) }
-    };
+    let be_top = be_top();
     let data = k.data.as_ptr().cast::<i32>();
     for round in 0..r {
         let mut sym = [_mm512_setzero_si512(); 2 * WIDE];
         for v in 0..2 * P {
             let x = xv[v];
             let slot = _mm512_and_si512(x, mask);
-            // Binary search: s = the largest symbol with start[s] ≤ slot.
-            let s = _mm512_maskz_mov_epi32(_mm512_cmpge_epu32_mask(slot, b8), eight);
-            let m = _mm512_cmpge_epu32_mask(slot, _mm512_permutexvar_epi32(s, b4));
-            let s = _mm512_mask_add_epi32(s, m, s, four);
-            let m = _mm512_cmpge_epu32_mask(slot, _mm512_permutexvar_epi32(s, b2));
-            let s = _mm512_mask_add_epi32(s, m, s, two);
-            let m = _mm512_cmpge_epu32_mask(slot, _mm512_permutexvar_epi32(s, b1));
-            let s = _mm512_mask_add_epi32(s, m, s, one);
+            let s = search(slot, &bounds);
             sym[v] = s;
             let f = _mm512_permutexvar_epi32(s, freq);
             let st = _mm512_permutexvar_epi32(s, start);
@@ -299,18 +395,127 @@ unsafe fn kernel<const P: usize>(
             xv[v] = _mm512_or_si512(_mm512_sllv_epi32(xn, sh), fill);
             qv[v] = _mm512_add_epi32(q, _mm512_srli_epi32::<3>(sh));
         }
-        for p in 0..P {
-            let b = _mm512_or_si512(sym[2 * p], _mm512_slli_epi32::<4>(sym[2 * p + 1]));
-            let bytes = _mm512_cvtepi32_epi8(b);
-            let o = &mut out[round * half + ob + 16 * p..][..16];
-            // SAFETY: `o` is exactly 16 bytes; storeu has no alignment need.
-            unsafe { _mm_storeu_si128(o.as_mut_ptr().cast(), bytes) };
-        }
+        emit::<P>(&sym, out, round * half + ob);
     }
     for v in 0..2 * P {
         // SAFETY: lanes 16v..16v+16 of a 32·WIDE-lane array; storeu has no alignment need.
         unsafe { _mm512_storeu_si512(xs[16 * v..].as_mut_ptr().cast(), xv[v]) };
         // SAFETY: as above.
         unsafe { _mm512_storeu_si512(qs[16 * v..].as_mut_ptr().cast(), qv[v]) };
+    }
+}
+
+/// [`kernel`] for the `avx512-vbmi` arm: the same step, with the refill from the state's
+/// leading zeros (`vplzcntd`; `vpermb` on [`SHIFT_OF_ZEROS`] gives `8k`), one 16-lane gather
+/// and one `vpshldvd` for `x = (x << 8k) | (w >> (32 − 8k))`.
+///
+/// # Safety
+/// As for [`kernel`], with AVX-512 F/BW/VBMI/VBMI2/CD instead of F/BW and AVX2.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,avx512cd")]
+unsafe fn kernel_vbmi<const P: usize>(
+    k: &Kernel<'_>,
+    xs: &mut [u32; 32 * WIDE],
+    qs: &mut [u32; 32 * WIDE],
+    out: &mut [u8],
+    half: usize,
+    ob: usize,
+    r: usize,
+) {
+    let mut xv = [_mm512_setzero_si512(); 2 * WIDE];
+    let mut qv = [_mm512_setzero_si512(); 2 * WIDE];
+    for v in 0..2 * P {
+        // SAFETY: lanes 16v..16v+16 of a 32·WIDE-lane array (v < 2P ≤ 2·WIDE); loadu has no
+        // alignment need.
+        xv[v] = unsafe { _mm512_loadu_si512(xs[16 * v..].as_ptr().cast()) };
+        // SAFETY: as above.
+        qv[v] = unsafe { _mm512_loadu_si512(qs[16 * v..].as_ptr().cast()) };
+    }
+    // SAFETY: `freq` and `start` are 16 u32 each; loadu has no alignment need.
+    let freq = unsafe { _mm512_loadu_si512(k.freq.as_ptr().cast()) };
+    // SAFETY: 16 u32.
+    let start = unsafe { _mm512_loadu_si512(k.start.as_ptr().cast()) };
+    // SAFETY: 64 bytes; loadu has no alignment need.
+    let shift_of_zeros = unsafe { _mm512_loadu_si512(SHIFT_OF_ZEROS.as_ptr().cast()) };
+    let bounds = Bounds::load(k);
+    let sbv = _mm512_set1_epi32(k.sb.cast_signed());
+    let mask = _mm512_set1_epi32(((1u32 << k.sb) - 1).cast_signed());
+    let be_top = be_top();
+    let data = k.data.as_ptr().cast::<i32>();
+    for round in 0..r {
+        let mut sym = [_mm512_setzero_si512(); 2 * WIDE];
+        for v in 0..2 * P {
+            let x = xv[v];
+            let q = qv[v];
+            // SAFETY: q + 4 = pos + 2 ≤ end ≤ data.len() (the caller's 2·r bytes per lane, less
+            // 2 per earlier round at most), q ≥ 2 since pos ≥ 4, and q < 2^31: every 4-byte
+            // read lies inside `k.data`.
+            let w = unsafe { _mm512_i32gather_epi32::<1>(q, data) };
+            let slot = _mm512_and_si512(x, mask);
+            let s = search(slot, &bounds);
+            sym[v] = s;
+            let f = _mm512_permutexvar_epi32(s, freq);
+            let st = _mm512_permutexvar_epi32(s, start);
+            let xn = _mm512_add_epi32(
+                _mm512_mullo_epi32(f, _mm512_srlv_epi32(x, sbv)),
+                _mm512_sub_epi32(slot, st),
+            );
+            // 8k: byte 0 of each lane indexes the table by the leading-zero count (at most
+            // 32); bytes 1..3 are zero and index entry 0, which is 0.
+            let sh = _mm512_permutexvar_epi8(_mm512_lzcnt_epi32(xn), shift_of_zeros);
+            let w = _mm512_shuffle_epi8(w, be_top);
+            xv[v] = _mm512_shldv_epi32(xn, w, sh);
+            qv[v] = _mm512_add_epi32(q, _mm512_srli_epi32::<3>(sh));
+        }
+        emit::<P>(&sym, out, round * half + ob);
+    }
+    for v in 0..2 * P {
+        // SAFETY: lanes 16v..16v+16 of a 32·WIDE-lane array; storeu has no alignment need.
+        unsafe { _mm512_storeu_si512(xs[16 * v..].as_mut_ptr().cast(), xv[v]) };
+        // SAFETY: as above.
+        unsafe { _mm512_storeu_si512(qs[16 * v..].as_mut_ptr().cast(), qv[v]) };
+    }
+}
+
+/// `8k` by the leading zeros of a state after its decode step, which is in `[2^8, 2^32)`:
+/// 0–8 zeros (`x ≥ 2^23`) need no byte, 9–16 one, 17–24 two; larger counts cannot occur and
+/// map to two, so a refill never reads more than the driver's 2 bytes per round.
+static SHIFT_OF_ZEROS: [u8; 64] = {
+    let mut t = [0u8; 64];
+    let mut z = 0;
+    while z < 64 {
+        t[z] = if z <= 8 {
+            0
+        } else if z <= 16 {
+            8
+        } else {
+            16
+        };
+        z += 1;
+    }
+    t
+};
+
+/// Bytes `[p−2, p−1, p, p+1]` of a lane → `[0, 0, p+1, p]`: the big-endian pair at the top.
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn be_top() -> __m512i {
+    const Z: i8 = -128;
+    const BLOCK: [i8; 16] = [Z, Z, 3, 2, Z, Z, 7, 6, Z, Z, 11, 10, Z, Z, 15, 14];
+    let m: [i8; 64] = core::array::from_fn(|i| BLOCK[i % 16]);
+    // SAFETY: a 64-byte array; loadu has no alignment need.
+    unsafe { _mm512_loadu_si512(m.as_ptr().cast()) }
+}
+
+/// Writes one round's `16P` output bytes at `at`: streams `2i, 2i + 1` of pair `p` become
+/// byte `16p + i` (even stream in the low nibble).
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn emit<const P: usize>(sym: &[__m512i; 2 * WIDE], out: &mut [u8], at: usize) {
+    for p in 0..P {
+        let b = _mm512_or_si512(sym[2 * p], _mm512_slli_epi32::<4>(sym[2 * p + 1]));
+        let bytes = _mm512_cvtepi32_epi8(b);
+        let o = &mut out[at + 16 * p..][..16];
+        // SAFETY: `o` is exactly 16 bytes; storeu has no alignment need.
+        unsafe { _mm_storeu_si128(o.as_mut_ptr().cast(), bytes) };
     }
 }
