@@ -41,6 +41,17 @@ pub enum GgufError {
         /// Version found.
         got: u32,
     },
+    /// A big-endian GGUF file (its version field reads byte-swapped); only little-endian
+    /// files are read. Class `E_GGUF_VERSION`, like any version this reader cannot take.
+    #[error(
+        "big-endian GGUF (version {version}; the field reads {got:#x} little-endian): tetrad reads little-endian GGUF only"
+    )]
+    BigEndian {
+        /// The version, read big-endian.
+        version: u32,
+        /// The field as read little-endian.
+        got: u32,
+    },
     /// A metadata value type outside the specification.
     #[error("metadata value type {got} at byte {at}, expected 0..=12")]
     ValueType {
@@ -57,11 +68,17 @@ pub enum GgufError {
         /// Depth allowed.
         max: u32,
     },
-    /// `general.alignment` is zero, not a power of two, or not a u32.
+    /// `general.alignment` is zero or not a power of two.
     #[error("general.alignment is {got}, expected a nonzero power of two (u32)")]
     Alignment {
-        /// Value found (0 when of the wrong type).
+        /// Value found.
         got: u64,
+    },
+    /// `general.alignment` is not a u32 (value type 4). Class `E_GGUF_ALIGNMENT`.
+    #[error("general.alignment has value type {got}, expected 4 (UINT32)")]
+    AlignmentType {
+        /// The value type found.
+        got: u32,
     },
     /// `general.alignment` given twice: which value the writer padded by is unknown, and
     /// the wrong one reads every tensor from the wrong bytes.
@@ -93,10 +110,12 @@ pub enum GgufError {
         got: u32,
     },
     /// A count or size overflows.
-    #[error("tensor {index}: element count or byte size overflows u64")]
+    #[error("tensor {index}: {what} overflows u64")]
     Overflow {
         /// Tensor index.
         index: u64,
+        /// What overflows: the element count, the byte size, or offset + size.
+        what: &'static str,
     },
     /// A tensor's row length is not a multiple of its block size.
     #[error("tensor {index}: row of {ne0} elements is not a multiple of the {block}-element block")]
@@ -130,10 +149,10 @@ impl GgufError {
         match self {
             Self::Truncated { .. } => "E_GGUF_TRUNCATED",
             Self::Magic { .. } => "E_GGUF_MAGIC",
-            Self::Version { .. } => "E_GGUF_VERSION",
+            Self::Version { .. } | Self::BigEndian { .. } => "E_GGUF_VERSION",
             Self::ValueType { .. } => "E_GGUF_VALUE_TYPE",
             Self::Nesting { .. } => "E_GGUF_NESTING",
-            Self::Alignment { .. } => "E_GGUF_ALIGNMENT",
+            Self::Alignment { .. } | Self::AlignmentType { .. } => "E_GGUF_ALIGNMENT",
             Self::DuplicateAlignment { .. } | Self::DuplicateTensor { .. } => "E_GGUF_DUPLICATE",
             Self::Utf8 { .. } => "E_GGUF_UTF8",
             Self::Dims { .. } => "E_GGUF_DIMS",
@@ -204,6 +223,11 @@ pub fn type_info(t: u32) -> Option<(&'static str, u64, u64)> {
         13 => ("Q5_K", 256, 176),
         14 => ("Q6_K", 256, 210),
         15 => ("Q8_K", 256, 292),
+        24 => ("I8", 1, 1),
+        25 => ("I16", 1, 2),
+        26 => ("I32", 1, 4),
+        27 => ("I64", 1, 8),
+        28 => ("F64", 1, 8),
         30 => ("BF16", 1, 2),
         _ => return None,
     })
@@ -309,6 +333,10 @@ pub fn parse(bytes: &[u8]) -> Result<Gguf, GgufError> {
     }
     let version = c.u32()?;
     if !(2..=3).contains(&version) {
+        let swapped = version.swap_bytes();
+        if (2..=3).contains(&swapped) {
+            return Err(GgufError::BigEndian { version: swapped, got: version });
+        }
         return Err(GgufError::Version { got: version });
     }
     let n_tensors = c.u64()?;
@@ -336,7 +364,7 @@ pub fn parse(bytes: &[u8]) -> Result<Gguf, GgufError> {
             match v {
                 Some(a) if a.is_power_of_two() => alignment = a,
                 Some(a) => return Err(GgufError::Alignment { got: a }),
-                None => return Err(GgufError::Alignment { got: 0 }),
+                None => return Err(GgufError::AlignmentType { got: t }),
             }
         }
     }
@@ -382,14 +410,17 @@ pub fn parse(bytes: &[u8]) -> Result<Gguf, GgufError> {
         let range = match type_info(ggml_type) {
             None => None,
             Some((_, block, size)) => {
-                let ovf = GgufError::Overflow { index };
-                let n = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).ok_or(ovf)?;
+                let ovf = |what| GgufError::Overflow { index, what };
+                let n = dims
+                    .iter()
+                    .try_fold(1u64, |a, &d| a.checked_mul(d))
+                    .ok_or(ovf("element count"))?;
                 let ne0 = dims.first().copied().unwrap_or(1);
                 if ne0 % block != 0 {
                     return Err(GgufError::Block { index, ne0, block });
                 }
-                let len = (n / block).checked_mul(size).ok_or(ovf)?;
-                let end = offset.checked_add(len).ok_or(ovf)?;
+                let len = (n / block).checked_mul(size).ok_or(ovf("byte size"))?;
+                let end = offset.checked_add(len).ok_or(ovf("data offset + byte size"))?;
                 if end > data_len || offset % alignment != 0 || data_start > file_len {
                     return Err(GgufError::Range { index, begin: offset, end, len: data_len });
                 }

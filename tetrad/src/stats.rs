@@ -327,6 +327,18 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Refusal> {
     Ok(out)
 }
 
+/// Why a float tensor of `shape` is not measured as a matrix, if it is not one: not 2-D, or
+/// 2-D with no elements.
+fn not_a_matrix(shape: &[u64]) -> Option<&'static str> {
+    if shape.len() != 2 {
+        Some("not a 2-D float matrix")
+    } else if shape.contains(&0) {
+        Some("an empty matrix, nothing to measure")
+    } else {
+        None
+    }
+}
+
 fn quantized(
     opts: &StatsOptions,
     name: &str,
@@ -465,8 +477,8 @@ pub fn collect_safetensors(
         let stamp = c.stamps().get(name);
         let cfs1 = crate::cfse::is_cfse(&set.shards[loc.shard].header);
         if matches!(e.dtype.as_str(), "F32" | "BF16" | "F16") && stamp.is_none() {
-            if e.shape.len() != 2 || e.shape.contains(&0) {
-                skipped.push(skip(format!("{} {:?}: not a 2-D float matrix", e.dtype, e.shape)));
+            if let Some(why) = not_a_matrix(&e.shape) {
+                skipped.push(skip(format!("{} {:?}: {why}", e.dtype, e.shape)));
                 continue;
             }
             let decoded;
@@ -594,7 +606,10 @@ pub fn collect_gguf(
     for t in &g.tensors {
         let skip = |reason: String| Skipped { name: t.name.clone(), file: file.clone(), reason };
         let Some((a, b)) = t.range else {
-            skipped.push(skip(format!("GGML {} has no known layout", t.type_name())));
+            skipped.push(skip(format!(
+                "GGML {}: a type whose block size tetrad does not know, not measured",
+                t.type_name()
+            )));
             continue;
         };
         // parse() checked the range against the file.
@@ -609,8 +624,8 @@ pub fn collect_gguf(
                     _ => "BF16",
                 };
                 let shape = t.shape();
-                if shape.len() != 2 || shape.contains(&0) {
-                    skipped.push(skip(format!("{dtype} {shape:?}: not a 2-D float matrix")));
+                if let Some(why) = not_a_matrix(&shape) {
+                    skipped.push(skip(format!("{dtype} {shape:?}: {why}")));
                     continue;
                 }
                 match quantized(opts, &t.name, &file, dtype, &shape, data) {

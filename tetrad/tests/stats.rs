@@ -701,3 +701,93 @@ fn order1_of_rows_of_one_symbol_is_null() {
     assert!(t["entropy_bits_order1"].is_null() && t["order1_gain_bits"].is_null(), "{t}");
     assert!(v["total"]["entropy_bits_order1"].is_null(), "{v}");
 }
+
+/// GGUF refusals and skips say what is wrong (an independent check against gguf-py found the
+/// old messages misleading): a big-endian file is named as such, not as a strange version; an
+/// alignment of the wrong type names the type (it said "is 0"); an offset that overflows is
+/// blamed on the offset (it blamed the element count); an empty float matrix is called empty
+/// (it was "not 2-D"); I8/I16/I32/I64/F64 have a layout (it said "no known layout") and are
+/// skipped as types stats does not measure.
+#[test]
+fn gguf_messages_name_the_actual_problem() {
+    let codes = [0x11u8; 18];
+    // Big-endian: the version field is byte-swapped.
+    let mut f = gguf_file(&[("a", [32, 1], 2, &codes)]);
+    f[4..8].copy_from_slice(&3u32.to_be_bytes());
+    let e = tetrad::gguf::parse(&f).unwrap_err();
+    assert_eq!(e.class(), "E_GGUF_VERSION");
+    assert!(e.to_string().starts_with("big-endian GGUF (version 3;"), "{e}");
+    f[4..8].copy_from_slice(&7u32.to_le_bytes());
+    assert_eq!(tetrad::gguf::parse(&f).unwrap_err().to_string(), "GGUF version 7, expected 2 or 3");
+    // general.alignment as a string (type 8).
+    let mut f = Vec::new();
+    f.extend(b"GGUF");
+    f.extend(3u32.to_le_bytes());
+    f.extend(0u64.to_le_bytes());
+    f.extend(1u64.to_le_bytes());
+    f.extend(17u64.to_le_bytes());
+    f.extend(b"general.alignment");
+    f.extend(8u32.to_le_bytes());
+    f.extend(2u64.to_le_bytes());
+    f.extend(b"64");
+    let e = tetrad::gguf::parse(&f).unwrap_err();
+    assert_eq!(e.class(), "E_GGUF_ALIGNMENT");
+    assert_eq!(e.to_string(), "general.alignment has value type 8, expected 4 (UINT32)");
+    // A data offset that overflows u64 with the tensor's size (the offset is the last field of
+    // the tensor info, 8 bytes before the infos end).
+    let mut f = gguf_file(&[("a", [32, 1], 2, &codes)]);
+    let infos_end = 24 + 8 + 1 + 4 + 16 + 4 + 8;
+    f[infos_end - 8..infos_end].copy_from_slice(&(u64::MAX - 1).to_le_bytes());
+    let e = tetrad::gguf::parse(&f).unwrap_err();
+    assert_eq!(e.class(), "E_GGUF_OVERFLOW");
+    assert_eq!(e.to_string(), "tensor 0: data offset + byte size overflows u64");
+    let mut f = gguf_file(&[("a", [1 << 40, 1 << 40], 0, &codes)]);
+    f.truncate(f.len() - codes.len());
+    assert_eq!(
+        tetrad::gguf::parse(&f).unwrap_err().to_string(),
+        "tensor 0: element count overflows u64"
+    );
+    let mut f = gguf_file(&[("a", [1 << 31, 1 << 31], 0, &codes)]);
+    f.truncate(f.len() - codes.len());
+    assert_eq!(
+        tetrad::gguf::parse(&f).unwrap_err().to_string(),
+        "tensor 0: byte size overflows u64"
+    );
+    // Skips: an empty F32 matrix, an I32 and an F64 tensor.
+    let dir = tempfile::tempdir().unwrap();
+    let (q8, _) = blocks(1, 34, 2, &mut (0u8..).cycle());
+    let ints = [7u8; 16];
+    let path = dir.path().join("m.gguf");
+    std::fs::write(
+        &path,
+        gguf_file(&[
+            ("empty", [0, 4], 0, &[]),
+            ("i", [4, 1], 26, &ints),
+            ("d", [2, 1], 28, &ints),
+            ("q", [32, 1], 8, &q8),
+        ]),
+    )
+    .unwrap();
+    let v = stats(&["--json", "--no-zstd"], &[&path]);
+    let reasons: Vec<(String, String)> = v["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap().into(), s["reason"].as_str().unwrap().into()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("empty".into(), "F32 [4, 0]: an empty matrix, nothing to measure".into()),
+            (
+                "i".into(),
+                "GGML I32: only Q4_0, Q4_1, Q4_K nibbles and Q8_0 bytes are measured".into()
+            ),
+            (
+                "d".into(),
+                "GGML F64: only Q4_0, Q4_1, Q4_K nibbles and Q8_0 bytes are measured".into()
+            ),
+        ]
+    );
+    assert_eq!(v["tensors"][0]["name"], "q");
+}
