@@ -41,11 +41,19 @@ fuzz_target!(|bytes: &[u8]| {
                 #[allow(clippy::cast_possible_truncation)]
                 let data = &bytes[a as usize..b as usize];
                 if let Some(codes) = gguf::code_bytes(t.ggml_type, data) {
-                    let per_block = if t.ggml_type == 12 { 128 } else if t.ggml_type == 8 { 32 } else { 16 };
+                    let per_block = if t.ggml_type == 12 {
+                        128
+                    } else if t.ggml_type == 8 {
+                        32
+                    } else {
+                        16
+                    };
                     assert_eq!(codes.len() as u64, n / block * per_block);
                 }
             }
-            (info, range) => panic!("type {} known {} but range {range:?}", t.ggml_type, info.is_some()),
+            (info, range) => {
+                panic!("type {} known {} but range {range:?}", t.ggml_type, info.is_some())
+            }
         }
     }
     let mut longer = bytes.to_vec();

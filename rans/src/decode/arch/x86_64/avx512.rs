@@ -31,9 +31,9 @@
 //! 2): the state of a lane is one long dependent chain per step, and the 4-level binary search
 //! this arm used before (a `vpermd`, a compare and a masked add per level) was 51 cycles of
 //! it. The radix-4 search has the same number of dependent compares as two levels (about 29
-//! cycles) for a few more operations, which the ports had spare: +8 % (`avx512`) on Zen 5. The
+//! cycles) for a few more operations, which the ports had spare: +8–10 % (`avx512`) on Zen 5. The
 //! `avx512-vbmi` refill is 9 cycles deep where the compare-mask form is about 17, and its one
-//! 16-lane gather costs about what two 8-lane ones do: with the search, +25 % over the former
+//! 16-lane gather costs about what two 8-lane ones do: with the search, +25–30 % over the former
 //! `avx512` kernel. Measured alternatives (docs/PERFORMANCE.md, "SIMD arms" and the
 //! twenty-fourth session): a slot → symbol table gather instead of a search; one 16-lane
 //! `vpgatherdd zmm` in the `avx512` build (the same speed; it stays two 8-lane gathers for
