@@ -1,11 +1,14 @@
 //! The AVX2 record decode arm: 8 streams per 256-bit vector, 4 vectors (32 streams) in flight.
 //!
 //! Per step of 8 lanes (one symbol from 8 streams):
-//! - slot → symbol ([`symbol_of`]): the count of `start[1..16]` at or below the slot, by 15
-//!   compares against broadcast constants and a tree of adds (the bands are consecutive). It
-//!   replaced a `vpgatherdd` from the slot → symbol bytes: on Zen 2 the gather's many
-//!   micro-operations and long latency crowded the out-of-order window of the four chains,
-//!   and with the compares the arm decodes 8-10 % faster there (docs/PERFORMANCE.md);
+//! - slot → symbol ([`symbol_of`]): a radix-4 search, three compares against broadcast
+//!   `start[4]`, `start[8]`, `start[12]` for the quarter, three `vpermd` and compares within
+//!   it. It replaced counting all fifteen starts (15 compares and 14 adds; +16 % on Zen 5,
+//!   docs/PERFORMANCE.md), which had replaced a `vpgatherdd` from the slot → symbol bytes: on
+//!   Zen 2 the gather's many micro-operations and long latency crowded the out-of-order window
+//!   of the four chains, and the compares decoded 8-10 % faster there. (On Zen 2 `vpermd`
+//!   issues once per two cycles with a latency of 8: the radix-4 search has not been measured
+//!   on that core.)
 //! - `freq`/`start`: one 32-bit word `freq | start << 16` per symbol, looked up in registers
 //!   with two `vpermd` (symbols 0–7 and 8–15) and a blend;
 //! - `x = freq·(x >> sb) + slot − start` (`vpmulld`);
@@ -157,32 +160,54 @@ fn group<const V: usize>(
     }
 }
 
-/// The symbol of each lane's slot: how many of `start[1..16]` are at most the slot (the bands
-/// `[start[s], start[s] + freq[s])` are consecutive and cover `[0, M)`, so for a slot in band
-/// `s` exactly `start[1..=s]` are; a zero-frequency symbol's start equals the next one's, so it
-/// is counted exactly when the next is). Fifteen compares and a tree of adds, no memory.
+/// The search's boundaries in registers (the `avx512` arm's radix-4 search, in 8 lanes):
+/// `start[4] − 1`, `start[8] − 1`, `start[12] − 1` broadcast, and per `d ∈ 1..=3` an 8-entry
+/// table whose entry `−q mod 8` is `start[4q + d] − 1` for the quarter `q ∈ 0..4`. The `− 1`
+/// makes `slot ≥ start` one signed compare (`slot > start − 1`; every value is in `[−1, 2^15]`).
+struct Bounds {
+    quarters: [__m256i; 3],
+    ahead: [__m256i; 3],
+}
+
+impl Bounds {
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn new(start: &[u32; SYMBOLS]) -> Bounds {
+        let below = |s: usize| start[s].cast_signed() - 1;
+        let ahead = |d: usize| {
+            let mut t = [0i32; 8];
+            for q in 0..4 {
+                t[(8 - q) % 8] = below(4 * q + d);
+            }
+            // SAFETY: a 32-byte array; loadu has no alignment need.
+            unsafe { _mm256_loadu_si256(t.as_ptr().cast()) }
+        };
+        Bounds {
+            quarters: [4, 8, 12].map(|s| _mm256_set1_epi32(below(s))),
+            ahead: [ahead(1), ahead(2), ahead(3)],
+        }
+    }
+}
+
+/// The symbol of each lane's slot: the largest `s` with `start[s] ≤ slot` (the bands
+/// `[start[s], start[s] + freq[s])` are consecutive and cover `[0, M)`; a zero-frequency
+/// symbol's start equals the next one's, so it is never the largest), by a radix-4 search:
+/// three compares against `start[4]`, `start[8]`, `start[12]` count the quarter `q` (each true
+/// compare is −1, so their sum is `−q`, which indexes the `ahead` tables mod 8), three
+/// `vpermd` fetch `start[4q + 1..=3]` and three compares count the symbol within the quarter.
+/// Six compares, three permutes and a few adds where counting all fifteen starts took fifteen
+/// compares and fourteen adds.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn symbol_of(slot: __m256i, below: &[__m256i; SYMBOLS - 1]) -> __m256i {
-    let m: [__m256i; SYMBOLS - 1] = core::array::from_fn(|s| _mm256_cmpgt_epi32(slot, below[s]));
-    let a = [
-        _mm256_add_epi32(m[0], m[1]),
-        _mm256_add_epi32(m[2], m[3]),
-        _mm256_add_epi32(m[4], m[5]),
-        _mm256_add_epi32(m[6], m[7]),
-        _mm256_add_epi32(m[8], m[9]),
-        _mm256_add_epi32(m[10], m[11]),
-        _mm256_add_epi32(m[12], m[13]),
-    ];
-    let b = [
-        _mm256_add_epi32(a[0], a[1]),
-        _mm256_add_epi32(a[2], a[3]),
-        _mm256_add_epi32(a[4], a[5]),
-        _mm256_add_epi32(a[6], m[14]),
-    ];
-    let total = _mm256_add_epi32(_mm256_add_epi32(b[0], b[1]), _mm256_add_epi32(b[2], b[3]));
-    // Each true compare is −1.
-    _mm256_sub_epi32(_mm256_setzero_si256(), total)
+fn symbol_of(slot: __m256i, b: &Bounds) -> __m256i {
+    let count = |bounds: [__m256i; 3]| {
+        let ge = bounds.map(|t| _mm256_cmpgt_epi32(slot, t));
+        _mm256_add_epi32(_mm256_add_epi32(ge[0], ge[1]), ge[2])
+    };
+    let minus_q = count(b.quarters);
+    let minus_within = count(b.ahead.map(|t| _mm256_permutevar8x32_epi32(t, minus_q)));
+    let minus_s = _mm256_add_epi32(_mm256_slli_epi32::<2>(minus_q), minus_within);
+    _mm256_sub_epi32(_mm256_setzero_si256(), minus_s)
 }
 
 /// `r` rounds of `8V` lanes: states `xs`, read positions minus 2 in `qs`; writes bytes
@@ -241,16 +266,14 @@ unsafe fn kernel<const V: usize>(
         0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, //
         0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,
     );
-    // start[s] − 1 for s = 1..16 (≥ −1): `slot ≥ start[s]` is one signed compare.
-    let below: [__m256i; SYMBOLS - 1] =
-        core::array::from_fn(|s| _mm256_set1_epi32(k.start[s + 1] as i32 - 1));
+    let bounds = Bounds::new(&k.start);
     let data = k.data.as_ptr().cast::<i32>();
     for round in 0..r {
         let mut bytes = zero;
         for v in 0..V {
             let x = xv[v];
             let slot = _mm256_and_si256(x, mask);
-            let s = symbol_of(slot, &below);
+            let s = symbol_of(slot, &bounds);
             let lo = _mm256_permutevar8x32_epi32(lut_lo, s);
             let hi = _mm256_permutevar8x32_epi32(lut_hi, s);
             let e = _mm256_blendv_epi8(lo, hi, _mm256_cmpgt_epi32(s, seven));
