@@ -343,19 +343,8 @@ unsafe fn kernel<const P: usize>(
     ob: usize,
     r: usize,
 ) {
-    let mut xv = [_mm512_setzero_si512(); 2 * WIDE];
-    let mut qv = [_mm512_setzero_si512(); 2 * WIDE];
-    for v in 0..2 * P {
-        // SAFETY: lanes 16v..16v+16 of a 32·WIDE-lane array (v < 2P ≤ 2·WIDE); loadu has no
-        // alignment need.
-        xv[v] = unsafe { _mm512_loadu_si512(xs[16 * v..].as_ptr().cast()) };
-        // SAFETY: as above.
-        qv[v] = unsafe { _mm512_loadu_si512(qs[16 * v..].as_ptr().cast()) };
-    }
-    // SAFETY: `freq` and `start` are 16 u32 each; loadu has no alignment need.
-    let freq = unsafe { _mm512_loadu_si512(k.freq.as_ptr().cast()) };
-    // SAFETY: 16 u32.
-    let start = unsafe { _mm512_loadu_si512(k.start.as_ptr().cast()) };
+    let (mut xv, mut qv) = load_lanes::<P>(xs, qs);
+    let (freq, start) = k.lookups();
     let bounds = Bounds::load(k);
     let sbv = _mm512_set1_epi32(k.sb.cast_signed());
     let mask = _mm512_set1_epi32(((1u32 << k.sb) - 1).cast_signed());
@@ -399,12 +388,7 @@ unsafe fn kernel<const P: usize>(
         }
         emit::<P>(&sym, out, round * half + ob);
     }
-    for v in 0..2 * P {
-        // SAFETY: lanes 16v..16v+16 of a 32·WIDE-lane array; storeu has no alignment need.
-        unsafe { _mm512_storeu_si512(xs[16 * v..].as_mut_ptr().cast(), xv[v]) };
-        // SAFETY: as above.
-        unsafe { _mm512_storeu_si512(qs[16 * v..].as_mut_ptr().cast(), qv[v]) };
-    }
+    store_lanes::<P>(&xv, &qv, xs, qs);
 }
 
 /// [`kernel`] for the `avx512-vbmi` arm: the same step, with the refill from the state's
@@ -423,19 +407,8 @@ unsafe fn kernel_vbmi<const P: usize>(
     ob: usize,
     r: usize,
 ) {
-    let mut xv = [_mm512_setzero_si512(); 2 * WIDE];
-    let mut qv = [_mm512_setzero_si512(); 2 * WIDE];
-    for v in 0..2 * P {
-        // SAFETY: lanes 16v..16v+16 of a 32·WIDE-lane array (v < 2P ≤ 2·WIDE); loadu has no
-        // alignment need.
-        xv[v] = unsafe { _mm512_loadu_si512(xs[16 * v..].as_ptr().cast()) };
-        // SAFETY: as above.
-        qv[v] = unsafe { _mm512_loadu_si512(qs[16 * v..].as_ptr().cast()) };
-    }
-    // SAFETY: `freq` and `start` are 16 u32 each; loadu has no alignment need.
-    let freq = unsafe { _mm512_loadu_si512(k.freq.as_ptr().cast()) };
-    // SAFETY: 16 u32.
-    let start = unsafe { _mm512_loadu_si512(k.start.as_ptr().cast()) };
+    let (mut xv, mut qv) = load_lanes::<P>(xs, qs);
+    let (freq, start) = k.lookups();
     // SAFETY: 64 bytes; loadu has no alignment need.
     let shift_of_zeros = unsafe { _mm512_loadu_si512(SHIFT_OF_ZEROS.as_ptr().cast()) };
     let bounds = Bounds::load(k);
@@ -470,11 +443,55 @@ unsafe fn kernel_vbmi<const P: usize>(
         }
         emit::<P>(&sym, out, round * half + ob);
     }
+    store_lanes::<P>(&xv, &qv, xs, qs);
+}
+
+/// The first `2P` vectors of lane states and positions (the rest stay zero).
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn load_lanes<const P: usize>(
+    xs: &[u32; 32 * WIDE],
+    qs: &[u32; 32 * WIDE],
+) -> ([__m512i; 2 * WIDE], [__m512i; 2 * WIDE]) {
+    let mut xv = [_mm512_setzero_si512(); 2 * WIDE];
+    let mut qv = [_mm512_setzero_si512(); 2 * WIDE];
+    for v in 0..2 * P {
+        // SAFETY: lanes 16v..16v+16 of a 32·WIDE-lane array (v < 2P ≤ 2·WIDE); loadu has no
+        // alignment need.
+        xv[v] = unsafe { _mm512_loadu_si512(xs[16 * v..].as_ptr().cast()) };
+        // SAFETY: as above.
+        qv[v] = unsafe { _mm512_loadu_si512(qs[16 * v..].as_ptr().cast()) };
+    }
+    (xv, qv)
+}
+
+/// Stores what [`load_lanes`] loaded back.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn store_lanes<const P: usize>(
+    xv: &[__m512i; 2 * WIDE],
+    qv: &[__m512i; 2 * WIDE],
+    xs: &mut [u32; 32 * WIDE],
+    qs: &mut [u32; 32 * WIDE],
+) {
     for v in 0..2 * P {
         // SAFETY: lanes 16v..16v+16 of a 32·WIDE-lane array; storeu has no alignment need.
         unsafe { _mm512_storeu_si512(xs[16 * v..].as_mut_ptr().cast(), xv[v]) };
         // SAFETY: as above.
         unsafe { _mm512_storeu_si512(qs[16 * v..].as_mut_ptr().cast(), qv[v]) };
+    }
+}
+
+impl Kernel<'_> {
+    /// `freq` and `start` as 16-entry `vpermd` tables.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn lookups(&self) -> (__m512i, __m512i) {
+        // SAFETY: `freq` is 16 u32; loadu has no alignment need.
+        let freq = unsafe { _mm512_loadu_si512(self.freq.as_ptr().cast()) };
+        // SAFETY: as above, `start`.
+        let start = unsafe { _mm512_loadu_si512(self.start.as_ptr().cast()) };
+        (freq, start)
     }
 }
 
