@@ -344,10 +344,7 @@ unsafe fn kernel<const P: usize>(
     r: usize,
 ) {
     let (mut xv, mut qv) = load_lanes::<P>(xs, qs);
-    let (freq, start) = k.lookups();
-    let bounds = Bounds::load(k);
-    let sbv = _mm512_set1_epi32(k.sb.cast_signed());
-    let mask = _mm512_set1_epi32(((1u32 << k.sb) - 1).cast_signed());
+    let step = Step::load(k);
     let l23 = _mm512_set1_epi32(1 << 23);
     let l15 = _mm512_set1_epi32(1 << 15);
     let eight = _mm512_set1_epi32(8);
@@ -357,16 +354,8 @@ unsafe fn kernel<const P: usize>(
     for round in 0..r {
         let mut sym = [_mm512_setzero_si512(); 2 * WIDE];
         for v in 0..2 * P {
-            let x = xv[v];
-            let slot = _mm512_and_si512(x, mask);
-            let s = search(slot, &bounds);
-            sym[v] = s;
-            let f = _mm512_permutexvar_epi32(s, freq);
-            let st = _mm512_permutexvar_epi32(s, start);
-            let xn = _mm512_add_epi32(
-                _mm512_mullo_epi32(f, _mm512_srlv_epi32(x, sbv)),
-                _mm512_sub_epi32(slot, st),
-            );
+            let (sv, xn) = step.decode(xv[v]);
+            sym[v] = sv;
             let k1 = _mm512_cmplt_epu32_mask(xn, l23);
             let k2 = _mm512_cmplt_epu32_mask(xn, l15);
             let sh = _mm512_maskz_mov_epi32(k1, eight);
@@ -408,32 +397,21 @@ unsafe fn kernel_vbmi<const P: usize>(
     r: usize,
 ) {
     let (mut xv, mut qv) = load_lanes::<P>(xs, qs);
-    let (freq, start) = k.lookups();
+    let step = Step::load(k);
     // SAFETY: 64 bytes; loadu has no alignment need.
     let shift_of_zeros = unsafe { _mm512_loadu_si512(SHIFT_OF_ZEROS.as_ptr().cast()) };
-    let bounds = Bounds::load(k);
-    let sbv = _mm512_set1_epi32(k.sb.cast_signed());
-    let mask = _mm512_set1_epi32(((1u32 << k.sb) - 1).cast_signed());
     let be_top = be_top();
     let data = k.data.as_ptr().cast::<i32>();
     for round in 0..r {
         let mut sym = [_mm512_setzero_si512(); 2 * WIDE];
         for v in 0..2 * P {
-            let x = xv[v];
             let q = qv[v];
             // SAFETY: q + 4 = pos + 2 ≤ end ≤ data.len() (the caller's 2·r bytes per lane, less
             // 2 per earlier round at most), q ≥ 2 since pos ≥ 4, and q < 2^31: every 4-byte
             // read lies inside `k.data`.
             let w = unsafe { _mm512_i32gather_epi32::<1>(q, data) };
-            let slot = _mm512_and_si512(x, mask);
-            let s = search(slot, &bounds);
-            sym[v] = s;
-            let f = _mm512_permutexvar_epi32(s, freq);
-            let st = _mm512_permutexvar_epi32(s, start);
-            let xn = _mm512_add_epi32(
-                _mm512_mullo_epi32(f, _mm512_srlv_epi32(x, sbv)),
-                _mm512_sub_epi32(slot, st),
-            );
+            let (sv, xn) = step.decode(xv[v]);
+            sym[v] = sv;
             // 8k: byte 0 of each lane indexes the table by the leading-zero count (at most
             // 32); bytes 1..3 are zero and index entry 0, which is 0.
             let sh = _mm512_permutexvar_epi8(_mm512_lzcnt_epi32(xn), shift_of_zeros);
@@ -482,16 +460,47 @@ fn store_lanes<const P: usize>(
     }
 }
 
-impl Kernel<'_> {
-    /// `freq` and `start` as 16-entry `vpermd` tables.
-    #[target_feature(enable = "avx512f")]
+/// What one decode step reads, in registers: the `freq`/`start` `vpermd` tables, the search
+/// bounds, the scale shift and the slot mask.
+struct Step {
+    freq: __m512i,
+    start: __m512i,
+    bounds: Bounds,
+    scale: __m512i,
+    mask: __m512i,
+}
+
+impl Step {
+    /// Loads the kernel's table into registers.
+    #[target_feature(enable = "avx512f,avx512bw")]
     #[inline]
-    fn lookups(&self) -> (__m512i, __m512i) {
+    fn load(k: &Kernel<'_>) -> Step {
         // SAFETY: `freq` is 16 u32; loadu has no alignment need.
-        let freq = unsafe { _mm512_loadu_si512(self.freq.as_ptr().cast()) };
+        let freq = unsafe { _mm512_loadu_si512(k.freq.as_ptr().cast()) };
         // SAFETY: as above, `start`.
-        let start = unsafe { _mm512_loadu_si512(self.start.as_ptr().cast()) };
-        (freq, start)
+        let start = unsafe { _mm512_loadu_si512(k.start.as_ptr().cast()) };
+        Step {
+            freq,
+            start,
+            bounds: Bounds::load(k),
+            scale: _mm512_set1_epi32(k.sb.cast_signed()),
+            mask: _mm512_set1_epi32(((1u32 << k.sb) - 1).cast_signed()),
+        }
+    }
+
+    /// One decode step of 16 lanes before the refill: `(symbol, freq·(x >> sb) + slot − start)`.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn decode(&self, x: __m512i) -> (__m512i, __m512i) {
+        let slot = _mm512_and_si512(x, self.mask);
+        let s = search(slot, &self.bounds);
+        let f = _mm512_permutexvar_epi32(s, self.freq);
+        let st = _mm512_permutexvar_epi32(s, self.start);
+        let next = _mm512_add_epi32(
+            _mm512_mullo_epi32(f, _mm512_srlv_epi32(x, self.scale)),
+            _mm512_sub_epi32(slot, st),
+        );
+        (s, next)
     }
 }
 
