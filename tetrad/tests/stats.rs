@@ -344,6 +344,22 @@ fn gguf_file(tensors: &[(&str, [u64; 2], u32, &[u8])]) -> Vec<u8> {
     f
 }
 
+/// A GGUF v3 file of metadata only: each entry is (key, value type, value bytes as stored).
+fn gguf_metadata_only(kvs: &[(&str, u32, &[u8])]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend(b"GGUF");
+    f.extend(3u32.to_le_bytes());
+    f.extend(0u64.to_le_bytes());
+    f.extend((kvs.len() as u64).to_le_bytes());
+    for (key, ty, value) in kvs {
+        f.extend((key.len() as u64).to_le_bytes());
+        f.extend(key.as_bytes());
+        f.extend(ty.to_le_bytes());
+        f.extend(*value);
+    }
+    f
+}
+
 /// Builds `blocks` blocks of `size` bytes: `head` bytes of 0xEE (scales and mins, which must
 /// not be measured) then the codes, taken in order from `codes`. Returns (blocks, codes used).
 fn blocks(
@@ -639,17 +655,10 @@ fn ambiguous_gguf_files_are_refused() {
     file[at] = 0xFF; // é's lead byte → not UTF-8
     assert_eq!(tetrad::gguf::parse(&file).unwrap_err().class(), "E_GGUF_UTF8");
     // Two general.alignment keys (u32, type 4): 64 then 32.
-    let mut f = Vec::new();
-    f.extend(b"GGUF");
-    f.extend(3u32.to_le_bytes());
-    f.extend(0u64.to_le_bytes());
-    f.extend(2u64.to_le_bytes());
-    for a in [64u32, 32] {
-        f.extend(17u64.to_le_bytes());
-        f.extend(b"general.alignment");
-        f.extend(4u32.to_le_bytes());
-        f.extend(a.to_le_bytes());
-    }
+    let mut f = gguf_metadata_only(&[
+        ("general.alignment", 4, &64u32.to_le_bytes()),
+        ("general.alignment", 4, &32u32.to_le_bytes()),
+    ]);
     assert_eq!(tetrad::gguf::parse(&f).unwrap_err().class(), "E_GGUF_DUPLICATE");
     f[8 + 8..8 + 16].copy_from_slice(&1u64.to_le_bytes()); // one key: fine
     assert!(tetrad::gguf::parse(&f[..f.len() - 33]).is_ok());
@@ -720,16 +729,8 @@ fn gguf_messages_name_the_actual_problem() {
     f[4..8].copy_from_slice(&7u32.to_le_bytes());
     assert_eq!(tetrad::gguf::parse(&f).unwrap_err().to_string(), "GGUF version 7, expected 2 or 3");
     // general.alignment as a string (type 8).
-    let mut f = Vec::new();
-    f.extend(b"GGUF");
-    f.extend(3u32.to_le_bytes());
-    f.extend(0u64.to_le_bytes());
-    f.extend(1u64.to_le_bytes());
-    f.extend(17u64.to_le_bytes());
-    f.extend(b"general.alignment");
-    f.extend(8u32.to_le_bytes());
-    f.extend(2u64.to_le_bytes());
-    f.extend(b"64");
+    // A GGUF string: its u64 length, then the bytes.
+    let f = gguf_metadata_only(&[("general.alignment", 8, &[2, 0, 0, 0, 0, 0, 0, 0, b'6', b'4'])]);
     let e = tetrad::gguf::parse(&f).unwrap_err();
     assert_eq!(e.class(), "E_GGUF_ALIGNMENT");
     assert_eq!(e.to_string(), "general.alignment has value type 8, expected 4 (UINT32)");
