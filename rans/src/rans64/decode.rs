@@ -26,10 +26,10 @@ pub enum Arm {
     /// x86-64 AVX-512 F+BW: a way is one 16-lane vector; lookups are single `vpermd`s,
     /// refills one load + `vpexpandd`.
     Avx512,
-    /// x86-64 AVX-512 F+BW with VBMI, VBMI2 and BMI2 (Ice Lake, Zen 4 and later): the
+    /// x86-64 AVX-512 F+BW with VBMI, VBMI2 and CD (Ice Lake, Zen 4 and later): the
     /// `avx512` arm with the refill's word expanded by `vpexpandw` into place and shifted in
-    /// by `vpshldd`, and a round's bytes gathered by `vpermt2b`; fewer vector operations per
-    /// step.
+    /// by `vpshldvd` (its count from `vplzcntd`), and a round's bytes gathered by
+    /// `vpermt2b`; fewer vector operations per step.
     Avx512Vbmi,
     /// aarch64 NEON: a way is four 4-lane vectors; lookups are `tbl` byte permutes.
     Neon,

@@ -114,6 +114,7 @@ fn cpu_flags() -> Vec<&'static str> {
             ("avx512vnni", std::arch::is_x86_feature_detected!("avx512vnni")),
             ("avx512vbmi", std::arch::is_x86_feature_detected!("avx512vbmi")),
             ("avx512vbmi2", std::arch::is_x86_feature_detected!("avx512vbmi2")),
+            ("avx512cd", std::arch::is_x86_feature_detected!("avx512cd")),
             ("avxvnni", std::arch::is_x86_feature_detected!("avxvnni")),
         ] {
             if on {

@@ -119,9 +119,9 @@ pub(super) struct Side<'m, 'w> {
 }
 
 /// Decodes whole rounds of two chunks at once with `arm`, under the same contract as
-/// [`rounds`] for each; returns how many rounds each got. Only the AVX-512 arm has a paired
-/// and AVX-512 VBMI arms have a paired
-/// kernel (their single-chunk loop is bound by the latency of four chains); every other arm
+/// [`rounds`] for each; returns how many rounds each got. Only the AVX-512 and AVX-512 VBMI
+/// arms have a paired kernel (their single-chunk loop is bound by the latency of four
+/// chains); every other arm
 /// returns 0 and the caller decodes the chunks one after the other.
 pub(super) fn pair_rounds(arm: Arm, a: Side<'_, '_>, b: Side<'_, '_>) -> usize {
     match arm {

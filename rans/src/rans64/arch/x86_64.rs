@@ -1,18 +1,21 @@
 //! x86-64 arms: AVX-512 (one way = one 16-lane vector), in two builds, and AVX2 (one way =
 //! two 8-lane vectors). All mirror `Model::step` and the scalar refill exactly.
 //!
-//! One decode step of a vector of states `x`, with `t = x >> 8` (bucket in bits 0..4, which is
-//! all `vpermd` looks at) and `xs = x << 20` (the slot in the top 12 bits):
-//! 1. `upper = xs ≥ thr[t]` — one permute, one unsigned compare;
-//! 2. `e = upper ? hi[t] : lo[t]` — two permutes (issued beside the compare) and a blend
-//!    under its mask;
-//! 3. `x = (e & 0xFFF)·(x >> 12) + (x & 0xFFF) + (e >>s 16)` — and, shift, `vpmulld`, two adds;
+//! One decode step of a vector of states `x`, with `r = x` rotated left by 24 (the bucket in
+//! bits 0..4, which is all `vpermd` looks at, and `j = x & 255` in the top byte):
+//! 1. `upper = r ≥ thr24[r]` with `thr24[b] = div[b] << 24` — one permute, one unsigned compare
+//!    (0 where the bucket has no upper part: there `hi == lo`);
+//! 2. `e = upper ? hi[r] : lo[r]` — one permute beside the compare, one permute under its mask;
+//! 3. `x = x + (e >>s 16) + ((e | !0xFFF)·(x >> 12))` — the same `f·q + slot + c` as
+//!    `Model::step`, with `f − 4096` as the multiplier so that `x` itself stands for `slot`:
+//!    or, two shifts, `vpmulld`, two adds (eleven operations in all, two fewer than masking
+//!    out the bucket and the slot);
 //! 4. refill: lanes with `x < 2^16` take the next words of the way in lane order. AVX-512: a
 //!    compare into a mask, a 32-byte load widened to 16 dwords, `vpexpandd` under the mask,
 //!    a masked shift and an OR; the way pointer advances by `2·popcount(mask)`. The
 //!    `avx512-vbmi` build ([`refill512_vbmi`]) compares 16-bit words instead, expands the
 //!    loaded words straight into the lanes' high halves with `vpexpandw` and shifts them in
-//!    with one masked `vpshldd`, the lane mask coming from `pext` on the scalar side.
+//!    with one `vpshldvd` whose count (16 or 0) comes from the state's leading zeros.
 //!
 //! The AVX2 arm has no 16-entry permute, and on Zen 2 its 8-entry `vpermd` issues once per
 //! two cycles with a latency of 8 (measured), so a 16-entry lookup of 32-bit entries (two
@@ -59,19 +62,19 @@ use core::arch::x86_64::{
     _mm256_packus_epi16, _mm256_permutevar8x32_epi32, _mm256_setr_epi32, _mm256_setzero_si256,
     _mm256_shuffle_epi8, _mm256_slli_epi32, _mm256_srli_epi32, _mm256_storeu_si256,
     _mm512_add_epi32, _mm512_and_si512, _mm512_cmpge_epu32_mask, _mm512_cmplt_epu32_mask,
-    _mm512_cvtepi32_epi8, _mm512_cvtepu16_epi32, _mm512_loadu_si512, _mm512_mask_blend_epi32,
+    _mm512_cvtepi32_epi8, _mm512_cvtepu16_epi32, _mm512_loadu_si512, _mm512_mask_permutexvar_epi32,
     _mm512_mask_slli_epi32, _mm512_maskz_expand_epi32, _mm512_mullo_epi32, _mm512_or_si512,
-    _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_srai_epi32, _mm512_srli_epi32,
-    _mm512_storeu_si512, _mm512_ternarylogic_epi32,
+    _mm512_permutexvar_epi32, _mm512_rol_epi32, _mm512_set1_epi32, _mm512_slli_epi32,
+    _mm512_srai_epi32, _mm512_srli_epi32, _mm512_storeu_si512, _mm512_ternarylogic_epi32,
 };
 use core::arch::x86_64::{
     _mm256_add_epi16, _mm256_andnot_si256, _mm256_blend_epi16, _mm256_blendv_epi8,
     _mm256_cmpgt_epi16, _mm256_set1_epi16, _mm256_setr_epi8, _mm256_srli_epi16,
 };
 use core::arch::x86_64::{
-    _mm512_mask_blend_epi64, _mm512_mask_cmpeq_epi16_mask, _mm512_mask_shldi_epi32,
+    _mm512_lzcnt_epi32, _mm512_mask_blend_epi64, _mm512_mask_cmpeq_epi16_mask,
     _mm512_maskz_expand_epi16, _mm512_permutex2var_epi8, _mm512_set1_epi8, _mm512_setzero_si512,
-    _mm512_srli_epi16, _mm512_zextsi256_si512, _pext_u32,
+    _mm512_shldv_epi32, _mm512_srli_epi16, _mm512_zextsi256_si512,
 };
 
 use super::super::model::Model;
@@ -103,10 +106,10 @@ pub(super) fn avx512_detected() -> bool {
     !cfg!(miri) && has_features!("avx512f", "avx512bw", "popcnt")
 }
 
-/// Whether this CPU runs the `avx512-vbmi` arm: AVX-512 F + BW with VBMI, VBMI2 and BMI2
+/// Whether this CPU runs the `avx512-vbmi` arm: AVX-512 F + BW with VBMI, VBMI2 and CD
 /// (never under Miri, as for [`avx512_detected`]).
 pub(super) fn avx512_vbmi_detected() -> bool {
-    avx512_detected() && has_features!("avx512vbmi", "avx512vbmi2", "bmi2")
+    avx512_detected() && has_features!("avx512cd", "avx512vbmi", "avx512vbmi2")
 }
 
 /// Whether this CPU runs AVX2.
@@ -128,7 +131,7 @@ macro_rules! load512 {
         // SAFETY: each table is 16 u32 = 64 bytes, an unaligned 512-bit load reads exactly them.
         let $t = unsafe {
             (
-                _mm512_loadu_si512($model.thr.as_ptr().cast()),
+                _mm512_slli_epi32::<24>(_mm512_loadu_si512($model.thr.as_ptr().cast())),
                 _mm512_loadu_si512($model.lo.as_ptr().cast()),
                 _mm512_loadu_si512($model.hi.as_ptr().cast()),
             )
@@ -296,7 +299,7 @@ avx512_loops!(
 avx512_loops!(
     "avx512-vbmi",
     avx512_vbmi_detected,
-    "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2,popcnt",
+    "avx512f,avx512bw,avx512cd,avx512vbmi,avx512vbmi2,popcnt",
     rounds_avx512_vbmi,
     pair_rounds_avx512_vbmi,
     rounds512_vbmi,
@@ -305,24 +308,23 @@ avx512_loops!(
     emit512_vbmi
 );
 
-/// One decode step of 16 lanes: `(entry, next state before refill)`. Thirteen operations.
+/// One decode step of 16 lanes: `(entry, next state before refill)`. Eleven operations.
+/// `thr24` holds `div[b] << 24` (the threshold on `j = x & 255`, 0 when the bucket has no
+/// upper part, where `hi == lo`).
 #[target_feature(enable = "avx512f,avx512bw,popcnt")]
 #[inline]
-fn step512(x: __m512i, thr: __m512i, lo: __m512i, hi: __m512i) -> (__m512i, __m512i) {
-    let t = _mm512_srli_epi32::<8>(x);
-    let low12 = _mm512_set1_epi32(0xFFF);
-    let slot = _mm512_and_si512(x, low12);
-    let upper = _mm512_cmpge_epu32_mask(slot, _mm512_permutexvar_epi32(t, thr));
-    // Both halves are looked up while the compare runs; only the blend waits for it.
-    let e = _mm512_mask_blend_epi32(
-        upper,
-        _mm512_permutexvar_epi32(t, lo),
-        _mm512_permutexvar_epi32(t, hi),
-    );
-    let f = _mm512_and_si512(e, low12);
+fn step512(x: __m512i, thr24: __m512i, lo: __m512i, hi: __m512i) -> (__m512i, __m512i) {
+    // Rotated by 24: the bucket in bits 0..4 (all `vpermd` looks at), `j` in bits 24..32, so
+    // `j ≥ div[b]` is one unsigned compare against `div[b] << 24`.
+    let r = _mm512_rol_epi32::<24>(x);
+    let upper = _mm512_cmpge_epu32_mask(r, _mm512_permutexvar_epi32(r, thr24));
+    let e = _mm512_mask_permutexvar_epi32(_mm512_permutexvar_epi32(r, lo), upper, r, hi);
+    // x' = f·q + slot + c = x + c + (f − 4096)·q, with q = x >> 12 and f − 4096 = e | !0xFFF.
+    #[allow(clippy::cast_possible_wrap)] // the bit pattern 0xFFFF_F000
+    let f_less_m = _mm512_or_si512(e, _mm512_set1_epi32(0xFFFF_F000_u32 as i32));
     let q = _mm512_srli_epi32::<12>(x);
     let c = _mm512_srai_epi32::<16>(e);
-    let next = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(f, q), slot), c);
+    let next = _mm512_add_epi32(_mm512_add_epi32(x, c), _mm512_mullo_epi32(f_less_m, q));
     (e, next)
 }
 
@@ -339,25 +341,26 @@ fn refill512(x: __m512i, way: &[u8], off: &mut usize) -> __m512i {
     _mm512_or_si512(_mm512_mask_slli_epi32::<16>(x, need, x), fresh)
 }
 
-/// [`refill512`] with VBMI2: the lanes below `2^16` are those whose high word is zero, so
-/// one 16-bit compare on the odd words gives a mask with a bit at each such lane's high
+/// [`refill512`] with VBMI2 and CD: the lanes below `2^16` are those whose high word is zero,
+/// so one 16-bit compare on the odd words gives a mask with a bit at each such lane's high
 /// word, which is where `vpexpandw` puts the lane's fresh word straight from the load (no
-/// widening); a masked `vpshldd` then shifts it in below the state. The lane mask for that
-/// shift comes from the word mask by `pext` (scalar, off the vector ports): this form has one
-/// vector compare and no widening or OR where [`refill512`] has a compare, a widening, a
-/// shift and an OR.
-#[target_feature(enable = "avx512f,avx512bw,avx512vbmi2,bmi2,popcnt")]
+/// widening); one `vpshldvd` then shifts it in below the state, by 16 exactly in the lanes
+/// whose leading-zero count has bit 4 set (a state after a step is at least 16, so below
+/// `2^16` it has 16..=27 leading zeros and above it 0..=15). The lane mask is never moved
+/// through a general register (the former form took it there and back for a `pext`; that
+/// round trip alone takes about 8 cycles on Zen 5, see docs/PERFORMANCE.md).
+#[target_feature(enable = "avx512f,avx512bw,avx512cd,avx512vbmi2,popcnt")]
 #[inline]
 fn refill512_vbmi(x: __m512i, way: &[u8], off: &mut usize) -> __m512i {
     let need_hi = _mm512_mask_cmpeq_epi16_mask(0xAAAA_AAAA, x, _mm512_setzero_si512());
-    #[allow(clippy::cast_possible_truncation)] // one bit per lane: 16 bits
-    let need = _pext_u32(need_hi, 0xAAAA_AAAA) as u16;
     // SAFETY: as in `refill512`: [off, off + 32) is in `way`.
     let words = unsafe { _mm256_loadu_si256(way.as_ptr().wrapping_add(*off).cast()) };
     let fresh = _mm512_maskz_expand_epi16(need_hi, _mm512_zextsi256_si512(words));
     *off += 2 * need_hi.count_ones() as usize;
-    // Lanes in `need`: (x << 16) | (fresh >> 16), i.e. the state shifted up and its word.
-    _mm512_mask_shldi_epi32::<16>(x, need, x, fresh)
+    // A lane below 2^16 (and above 0) has 16..=31 leading zeros, every other lane 0..=15: the
+    // shift is 16 exactly where the lane refills.
+    let shift = _mm512_and_si512(_mm512_lzcnt_epi32(x), _mm512_set1_epi32(16));
+    _mm512_shldv_epi32(x, fresh, shift)
 }
 
 /// Byte 1 of each lane of two entry vectors: the first's 16 lanes to bytes 0..16, the
@@ -627,9 +630,156 @@ fn pack_ways(s1a: __m256i, s2a: __m256i, s1b: __m256i, s2b: __m256i) -> __m256i 
 mod tests {
     //! The AVX2 refill against its definition (lanes below `2^16`, in lane order, take the
     //! way's next words) for every one of the 256 lane masks, so every [`REFILL8`] row is
-    //! checked directly and not only where the round-trip tests happen to reach it.
-    use super::{avx2_detected, refill256};
-    use core::arch::x86_64::{_mm256_loadu_si256, _mm256_storeu_si256};
+    //! checked directly and not only where the round-trip tests happen to reach it; the
+    //! AVX-512 step on every slot of many models and both AVX-512 refills likewise.
+    use super::super::super::model::{Model, normalize};
+    use super::{
+        avx2_detected, avx512_detected, avx512_vbmi_detected, refill256, refill512, refill512_vbmi,
+        step512,
+    };
+    use core::arch::x86_64::{
+        _mm256_loadu_si256, _mm256_storeu_si256, _mm512_loadu_si512, _mm512_slli_epi32,
+        _mm512_storeu_si512,
+    };
+
+    /// Whether `arm` is detected; if not, says so, and fails where `TETRAD_REQUIRE_ISA`
+    /// names it.
+    fn runs(arm: &str, detected: bool) -> bool {
+        if !detected {
+            let required = std::env::var("TETRAD_REQUIRE_ISA").unwrap_or_default();
+            assert!(!required.split(',').any(|a| a == arm), "{arm} required but not detected");
+            std::eprintln!("{arm} not detected: test not run");
+        }
+        detected
+    }
+
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
+    /// The AVX-512 step (rotated bucket index, `div << 24` thresholds, `f − 4096` multiplier)
+    /// against `Model::step` for every slot of 2,000 models and a few fixed ones (buckets with
+    /// no upper part and with no lower part among them), each slot with the smallest, the
+    /// largest and a random `x >> 12`.
+    #[test]
+    fn avx512_step_matches_the_scalar_step_on_every_slot() {
+        if !runs("avx512", avx512_detected()) {
+            return;
+        }
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
+        let mut models = std::vec![
+            [256u16; 16],
+            [4095, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 4095],
+            [300, 212, 256, 256, 1, 511, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256],
+        ];
+        for _ in 0..2000 {
+            let mut hist = [0u64; 16];
+            for h in &mut hist {
+                let r = next();
+                *h = if r >> 62 == 0 { 0 } else { (r >> 33) % 100_000 };
+            }
+            models.push(normalize(&hist));
+        }
+        for freq in models {
+            let model = Model::new(freq).unwrap();
+            // SAFETY: each table is 16 u32, one unaligned 512-bit load; the CPU has AVX-512
+            // F + BW (checked above), which every intrinsic here needs.
+            let (thr24, lo, hi) = unsafe {
+                (
+                    _mm512_slli_epi32::<24>(_mm512_loadu_si512(model.thr.as_ptr().cast())),
+                    _mm512_loadu_si512(model.lo.as_ptr().cast()),
+                    _mm512_loadu_si512(model.hi.as_ptr().cast()),
+                )
+            };
+            #[allow(clippy::cast_possible_truncation)] // 20 random bits
+            for q in [16u32, (1 << 20) - 1, (next() >> 44) as u32 | 16] {
+                for base in (0..4096u32).step_by(16) {
+                    let xs: [u32; 16] = core::array::from_fn(|l| (q << 12) | (base + l as u32));
+                    let (mut e, mut y) = ([0u32; 16], [0u32; 16]);
+                    // SAFETY: loads and stores of 16 u32 arrays; the CPU has AVX-512 F + BW.
+                    unsafe {
+                        let (ev, yv) =
+                            step512(_mm512_loadu_si512(xs.as_ptr().cast()), thr24, lo, hi);
+                        _mm512_storeu_si512(e.as_mut_ptr().cast(), ev);
+                        _mm512_storeu_si512(y.as_mut_ptr().cast(), yv);
+                    }
+                    for l in 0..16 {
+                        #[allow(clippy::cast_possible_truncation)] // 4-bit field
+                        let got = (((e[l] >> 12) & 15) as u8, y[l]);
+                        assert_eq!(got, model.step(xs[l]), "freq {freq:?}, x {:#x}", xs[l]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Both AVX-512 refills against their definition (lanes below `2^16`, in lane order,
+    /// take the way's next words), at the edges of the states a step can leave: 16 (the
+    /// smallest: `f ≥ 1`, `x >> 12 ≥ 16`), `0xFFFF`, `0x1_0000` and `u32::MAX`.
+    #[test]
+    fn avx512_refills_match_their_definition() {
+        let arms: [(&str, bool, bool); 2] =
+            [("avx512", avx512_detected(), false), ("avx512-vbmi", avx512_vbmi_detected(), true)];
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
+        let way: std::vec::Vec<u8> = (0..96).map(|_| next().to_le_bytes()[3]).collect();
+        for (name, detected, vbmi) in arms {
+            if !runs(name, detected) {
+                continue;
+            }
+            for round in 0..4096u32 {
+                let mask = if round < 16 {
+                    [0u32, 0xFFFF, 1 << round, !(1 << round)][round as usize % 4]
+                } else {
+                    u32::try_from(next() >> 48).unwrap_or(0)
+                };
+                let start = [0usize, 2, 30, 64][round as usize % 4];
+                let mut lanes = [0u32; 16];
+                for (lane, x) in lanes.iter_mut().enumerate() {
+                    let r = u32::try_from(next() >> 32).unwrap_or(0);
+                    *x = match ((mask >> lane) & 1 == 1, r % 5) {
+                        (true, 0) => 16,
+                        (true, 1) => 0xFFFF,
+                        (true, _) => (r & 0xFFFF).max(16),
+                        (false, 0) => 0x1_0000,
+                        (false, 1) => u32::MAX,
+                        (false, _) => r | 0x1_0000,
+                    };
+                }
+                let mut expect = lanes;
+                let mut at = start;
+                for x in &mut expect {
+                    if *x < 0x1_0000 {
+                        *x = (*x << 16) | u32::from(u16::from_le_bytes([way[at], way[at + 1]]));
+                        at += 2;
+                    }
+                }
+                let mut off = start;
+                let mut got = [0u32; 16];
+                // SAFETY: loads and stores of 16 u32 arrays; the CPU has the arm's features
+                // (checked above); the refill reads 32 bytes at `off ≤ 64` of the way's 96.
+                unsafe {
+                    let x = _mm512_loadu_si512(lanes.as_ptr().cast());
+                    let y = if vbmi {
+                        refill512_vbmi(x, &way, &mut off)
+                    } else {
+                        refill512(x, &way, &mut off)
+                    };
+                    _mm512_storeu_si512(got.as_mut_ptr().cast(), y);
+                }
+                assert_eq!(
+                    (got, off),
+                    (expect, at),
+                    "{name}: mask {mask:#06x}, words from {start}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn avx2_refill_matches_its_definition_for_every_mask() {
