@@ -662,6 +662,45 @@ mod tests {
         }
     }
 
+    /// [`step512`] on 16 states of `model`: (entries, next states before refill).
+    #[target_feature(enable = "avx512f,avx512bw,popcnt")]
+    fn step_lanes(model: &Model, xs: &[u32; 16]) -> ([u32; 16], [u32; 16]) {
+        // SAFETY: 16 u32 = 64 bytes, one unaligned 512-bit load.
+        let load = |v: &[u32; 16]| unsafe { _mm512_loadu_si512(v.as_ptr().cast()) };
+        let thr24 = _mm512_slli_epi32::<24>(load(&model.thr));
+        let (ev, yv) = step512(load(xs), thr24, load(&model.lo), load(&model.hi));
+        let (mut e, mut y) = ([0u32; 16], [0u32; 16]);
+        // SAFETY: 16 u32 = 64 bytes, one unaligned 512-bit store.
+        unsafe { _mm512_storeu_si512(e.as_mut_ptr().cast(), ev) };
+        // SAFETY: as above.
+        unsafe { _mm512_storeu_si512(y.as_mut_ptr().cast(), yv) };
+        (e, y)
+    }
+
+    /// [`refill512`] on 16 states.
+    #[target_feature(enable = "avx512f,avx512bw,popcnt")]
+    fn refill_lanes(lanes: &[u32; 16], way: &[u8], off: &mut usize) -> [u32; 16] {
+        // SAFETY: 16 u32 = 64 bytes, one unaligned 512-bit load.
+        let x = unsafe { _mm512_loadu_si512(lanes.as_ptr().cast()) };
+        let mut got = [0u32; 16];
+        let y = refill512(x, way, off);
+        // SAFETY: as above, a store.
+        unsafe { _mm512_storeu_si512(got.as_mut_ptr().cast(), y) };
+        got
+    }
+
+    /// [`refill512_vbmi`] on 16 states.
+    #[target_feature(enable = "avx512f,avx512bw,avx512cd,avx512vbmi2,popcnt")]
+    fn refill_lanes_vbmi(lanes: &[u32; 16], way: &[u8], off: &mut usize) -> [u32; 16] {
+        // SAFETY: 16 u32 = 64 bytes, one unaligned 512-bit load.
+        let x = unsafe { _mm512_loadu_si512(lanes.as_ptr().cast()) };
+        let mut got = [0u32; 16];
+        let y = refill512_vbmi(x, way, off);
+        // SAFETY: as above, a store.
+        unsafe { _mm512_storeu_si512(got.as_mut_ptr().cast(), y) };
+        got
+    }
+
     /// The AVX-512 step (rotated bucket index, `div << 24` thresholds, `f − 4096` multiplier)
     /// against `Model::step` for every slot of 2,000 models and a few fixed ones (buckets with
     /// no upper part and with no lower part among them), each slot with the smallest, the
@@ -688,27 +727,12 @@ mod tests {
         }
         for freq in models {
             let model = Model::new(freq).unwrap();
-            // SAFETY: each table is 16 u32, one unaligned 512-bit load; the CPU has AVX-512
-            // F + BW (checked above), which every intrinsic here needs.
-            let (thr24, lo, hi) = unsafe {
-                (
-                    _mm512_slli_epi32::<24>(_mm512_loadu_si512(model.thr.as_ptr().cast())),
-                    _mm512_loadu_si512(model.lo.as_ptr().cast()),
-                    _mm512_loadu_si512(model.hi.as_ptr().cast()),
-                )
-            };
             #[allow(clippy::cast_possible_truncation)] // 20 random bits
             for q in [16u32, (1 << 20) - 1, (next() >> 44) as u32 | 16] {
                 for base in (0..4096u32).step_by(16) {
                     let xs: [u32; 16] = core::array::from_fn(|l| (q << 12) | (base + l as u32));
-                    let (mut e, mut y) = ([0u32; 16], [0u32; 16]);
-                    // SAFETY: loads and stores of 16 u32 arrays; the CPU has AVX-512 F + BW.
-                    unsafe {
-                        let (ev, yv) =
-                            step512(_mm512_loadu_si512(xs.as_ptr().cast()), thr24, lo, hi);
-                        _mm512_storeu_si512(e.as_mut_ptr().cast(), ev);
-                        _mm512_storeu_si512(y.as_mut_ptr().cast(), yv);
-                    }
+                    // SAFETY: the CPU has AVX-512 F + BW (checked above).
+                    let (e, y) = unsafe { step_lanes(&model, &xs) };
                     for l in 0..16 {
                         #[allow(clippy::cast_possible_truncation)] // 4-bit field
                         let got = (((e[l] >> 12) & 15) as u8, y[l]);
@@ -760,18 +784,14 @@ mod tests {
                     }
                 }
                 let mut off = start;
-                let mut got = [0u32; 16];
-                // SAFETY: loads and stores of 16 u32 arrays; the CPU has the arm's features
-                // (checked above); the refill reads 32 bytes at `off ≤ 64` of the way's 96.
-                unsafe {
-                    let x = _mm512_loadu_si512(lanes.as_ptr().cast());
-                    let y = if vbmi {
-                        refill512_vbmi(x, &way, &mut off)
-                    } else {
-                        refill512(x, &way, &mut off)
-                    };
-                    _mm512_storeu_si512(got.as_mut_ptr().cast(), y);
-                }
+                let got = if vbmi {
+                    // SAFETY: the CPU has the arm's features (checked above); the refill
+                    // reads 32 bytes at `off ≤ 64` of the way's 96.
+                    unsafe { refill_lanes_vbmi(&lanes, &way, &mut off) }
+                } else {
+                    // SAFETY: as above.
+                    unsafe { refill_lanes(&lanes, &way, &mut off) }
+                };
                 assert_eq!(
                     (got, off),
                     (expect, at),
