@@ -662,6 +662,39 @@ mod tests {
         }
     }
 
+    /// States as a step can leave them: the lanes in `mask` below `2^16` (at least `low`,
+    /// with `low` and `0xFFFF` among them), the others at or above (`0x1_0000`, `u32::MAX`).
+    fn states_for<const N: usize>(mask: u32, low: u32, next: &mut impl FnMut() -> u64) -> [u32; N] {
+        core::array::from_fn(|lane| {
+            let r = u32::try_from(next() >> 32).unwrap_or(0);
+            match ((mask >> lane) & 1 == 1, r % 5) {
+                (true, 0) => low,
+                (true, 1) => 0xFFFF,
+                (true, _) => (r & 0xFFFF).max(low),
+                (false, 0) => 0x1_0000,
+                (false, 1) => u32::MAX,
+                (false, _) => r | 0x1_0000,
+            }
+        })
+    }
+
+    /// The refill by its definition: the lanes below `2^16`, in lane order, take the next
+    /// little-endian words of `way` from byte `start`; returns the states and the new offset.
+    fn refilled<const N: usize>(
+        mut lanes: [u32; N],
+        way: &[u8],
+        start: usize,
+    ) -> ([u32; N], usize) {
+        let mut at = start;
+        for x in &mut lanes {
+            if *x < 0x1_0000 {
+                *x = (*x << 16) | u32::from(u16::from_le_bytes([way[at], way[at + 1]]));
+                at += 2;
+            }
+        }
+        (lanes, at)
+    }
+
     /// [`step512`] on 16 states of `model`: (entries, next states before refill).
     #[target_feature(enable = "avx512f,avx512bw,popcnt")]
     fn step_lanes(model: &Model, xs: &[u32; 16]) -> ([u32; 16], [u32; 16]) {
@@ -763,26 +796,8 @@ mod tests {
                     u32::try_from(next() >> 48).unwrap_or(0)
                 };
                 let start = [0usize, 2, 30, 64][round as usize % 4];
-                let mut lanes = [0u32; 16];
-                for (lane, x) in lanes.iter_mut().enumerate() {
-                    let r = u32::try_from(next() >> 32).unwrap_or(0);
-                    *x = match ((mask >> lane) & 1 == 1, r % 5) {
-                        (true, 0) => 16,
-                        (true, 1) => 0xFFFF,
-                        (true, _) => (r & 0xFFFF).max(16),
-                        (false, 0) => 0x1_0000,
-                        (false, 1) => u32::MAX,
-                        (false, _) => r | 0x1_0000,
-                    };
-                }
-                let mut expect = lanes;
-                let mut at = start;
-                for x in &mut expect {
-                    if *x < 0x1_0000 {
-                        *x = (*x << 16) | u32::from(u16::from_le_bytes([way[at], way[at + 1]]));
-                        at += 2;
-                    }
-                }
+                let lanes: [u32; 16] = states_for(mask, 16, &mut next);
+                let (expect, at) = refilled(lanes, &way, start);
                 let mut off = start;
                 let got = if vbmi {
                     // SAFETY: the CPU has the arm's features (checked above); the refill
@@ -803,42 +818,15 @@ mod tests {
 
     #[test]
     fn avx2_refill_matches_its_definition_for_every_mask() {
-        if !avx2_detected() {
-            let required = std::env::var("TETRAD_REQUIRE_ISA").unwrap_or_default();
-            assert!(!required.split(',').any(|a| a == "avx2"), "avx2 required but not detected");
-            std::eprintln!("avx2 not detected: refill test not run");
+        if !runs("avx2", avx2_detected()) {
             return;
         }
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
         let way: std::vec::Vec<u8> = (0..64).map(|_| next().to_le_bytes()[3]).collect();
-        for mask in 0..256usize {
+        for mask in 0..256u32 {
             for start in [0usize, 2, 14, 32, 48] {
-                let mut lanes = [0u32; 8];
-                for (lane, x) in lanes.iter_mut().enumerate() {
-                    let r = u32::try_from(next() >> 32).unwrap_or(0);
-                    *x = match ((mask >> lane) & 1 == 1, r % 5) {
-                        (true, 0) => 0,
-                        (true, 1) => 0xFFFF,
-                        (true, _) => r & 0xFFFF,
-                        (false, 0) => 0x1_0000,
-                        (false, 1) => u32::MAX,
-                        (false, _) => r | 0x1_0000,
-                    };
-                }
-                let mut expect = lanes;
-                let mut at = start;
-                for x in &mut expect {
-                    if *x < 0x1_0000 {
-                        *x = (*x << 16) | u32::from(u16::from_le_bytes([way[at], way[at + 1]]));
-                        at += 2;
-                    }
-                }
+                let lanes: [u32; 8] = states_for(mask, 0, &mut next);
+                let (expect, at) = refilled(lanes, &way, start);
                 let mut off = start;
                 let mut got = [0u32; 8];
                 // SAFETY: the load covers the 8 u32 of `lanes`.
