@@ -357,8 +357,8 @@ fn refill512_vbmi(x: __m512i, way: &[u8], off: &mut usize) -> __m512i {
     let words = unsafe { _mm256_loadu_si256(way.as_ptr().wrapping_add(*off).cast()) };
     let fresh = _mm512_maskz_expand_epi16(need_hi, _mm512_zextsi256_si512(words));
     *off += 2 * need_hi.count_ones() as usize;
-    // A lane below 2^16 (and above 0) has 16..=31 leading zeros, every other lane 0..=15: the
-    // shift is 16 exactly where the lane refills.
+    // A lane below 2^16 has 16..=27 leading zeros (a step leaves at least 16), every other
+    // lane 0..=15: the shift is 16 exactly where the lane refills.
     let shift = _mm512_and_si512(_mm512_lzcnt_epi32(x), _mm512_set1_epi32(16));
     _mm512_shldv_epi32(x, fresh, shift)
 }
@@ -632,7 +632,7 @@ mod tests {
     //! way's next words) for every one of the 256 lane masks, so every [`REFILL8`] row is
     //! checked directly and not only where the round-trip tests happen to reach it; the
     //! AVX-512 step on every slot of many models and both AVX-512 refills likewise.
-    use super::super::super::model::{Model, normalize};
+    use super::super::super::model::{Model, sample_tables};
     use super::{
         avx2_detected, avx512_detected, avx512_vbmi_detected, refill256, refill512, refill512_vbmi,
         step512,
@@ -735,30 +735,16 @@ mod tests {
     }
 
     /// The AVX-512 step (rotated bucket index, `div << 24` thresholds, `f − 4096` multiplier)
-    /// against `Model::step` for every slot of 2,000 models and a few fixed ones (buckets with
-    /// no upper part and with no lower part among them), each slot with the smallest, the
-    /// largest and a random `x >> 12`.
+    /// against `Model::step` for every slot of the sample tables (buckets with no upper part
+    /// and with no lower part among them), each slot with the smallest, the largest and a
+    /// random `x >> 12`.
     #[test]
     fn avx512_step_matches_the_scalar_step_on_every_slot() {
         if !runs("avx512", avx512_detected()) {
             return;
         }
         let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
-        let mut models = std::vec![
-            [256u16; 16],
-            [4095, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
-            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 4095],
-            [300, 212, 256, 256, 1, 511, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256],
-        ];
-        for _ in 0..2000 {
-            let mut hist = [0u64; 16];
-            for h in &mut hist {
-                let r = next();
-                *h = if r >> 62 == 0 { 0 } else { (r >> 33) % 100_000 };
-            }
-            models.push(normalize(&hist));
-        }
-        for freq in models {
+        for freq in sample_tables() {
             let model = Model::new(freq).unwrap();
             #[allow(clippy::cast_possible_truncation)] // 20 random bits
             for q in [16u32, (1 << 20) - 1, (next() >> 44) as u32 | 16] {
