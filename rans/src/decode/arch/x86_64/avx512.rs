@@ -15,6 +15,14 @@
 //!   three `vpermd` (`start[s1 + 1..=3]`) and three compares the symbol within it. Each
 //!   compare's mask becomes a constant by a zero-masked move and the three are joined by XOR
 //!   (the masks are nested, so `4 ^ 12 ^ 4` counts them);
+//! - `avx512-vbmi`, for most tables: a **bucketed search** instead ([`Buckets`],
+//!   [`Step::decode_bucketed`]): one `vpermt2b` on the slot's top 7 bits gives the symbol of
+//!   the first slot of its 128-slot bucket (`M / 128` slots at other scale bits), and one to
+//!   three compares against `start[s + 1..]` count the starts inside the bucket at or below
+//!   the slot. The kernel is chosen per table by the most starts any bucket holds past its
+//!   first slot (`ahead`, 1–3; more, or fewer than 128 slots: the radix-4 search). Weight
+//!   tables need one or two (the tails' rare symbols crowd the first and last buckets:
+//!   MiniLM-L6's pooled int4-row table has starts 34 and 108 in bucket 0, so two);
 //! - `freq`/`start` of the symbol: two `vpermd` (16 entries fit one register);
 //! - `x = freq·(x >> sb) + slot − start` (`vpsrlvd`, `vpmulld`, `vpsubd`, `vpaddd`);
 //! - refill, `avx512`: `k = [x<2^23] + [x<2^15]` as two compare masks; the candidate bytes are
@@ -68,9 +76,10 @@ use core::arch::x86_64::{
     _mm512_cmplt_epu32_mask, _mm512_cvtepi32_epi8, _mm512_extracti64x4_epi64,
     _mm512_i32gather_epi32, _mm512_inserti64x4, _mm512_loadu_si512, _mm512_lzcnt_epi32,
     _mm512_mask_add_epi32, _mm512_maskz_mov_epi32, _mm512_mullo_epi32, _mm512_or_si512,
-    _mm512_permutexvar_epi8, _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_setzero_si512,
-    _mm512_shldv_epi32, _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sllv_epi32,
-    _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_storeu_si512, _mm512_sub_epi32, _mm512_xor_si512,
+    _mm512_permutex2var_epi8, _mm512_permutexvar_epi8, _mm512_permutexvar_epi32, _mm512_set1_epi32,
+    _mm512_setzero_si512, _mm512_shldv_epi32, _mm512_shuffle_epi8, _mm512_slli_epi32,
+    _mm512_sllv_epi32, _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_storeu_si512, _mm512_sub_epi32,
+    _mm512_xor_si512,
 };
 
 /// Rounds per tile (the output of one tile, `TILE · N/2` bytes, stays in L1).
@@ -180,6 +189,7 @@ fn rounds_as<const VBMI: bool>(
         start: *start,
         ahead: [ahead(1), ahead(2), ahead(3)],
         sb: table.scale_bits(),
+        buckets: if VBMI { Buckets::of(start, table.scale_bits()) } else { None },
         data,
     };
     let mut r0 = 0;
@@ -207,10 +217,64 @@ fn rounds_as<const VBMI: bool>(
 struct Kernel<'a> {
     freq: [u32; SYMBOLS],
     start: [u32; SYMBOLS],
-    /// `start[s + 1]`, `start[s + 2]`, `start[s + 3]` (the second stage of [`search`]).
+    /// `start[s + 1]`, `start[s + 2]`, `start[s + 3]` (the second stage of [`search`], and
+    /// of [`Step::decode_bucketed`]).
     ahead: [[u32; SYMBOLS]; 3],
     sb: u32,
+    /// The bucketed search's table, where the table allows it (`avx512-vbmi` only).
+    buckets: Option<Buckets>,
     data: &'a [u8],
+}
+
+/// The bucketed slot → symbol search of the `avx512-vbmi` arm ([`Step::decode_bucketed`]): the
+/// `M` slots cut into 128 buckets of `M / 128`, and per bucket the symbol of its first slot,
+/// looked up by one `vpermt2b` on the slot's top 7 bits. The symbol of a slot is that symbol
+/// plus the number of later starts at or below the slot, all of which lie inside the bucket;
+/// when no bucket holds more than [`BUCKET_AHEAD`] such starts, three compares against
+/// `start[s + 1..=3]` (the [`Kernel::ahead`] tables, by `vpermd`) count them. That is one
+/// lookup and one compare depth where [`search`] has two compare depths, and 12 operations
+/// where it has 20.
+#[derive(Clone, Copy)]
+struct Buckets {
+    /// `first[b]`: the symbol of slot `b · M / 128` (the largest `s` with `start[s]` at or
+    /// below it).
+    first: [u8; 128],
+    /// The most starts any bucket holds past its first slot, at least 1 (at most
+    /// [`BUCKET_AHEAD`]): the compares each step makes.
+    ahead: usize,
+}
+
+/// The most starts inside one bucket, past its first slot, that [`Buckets`] can count.
+const BUCKET_AHEAD: usize = 3;
+
+impl Buckets {
+    /// The buckets of a table with `2^sb` slots, or `None` where they cannot serve: fewer than
+    /// 128 slots, or a bucket holding more than [`BUCKET_AHEAD`] starts past its first slot
+    /// (many rare symbols side by side; [`search`] decodes those tables).
+    fn of(start: &[u32; SYMBOLS], sb: u32) -> Option<Buckets> {
+        let width = 1u32.checked_shl(sb.checked_sub(7)?)?;
+        let mut first = [0u8; 128];
+        let mut ahead = 1;
+        let mut s = 0;
+        for (b, fb) in (0u32..).zip(first.iter_mut()) {
+            let lo = b * width;
+            // The largest s with start[s] ≤ lo (start[0] = 0, so s = 0 qualifies).
+            while s + 1 < SYMBOLS && start[s + 1] <= lo {
+                s += 1;
+            }
+            // Starts past lo inside the bucket, i.e. of the symbols after s.
+            let inside = start[s + 1..].iter().filter(|&&st| st < lo + width).count();
+            if inside > BUCKET_AHEAD {
+                return None;
+            }
+            ahead = ahead.max(inside);
+            #[allow(clippy::cast_possible_truncation)] // s < 16
+            {
+                *fb = s as u8;
+            }
+        }
+        Some(Buckets { first, ahead })
+    }
 }
 
 /// Stream of lane `i` of vector `v` in a group starting at `g`: pair `v / 2`, even streams
@@ -254,9 +318,17 @@ fn group<const P: usize, const VBMI: bool>(
             }
         }
         if VBMI {
-            // SAFETY: `rounds_vbmi` checked `vbmi_detected()`, so the CPU runs AVX-512
-            // F/BW/VBMI/VBMI2/CD; the rest as for `kernel` below.
-            unsafe { kernel_vbmi::<P>(k, xs, qs, o, half, g / 2, r) };
+            match k.buckets.map(|b| b.ahead) {
+                // SAFETY: `rounds_vbmi` checked `vbmi_detected()`, so the CPU runs AVX-512
+                // F/BW/VBMI/VBMI2/CD; the rest as for `kernel` below.
+                Some(1) => unsafe { kernel_vbmi::<P, 1>(k, xs, qs, o, half, g / 2, r) },
+                // SAFETY: as above.
+                Some(2) => unsafe { kernel_vbmi::<P, 2>(k, xs, qs, o, half, g / 2, r) },
+                // SAFETY: as above.
+                Some(_) => unsafe { kernel_vbmi::<P, 3>(k, xs, qs, o, half, g / 2, r) },
+                // SAFETY: as above.
+                None => unsafe { kernel_vbmi::<P, 0>(k, xs, qs, o, half, g / 2, r) },
+            }
         } else {
             // SAFETY: `detected()` was checked by `rounds`, so the CPU runs AVX-512 F/BW and
             // AVX2; every lane has at least 2·r bytes left in its stream (`safe`), so each of
@@ -313,16 +385,22 @@ impl Bounds {
 #[target_feature(enable = "avx512f,avx512bw")]
 #[inline]
 fn search(slot: __m512i, b: &Bounds) -> __m512i {
-    let count = |bounds: [__m512i; 3], weights: [i32; 3]| {
-        let at = |j: usize| {
-            let ge = _mm512_cmpge_epu32_mask(slot, bounds[j]);
-            _mm512_maskz_mov_epi32(ge, _mm512_set1_epi32(weights[j]))
-        };
-        _mm512_xor_si512(_mm512_xor_si512(at(0), at(1)), at(2))
-    };
-    let quarter = count(b.quarters, [4, 12, 4]);
+    let quarter = nested_count(slot, b.quarters, [4, 12, 4]);
     let ahead = b.ahead.map(|t| _mm512_permutexvar_epi32(quarter, t));
-    _mm512_or_si512(quarter, count(ahead, [1, 3, 1]))
+    _mm512_or_si512(quarter, nested_count(slot, ahead, [1, 3, 1]))
+}
+
+/// `weights` joined by XOR over the nested bounds (`bounds[0] ≤ bounds[1] ≤ bounds[2]` lane
+/// by lane) at or below `slot`: with `[1, 3, 1]` the number of them, with `[4, 12, 4]` four
+/// times that.
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn nested_count(slot: __m512i, bounds: [__m512i; 3], weights: [i32; 3]) -> __m512i {
+    let at = |j: usize| {
+        let ge = _mm512_cmpge_epu32_mask(slot, bounds[j]);
+        _mm512_maskz_mov_epi32(ge, _mm512_set1_epi32(weights[j]))
+    };
+    _mm512_xor_si512(_mm512_xor_si512(at(0), at(1)), at(2))
 }
 
 /// `r` rounds of `32P` lanes (`2P` vectors in the [`stream_of`] layout): states `xs`, read
@@ -387,7 +465,7 @@ unsafe fn kernel<const P: usize>(
 /// # Safety
 /// As for [`kernel`], with AVX-512 F/BW/VBMI/VBMI2/CD instead of F/BW and AVX2.
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,avx512cd")]
-unsafe fn kernel_vbmi<const P: usize>(
+unsafe fn kernel_vbmi<const P: usize, const AHEAD: usize>(
     k: &Kernel<'_>,
     xs: &mut [u32; 32 * WIDE],
     qs: &mut [u32; 32 * WIDE],
@@ -398,6 +476,7 @@ unsafe fn kernel_vbmi<const P: usize>(
 ) {
     let (mut xv, mut qv) = load_lanes::<P>(xs, qs);
     let step = Step::load(k);
+    let buckets = BucketRegs::load(k);
     // SAFETY: 64 bytes; loadu has no alignment need.
     let shift_of_zeros = unsafe { _mm512_loadu_si512(SHIFT_OF_ZEROS.as_ptr().cast()) };
     let be_top = be_top();
@@ -410,7 +489,11 @@ unsafe fn kernel_vbmi<const P: usize>(
             // 2 per earlier round at most), q ≥ 2 since pos ≥ 4, and q < 2^31: every 4-byte
             // read lies inside `k.data`.
             let w = unsafe { _mm512_i32gather_epi32::<1>(q, data) };
-            let (sv, xn) = step.decode(xv[v]);
+            let (sv, xn) = if AHEAD > 0 {
+                step.decode_bucketed::<AHEAD>(xv[v], &buckets)
+            } else {
+                step.decode(xv[v])
+            };
             sym[v] = sv;
             // 8k: byte 0 of each lane indexes the table by the leading-zero count (at most
             // 32); bytes 1..3 are zero and index entry 0, which is 0.
@@ -493,7 +576,47 @@ impl Step {
     #[inline]
     fn decode(&self, x: __m512i) -> (__m512i, __m512i) {
         let slot = _mm512_and_si512(x, self.mask);
-        let s = search(slot, &self.bounds);
+        self.finish(x, slot, search(slot, &self.bounds))
+    }
+
+    /// [`Step::decode`] with the bucketed search ([`Buckets`]; the kernel's table has them).
+    /// The symbol's bytes 1..3 are left as the lookup made them (table bytes, each below 16):
+    /// every later use of it reads its low 4 bits (`vpermd`) or its low byte (the output's
+    /// `vpmovdb`), and byte 0 is the symbol.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    #[inline]
+    fn decode_bucketed<const AHEAD: usize>(
+        &self,
+        x: __m512i,
+        b: &BucketRegs,
+    ) -> (__m512i, __m512i) {
+        let slot = _mm512_and_si512(x, self.mask);
+        // Byte 0 of each lane, bits 0..7: the slot's top 7 bits (x bits sb − 7 .. sb).
+        let bucket = _mm512_srlv_epi32(x, b.shift);
+        let first = _mm512_permutex2var_epi8(b.lo, bucket, b.hi);
+        let bound = |d: usize| _mm512_permutexvar_epi32(first, self.bounds.ahead[d]);
+        let ge = |d: usize| _mm512_cmpge_epu32_mask(slot, bound(d));
+        // The starts at or below the slot among the next AHEAD (nested: each compare's lanes
+        // are a subset of the one before).
+        let s = match AHEAD {
+            1 => _mm512_mask_add_epi32(first, ge(0), first, _mm512_set1_epi32(1)),
+            2 => {
+                let one = _mm512_maskz_mov_epi32(ge(0), _mm512_set1_epi32(1));
+                let three = _mm512_maskz_mov_epi32(ge(1), _mm512_set1_epi32(3));
+                _mm512_add_epi32(first, _mm512_xor_si512(one, three))
+            }
+            _ => {
+                let ahead = [bound(0), bound(1), bound(2)];
+                _mm512_add_epi32(first, nested_count(slot, ahead, [1, 3, 1]))
+            }
+        };
+        self.finish(x, slot, s)
+    }
+
+    /// The rest of the step once the symbol `s` of `slot` is known.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn finish(&self, x: __m512i, slot: __m512i, s: __m512i) -> (__m512i, __m512i) {
         let f = _mm512_permutexvar_epi32(s, self.freq);
         let st = _mm512_permutexvar_epi32(s, self.start);
         let next = _mm512_add_epi32(
@@ -501,6 +624,30 @@ impl Step {
             _mm512_sub_epi32(slot, st),
         );
         (s, next)
+    }
+}
+
+/// [`Buckets`] in registers: the 128-byte table as the two halves of a `vpermt2b`, and the
+/// shift that brings a state's top 7 slot bits to the bottom of its lane (zero tables where
+/// the kernel has none; the bucketed kernel is then never run).
+struct BucketRegs {
+    lo: __m512i,
+    hi: __m512i,
+    shift: __m512i,
+}
+
+impl BucketRegs {
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn load(k: &Kernel<'_>) -> BucketRegs {
+        let first = k.buckets.map_or([0; 128], |b| b.first);
+        // SAFETY: 64 bytes; loadu has no alignment need.
+        let half = |h: &[u8; 64]| unsafe { _mm512_loadu_si512(h.as_ptr().cast()) };
+        let (halves, _) = first.as_chunks::<64>();
+        let (lo, hi) = (half(&halves[0]), half(&halves[1]));
+        #[allow(clippy::cast_possible_wrap)] // sb ≤ 15
+        let shift = _mm512_set1_epi32(k.sb.saturating_sub(7) as i32);
+        BucketRegs { lo, hi, shift }
     }
 }
 
@@ -545,5 +692,108 @@ fn emit<const P: usize>(sym: &[__m512i; 2 * WIDE], out: &mut [u8], at: usize) {
         let o = &mut out[at + 16 * p..][..16];
         // SAFETY: `o` is exactly 16 bytes; storeu has no alignment need.
         unsafe { _mm_storeu_si128(o.as_mut_ptr().cast(), bytes) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! [`Buckets`] against the table itself: wherever it is built, the bucket's first symbol
+    //! plus the starts at or below the slot among the next `ahead` gives every slot's symbol;
+    //! where it is refused, some bucket does hold more than [`BUCKET_AHEAD`] starts. The SIMD
+    //! kernels that use it are checked against the scalar decoder by the record tests
+    //! (`tests/arms.rs`), whose tables reach every `ahead` and the refusal.
+    use super::{BUCKET_AHEAD, Buckets, SYMBOLS};
+    use crate::table::Table;
+    use std::vec::Vec;
+
+    /// Tables with 1, 2, 3 and 4 starts inside the first bucket, a single symbol, many rare
+    /// symbols, and pseudo-random ones, at scale bits 7..=15.
+    fn tables() -> Vec<Table> {
+        let mut out = Vec::new();
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for sb in 7..=15u32 {
+            let m = 1u32 << sb;
+            let w = m / 128;
+            let mut edge = |rare: &[u32]| {
+                let mut f = [0u32; SYMBOLS];
+                f[..rare.len()].copy_from_slice(rare);
+                f[15] = m - rare.iter().sum::<u32>();
+                out.push(Table::from_freq(sb, &f).unwrap());
+            };
+            // k rare symbols, all inside bucket 0, then the rest in symbol 15.
+            for k in 1..=5 {
+                edge(&[1; 5][..k]);
+            }
+            edge(&[w, w, w]); // starts exactly on bucket boundaries
+            edge(&[w - 1, 1, 1]);
+            let mut single = [0u32; SYMBOLS];
+            single[8] = m;
+            out.push(Table::from_freq(sb, &single).unwrap());
+            for _ in 0..200 {
+                let mut h = [0u64; SYMBOLS];
+                for v in &mut h {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    // Mostly common symbols, some rare or absent.
+                    *v = match seed % 8 {
+                        0 => 0,
+                        1 => seed >> 60,
+                        _ => (seed >> 40) % 5000,
+                    };
+                }
+                h[(seed >> 8) as usize % SYMBOLS] += 1;
+                out.push(Table::from_histogram(sb, &h).unwrap());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn buckets_give_every_slots_symbol_or_are_refused_for_a_reason() {
+        let (mut built, mut refused, mut by_ahead) = (0, 0, [0; BUCKET_AHEAD + 1]);
+        for t in tables() {
+            let (start, sb) = (t.start(), t.scale_bits());
+            let width = 1usize << (sb - 7);
+            match Buckets::of(start, sb) {
+                Some(b) => {
+                    built += 1;
+                    by_ahead[b.ahead] += 1;
+                    assert!((1..=BUCKET_AHEAD).contains(&b.ahead));
+                    for slot in 0..1usize << sb {
+                        let first = usize::from(b.first[slot / width]);
+                        let more = (1..=b.ahead)
+                            .filter(|d| start.get(first + d).is_some_and(|&s| s as usize <= slot))
+                            .count();
+                        assert_eq!(
+                            first + more,
+                            usize::from(t.symbol(slot)),
+                            "sb {sb} slot {slot}"
+                        );
+                    }
+                }
+                None => {
+                    refused += 1;
+                    let width = 1u32 << (sb - 7);
+                    let crowded = (0..128).any(|b| {
+                        let lo = b * width;
+                        let inside = start.iter().filter(|&&s| s > lo && s < lo + width);
+                        inside.count() > BUCKET_AHEAD
+                    });
+                    assert!(crowded, "refused without a crowded bucket: {:?}", t.freq());
+                }
+            }
+        }
+        assert!(built > 0 && refused > 0, "built {built}, refused {refused}");
+        assert!(by_ahead[1..].iter().all(|&n| n > 0), "ahead counts {by_ahead:?}");
+    }
+
+    #[test]
+    fn too_few_slots_for_buckets_are_refused() {
+        for sb in 1..7 {
+            let mut f = [0u32; SYMBOLS];
+            f[0] = 1 << sb;
+            assert!(Buckets::of(Table::from_freq(sb, &f).unwrap().start(), sb).is_none());
+        }
     }
 }
