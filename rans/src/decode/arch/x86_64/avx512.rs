@@ -30,11 +30,16 @@
 //!   `vpshufb` moves bytes `pos`, `pos+1` to the top of the lane big-endian, and
 //!   `x = (x << 8k) | (w >> (32 − 8k))` (`vpsllvd`/`vpsrlvd`; a shift by 32 gives 0);
 //! - refill, `avx512-vbmi`: `8k` from the state's leading zeros (`vplzcntd`, then `vpermb` on a
-//!   64-byte table: 0–8 zeros → 0, 9–16 → 8, 17 and more → 16), the same bytes by one 16-lane
-//!   gather, and `x = (x << 8k) | (w >> (32 − 8k))` as one `vpshldvd`;
+//!   64-byte table: 0–8 zeros → 0, 9–16 → 8, 17 and more → 16), and `x = (x << 8k) | (w >>
+//!   (32 − 8k))` as one `vpshldvd` from an **8-byte window** per lane: a lane takes at most 2
+//!   bytes a round, so the 8 bytes at its position (two 8-lane `vpgatherdq`, byte-swapped and
+//!   split by two `vpermt2d` into the next 4 bytes `hi` and the 4 after them `lo`, big-endian)
+//!   serve four rounds; each step shifts the window on by `vpshldvd` + `vpsllvd`. The last
+//!   rounds of a kernel call (fewer than four) gather 4 bytes per step as before;
 //! - output: `vpslld`/`vpord` + `vpmovdb`, one 16-byte store per pair of vectors.
 //!
-//! **Latency, not throughput, bounds this loop** (Zen 5, measured with dependent chains: a
+//! **Latency bounds the radix-4 loop, gathers the bucketed one** (Zen 5, measured with
+//! dependent chains: a
 //! compare into a mask and a masked move 9 cycles, `vpermd` 5, `vpmulld` 3, simple operations
 //! 2): the state of a lane is one long dependent chain per step, and the 4-level binary search
 //! this arm used before (a `vpermd`, a compare and a masked add per level) was 51 cycles of
@@ -42,14 +47,20 @@
 //! cycles) for a few more operations, which the ports had spare: +8–10 % (`avx512`) on Zen 5. The
 //! `avx512-vbmi` refill is 9 cycles deep where the compare-mask form is about 17, and its one
 //! 16-lane gather costs about what two 8-lane ones do: with the search, +25–30 % over the former
-//! `avx512` kernel. Measured alternatives (docs/PERFORMANCE.md, "SIMD arms" and the
-//! twenty-fourth session): a slot → symbol table gather instead of a search; one 16-lane
+//! `avx512` kernel. The bucketed search then took a compare depth and eight operations off the
+//! chain (+12 % with two compares, +22 % with one), after which a 16-lane gather per step
+//! (about 14 cycles of issue on Zen 5) was the larger cost; the 8-byte window halves the
+//! gathers' work (docs/PERFORMANCE.md, twenty-sixth session). Measured alternatives
+//! (docs/PERFORMANCE.md, "SIMD arms" and the twenty-fourth session): a slot → symbol table gather instead of a search; one 16-lane
 //! `vpgatherdd zmm` in the `avx512` build (the same speed; it stays two 8-lane gathers for
-//! Miri); 32 / 96 / 128 streams in flight instead of 64; a 4-byte window loaded every two
-//! rounds, a prefetched 8-byte window, an 8-byte window per lane refilled only when it runs
-//! low (fewer gathers, more registers and a branch: slower), scalar loads instead of the
-//! refill gather; a binary search on 16-bit lanes (two vectors' slots packed by `vpermt2w`,
-//! half the operations, but the packing lengthens the chain: no gain); the radix-4 compares as
+//! Miri); 32 / 96 / 128 streams in flight instead of 64; in the twenty-fourth session, when
+//! the four-level and then the radix-4 search made the chain long, a 4-byte window loaded every
+//! two rounds, a prefetched 8-byte window and an 8-byte window per lane refilled only when it
+//! runs low (fewer gathers, more registers and a branch) were all slower — with the bucketed
+//! search the gathers became the bound, and the unconditional 8-byte window above is +13 %
+//! (radix-4 tables) to +25 % (bucketed); scalar loads instead of the refill gather; a binary
+//! search on 16-bit lanes (two vectors' slots packed by `vpermt2w`, half the operations, but
+//! the packing lengthens the chain: no gain); the radix-4 compares as
 //! `(start − 1 − slot) >> 31` sign masks with the tables indexed by `−s` (no mask registers,
 //! a shorter chain, more operations: +4 %, within this VM's noise, not kept).
 //!
@@ -74,12 +85,12 @@ use core::arch::x86_64::{
     __m512i, _mm_storeu_si128, _mm256_i32gather_epi32, _mm512_add_epi32, _mm512_and_si512,
     _mm512_castsi256_si512, _mm512_castsi512_si256, _mm512_cmpge_epu32_mask,
     _mm512_cmplt_epu32_mask, _mm512_cvtepi32_epi8, _mm512_extracti64x4_epi64,
-    _mm512_i32gather_epi32, _mm512_inserti64x4, _mm512_loadu_si512, _mm512_lzcnt_epi32,
-    _mm512_mask_add_epi32, _mm512_maskz_mov_epi32, _mm512_mullo_epi32, _mm512_or_si512,
-    _mm512_permutex2var_epi8, _mm512_permutexvar_epi8, _mm512_permutexvar_epi32, _mm512_set1_epi32,
-    _mm512_setzero_si512, _mm512_shldv_epi32, _mm512_shuffle_epi8, _mm512_slli_epi32,
-    _mm512_sllv_epi32, _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_storeu_si512, _mm512_sub_epi32,
-    _mm512_xor_si512,
+    _mm512_i32gather_epi32, _mm512_i32gather_epi64, _mm512_inserti64x4, _mm512_loadu_si512,
+    _mm512_lzcnt_epi32, _mm512_mask_add_epi32, _mm512_maskz_mov_epi32, _mm512_mullo_epi32,
+    _mm512_or_si512, _mm512_permutex2var_epi8, _mm512_permutex2var_epi32, _mm512_permutexvar_epi8,
+    _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_setr_epi32, _mm512_setzero_si512,
+    _mm512_shldv_epi32, _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sllv_epi32,
+    _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_storeu_si512, _mm512_sub_epi32, _mm512_xor_si512,
 };
 
 /// Rounds per tile (the output of one tile, `TILE · N/2` bytes, stays in L1).
@@ -481,7 +492,54 @@ unsafe fn kernel_vbmi<const P: usize, const AHEAD: usize>(
     let shift_of_zeros = unsafe { _mm512_loadu_si512(SHIFT_OF_ZEROS.as_ptr().cast()) };
     let be_top = be_top();
     let data = k.data.as_ptr().cast::<i32>();
-    for round in 0..r {
+    let step_of = |x: __m512i| {
+        if AHEAD > 0 { step.decode_bucketed::<AHEAD>(x, &buckets) } else { step.decode(x) }
+    };
+    // 8k: byte 0 of each lane indexes the table by the leading-zero count (at most 32); bytes
+    // 1..3 are zero and index entry 0, which is 0.
+    let shift_of = |xn: __m512i| _mm512_permutexvar_epi8(_mm512_lzcnt_epi32(xn), shift_of_zeros);
+    // Four rounds per pair of gathers: a lane takes at most 2 bytes a round, so the 8 bytes at
+    // its position serve four steps, each taking what the ones before it left. The window is
+    // big-endian in two vectors, `hi` (the next 4 bytes) and `lo` (the 4 after them).
+    let qswap = bswap64();
+    let (odd, even) = (
+        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31),
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
+    );
+    let base = data.cast::<u8>().wrapping_add(2).cast::<i64>();
+    let mut round = 0;
+    while round + 4 <= r {
+        let mut hi = [_mm512_setzero_si512(); 2 * WIDE];
+        let mut lo = [_mm512_setzero_si512(); 2 * WIDE];
+        for v in 0..2 * P {
+            let q = qv[v];
+            let (qa, qb) = (_mm512_castsi512_si256(q), _mm512_extracti64x4_epi64::<1>(q));
+            // SAFETY: (both gathers) q + 2 = pos and pos + 8 ≤ end ≤ data.len() (the caller's
+            // 2·r bytes per lane, less 2 per earlier round at most, with four rounds left), and
+            // q + 2 < 2^31: every 8-byte read lies inside `k.data`.
+            let a = unsafe { _mm512_i32gather_epi64::<1>(qa, base) };
+            // SAFETY: as above.
+            let b = unsafe { _mm512_i32gather_epi64::<1>(qb, base) };
+            let (a, b) = (_mm512_shuffle_epi8(a, qswap), _mm512_shuffle_epi8(b, qswap));
+            hi[v] = _mm512_permutex2var_epi32(a, odd, b);
+            lo[v] = _mm512_permutex2var_epi32(a, even, b);
+        }
+        for j in 0..4 {
+            let mut sym = [_mm512_setzero_si512(); 2 * WIDE];
+            for v in 0..2 * P {
+                let (sv, xn) = step_of(xv[v]);
+                let sh = shift_of(xn);
+                xv[v] = _mm512_shldv_epi32(xn, hi[v], sh);
+                hi[v] = _mm512_shldv_epi32(hi[v], lo[v], sh);
+                lo[v] = _mm512_sllv_epi32(lo[v], sh);
+                qv[v] = _mm512_add_epi32(qv[v], _mm512_srli_epi32::<3>(sh));
+                sym[v] = sv;
+            }
+            emit::<P>(&sym, out, (round + j) * half + ob);
+        }
+        round += 4;
+    }
+    while round < r {
         let mut sym = [_mm512_setzero_si512(); 2 * WIDE];
         for v in 0..2 * P {
             let q = qv[v];
@@ -489,20 +547,15 @@ unsafe fn kernel_vbmi<const P: usize, const AHEAD: usize>(
             // 2 per earlier round at most), q ≥ 2 since pos ≥ 4, and q < 2^31: every 4-byte
             // read lies inside `k.data`.
             let w = unsafe { _mm512_i32gather_epi32::<1>(q, data) };
-            let (sv, xn) = if AHEAD > 0 {
-                step.decode_bucketed::<AHEAD>(xv[v], &buckets)
-            } else {
-                step.decode(xv[v])
-            };
+            let (sv, xn) = step_of(xv[v]);
             sym[v] = sv;
-            // 8k: byte 0 of each lane indexes the table by the leading-zero count (at most
-            // 32); bytes 1..3 are zero and index entry 0, which is 0.
-            let sh = _mm512_permutexvar_epi8(_mm512_lzcnt_epi32(xn), shift_of_zeros);
+            let sh = shift_of(xn);
             let w = _mm512_shuffle_epi8(w, be_top);
             xv[v] = _mm512_shldv_epi32(xn, w, sh);
             qv[v] = _mm512_add_epi32(q, _mm512_srli_epi32::<3>(sh));
         }
         emit::<P>(&sym, out, round * half + ob);
+        round += 1;
     }
     store_lanes::<P>(&xv, &qv, xs, qs);
 }
@@ -669,6 +722,16 @@ static SHIFT_OF_ZEROS: [u8; 64] = {
     }
     t
 };
+
+/// Bytes `[p, …, p+7]` of a qword lane → the big-endian u64 (a byte swap per qword).
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn bswap64() -> __m512i {
+    const BLOCK: [i8; 16] = [7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8];
+    let m: [i8; 64] = core::array::from_fn(|i| BLOCK[i % 16]);
+    // SAFETY: a 64-byte array; loadu has no alignment need.
+    unsafe { _mm512_loadu_si512(m.as_ptr().cast()) }
+}
 
 /// Bytes `[p−2, p−1, p, p+1]` of a lane → `[0, 0, p+1, p]`: the big-endian pair at the top.
 #[target_feature(enable = "avx512f,avx512bw")]
