@@ -41,11 +41,24 @@ fn shapes() -> Vec<(&'static str, Table, Source)> {
     let rare2 = rare.clone();
     // The pooled table of MiniLM-L6's int4-row codes: two starts (34, 108) inside the first
     // 128-slot bucket (the `avx512-vbmi` arm's bucketed search makes two compares; "real"
-    // needs three, "all-zero" more than three, "rare-symbol" one).
+    // needs three, "laplace" four, "rare-symbol" one, "crowded" six: the radix-4 search).
     let minilm = [0, 34, 74, 204, 492, 1033, 1854, 2808, 3390, 2811, 1853, 1029, 491, 203, 73, 35];
     let minilm = Table::from_freq(14, &minilm).unwrap();
     let minilm2 = minilm.clone();
+    // Peaked synthetic Laplace rows (the adapter bench's table): starts 4, 12, 36 and 115 in
+    // the first bucket.
+    let laplace = [0, 4, 8, 24, 79, 262, 892, 3102, 7646, 3101, 889, 263, 79, 24, 7, 4];
+    let laplace = Table::from_freq(14, &laplace).unwrap();
+    let laplace2 = laplace.clone();
+    // Six symbols of frequency 1: six starts inside the first bucket.
+    let mut crowded = [1000u32; 16];
+    crowded[..6].fill(1);
+    crowded[15] = 16384 - 6 - 9 * 1000;
+    let crowded = Table::from_freq(14, &crowded).unwrap();
+    let crowded2 = crowded.clone();
     vec![
+        ("laplace", laplace, Box::new(move |n, seed| sample(&laplace2, n, seed))),
+        ("crowded", crowded, Box::new(move |n, seed| sample(&crowded2, n, seed))),
         ("minilm", minilm, Box::new(move |n, seed| sample(&minilm2, n, seed))),
         ("real", real, Box::new(move |n, seed| sample(&real2, n, seed))),
         ("all-zero", full.clone(), Box::new(|n, _| vec![0u8; n])),

@@ -18,11 +18,12 @@
 //! - `avx512-vbmi`, for most tables: a **bucketed search** instead ([`Buckets`],
 //!   [`Step::decode_bucketed`]): one `vpermt2b` on the slot's top 7 bits gives the symbol of
 //!   the first slot of its 128-slot bucket (`M / 128` slots at other scale bits), and one to
-//!   three compares against `start[s + 1..]` count the starts inside the bucket at or below
+//!   four compares against `start[s + 1..]` count the starts inside the bucket at or below
 //!   the slot. The kernel is chosen per table by the most starts any bucket holds past its
-//!   first slot (`ahead`, 1–3; more, or fewer than 128 slots: the radix-4 search). Weight
-//!   tables need one or two (the tails' rare symbols crowd the first and last buckets:
-//!   MiniLM-L6's pooled int4-row table has starts 34 and 108 in bucket 0, so two);
+//!   first slot (`ahead`, 1–4; more, or fewer than 128 slots: the radix-4 search). Weight
+//!   tables need one to four (the tails' rare symbols crowd the first and last buckets:
+//!   MiniLM-L6's pooled int4-row table has starts 34 and 108 in bucket 0, so two; the
+//!   peaked synthetic Laplace rows of the adapter bench four);
 //! - `freq`/`start` of the symbol: two `vpermd` (16 entries fit one register);
 //! - `x = freq·(x >> sb) + slot − start` (`vpsrlvd`, `vpmulld`, `vpsubd`, `vpaddd`);
 //! - refill, `avx512`: `k = [x<2^23] + [x<2^15]` as two compare masks; the candidate bytes are
@@ -198,7 +199,7 @@ fn rounds_as<const VBMI: bool>(
     let k = Kernel {
         freq: *table.freq(),
         start: *start,
-        ahead: [ahead(1), ahead(2), ahead(3)],
+        ahead: [ahead(1), ahead(2), ahead(3), ahead(4)],
         sb: table.scale_bits(),
         buckets: if VBMI { Buckets::of(start, table.scale_bits()) } else { None },
         data,
@@ -228,9 +229,9 @@ fn rounds_as<const VBMI: bool>(
 struct Kernel<'a> {
     freq: [u32; SYMBOLS],
     start: [u32; SYMBOLS],
-    /// `start[s + 1]`, `start[s + 2]`, `start[s + 3]` (the second stage of [`search`], and
-    /// of [`Step::decode_bucketed`]).
-    ahead: [[u32; SYMBOLS]; 3],
+    /// `start[s + 1]` .. `start[s + 4]` (the first three: the second stage of [`search`]; all
+    /// four: [`Step::decode_bucketed`]).
+    ahead: [[u32; SYMBOLS]; 4],
     sb: u32,
     /// The bucketed search's table, where the table allows it (`avx512-vbmi` only).
     buckets: Option<Buckets>,
@@ -241,10 +242,10 @@ struct Kernel<'a> {
 /// `M` slots cut into 128 buckets of `M / 128`, and per bucket the symbol of its first slot,
 /// looked up by one `vpermt2b` on the slot's top 7 bits. The symbol of a slot is that symbol
 /// plus the number of later starts at or below the slot, all of which lie inside the bucket;
-/// when no bucket holds more than [`BUCKET_AHEAD`] such starts, three compares against
-/// `start[s + 1..=3]` (the [`Kernel::ahead`] tables, by `vpermd`) count them. That is one
-/// lookup and one compare depth where [`search`] has two compare depths, and 12 operations
-/// where it has 20.
+/// when no bucket holds more than `ahead` ≤ [`BUCKET_AHEAD`] such starts, `ahead` compares
+/// against `start[s + 1..=ahead]` (the [`Kernel::ahead`] tables, by `vpermd`) count them. That
+/// is one lookup and one compare depth where [`search`] has two compare depths, and 5 (one
+/// compare) to 15 (four) operations where it has 20.
 #[derive(Clone, Copy)]
 struct Buckets {
     /// `first[b]`: the symbol of slot `b · M / 128` (the largest `s` with `start[s]` at or
@@ -256,7 +257,7 @@ struct Buckets {
 }
 
 /// The most starts inside one bucket, past its first slot, that [`Buckets`] can count.
-const BUCKET_AHEAD: usize = 3;
+const BUCKET_AHEAD: usize = 4;
 
 impl Buckets {
     /// The buckets of a table with `2^sb` slots, or `None` where they cannot serve: fewer than
@@ -336,7 +337,9 @@ fn group<const P: usize, const VBMI: bool>(
                 // SAFETY: as above.
                 Some(2) => unsafe { kernel_vbmi::<P, 2>(k, xs, qs, o, half, g / 2, r) },
                 // SAFETY: as above.
-                Some(_) => unsafe { kernel_vbmi::<P, 3>(k, xs, qs, o, half, g / 2, r) },
+                Some(3) => unsafe { kernel_vbmi::<P, 3>(k, xs, qs, o, half, g / 2, r) },
+                // SAFETY: as above.
+                Some(_) => unsafe { kernel_vbmi::<P, 4>(k, xs, qs, o, half, g / 2, r) },
                 // SAFETY: as above.
                 None => unsafe { kernel_vbmi::<P, 0>(k, xs, qs, o, half, g / 2, r) },
             }
@@ -401,17 +404,18 @@ fn search(slot: __m512i, b: &Bounds) -> __m512i {
     _mm512_or_si512(quarter, nested_count(slot, ahead, [1, 3, 1]))
 }
 
-/// `weights` joined by XOR over the nested bounds (`bounds[0] ≤ bounds[1] ≤ bounds[2]` lane
-/// by lane) at or below `slot`: with `[1, 3, 1]` the number of them, with `[4, 12, 4]` four
-/// times that.
+/// `weights` joined by XOR over the nested bounds (`bounds[0] ≤ bounds[1] ≤ …` lane by lane;
+/// three or four) at or below `slot`: with `[1, 3, 1]` or `[1, 3, 1, 7]` the number of them
+/// (`1`, `1 ^ 3 = 2`, `2 ^ 1 = 3`, `3 ^ 7 = 4`), with `[4, 12, 4]` four times that.
 #[target_feature(enable = "avx512f,avx512bw")]
 #[inline]
-fn nested_count(slot: __m512i, bounds: [__m512i; 3], weights: [i32; 3]) -> __m512i {
+fn nested_count<const N: usize>(slot: __m512i, bounds: [__m512i; N], weights: [i32; N]) -> __m512i {
     let at = |j: usize| {
         let ge = _mm512_cmpge_epu32_mask(slot, bounds[j]);
         _mm512_maskz_mov_epi32(ge, _mm512_set1_epi32(weights[j]))
     };
-    _mm512_xor_si512(_mm512_xor_si512(at(0), at(1)), at(2))
+    let three = _mm512_xor_si512(_mm512_xor_si512(at(0), at(1)), at(2));
+    if N > 3 { _mm512_xor_si512(three, at(3)) } else { three }
 }
 
 /// `r` rounds of `32P` lanes (`2P` vectors in the [`stream_of`] layout): states `xs`, read
@@ -658,9 +662,14 @@ impl Step {
                 let three = _mm512_maskz_mov_epi32(ge(1), _mm512_set1_epi32(3));
                 _mm512_add_epi32(first, _mm512_xor_si512(one, three))
             }
-            _ => {
+            3 => {
                 let ahead = [bound(0), bound(1), bound(2)];
                 _mm512_add_epi32(first, nested_count(slot, ahead, [1, 3, 1]))
+            }
+            _ => {
+                let ahead =
+                    [bound(0), bound(1), bound(2), _mm512_permutexvar_epi32(first, b.ahead4)];
+                _mm512_add_epi32(first, nested_count(slot, ahead, [1, 3, 1, 7]))
             }
         };
         self.finish(x, slot, s)
@@ -687,6 +696,8 @@ struct BucketRegs {
     lo: __m512i,
     hi: __m512i,
     shift: __m512i,
+    /// `start[s + 4]` (the fourth compare's table; the first three are [`Bounds::ahead`]).
+    ahead4: __m512i,
 }
 
 impl BucketRegs {
@@ -700,7 +711,9 @@ impl BucketRegs {
         let (lo, hi) = (half(&halves[0]), half(&halves[1]));
         #[allow(clippy::cast_possible_wrap)] // sb ≤ 15
         let shift = _mm512_set1_epi32(k.sb.saturating_sub(7) as i32);
-        BucketRegs { lo, hi, shift }
+        // SAFETY: 16 u32 = 64 bytes; loadu has no alignment need.
+        let ahead4 = unsafe { _mm512_loadu_si512(k.ahead[3].as_ptr().cast()) };
+        BucketRegs { lo, hi, shift, ahead4 }
     }
 }
 
