@@ -267,15 +267,21 @@ impl Buckets {
         let width = 1u32.checked_shl(sb.checked_sub(7)?)?;
         let mut first = [0u8; 128];
         let mut ahead = 1;
-        let mut s = 0;
+        // s: the largest symbol with start[s] ≤ lo; e: the first symbol after s whose start is
+        // past the bucket. Both only move forward (starts are non-decreasing), so the whole
+        // table costs about 128 + 2·16 steps: it is built on every call of the driver.
+        let (mut s, mut e) = (0, 1);
         for (b, fb) in (0u32..).zip(first.iter_mut()) {
             let lo = b * width;
-            // The largest s with start[s] ≤ lo (start[0] = 0, so s = 0 qualifies).
             while s + 1 < SYMBOLS && start[s + 1] <= lo {
                 s += 1;
             }
-            // Starts past lo inside the bucket, i.e. of the symbols after s.
-            let inside = start[s + 1..].iter().filter(|&&st| st < lo + width).count();
+            e = e.max(s + 1);
+            while e < SYMBOLS && start[e] < lo + width {
+                e += 1;
+            }
+            // The starts past lo inside the bucket: symbols s + 1 .. e.
+            let inside = e - (s + 1);
             if inside > BUCKET_AHEAD {
                 return None;
             }
