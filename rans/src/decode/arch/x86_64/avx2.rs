@@ -12,10 +12,14 @@
 //! - `freq`/`start`: one 32-bit word `freq | start << 16` per symbol, looked up in registers
 //!   with two `vpermd` (symbols 0–7 and 8–15) and a blend;
 //! - `x = freq·(x >> sb) + slot − start` (`vpmulld`);
-//! - refill: `k = [x<2^23] + [x<2^15]` bytes (two shifts + compares), the two candidate bytes
-//!   fetched by one `vpgatherdd` at `pos − 2` (so the read ends at `pos + 2`, inside the
-//!   stream whenever 2 bytes are left; no slack past the buffer is ever needed), byte-swapped
-//!   by `vpshufb` into a big-endian 16-bit value, and merged with variable shifts.
+//! - refill: `k = [x<2^23] + [x<2^15]` bytes (two shifts + compares), taken from a 4-byte
+//!   window per lane that serves two rounds: a lane takes at most 2 bytes a round, so one
+//!   `vpgatherdd` of the 4 bytes at `pos` (inside the stream whenever two rounds' 4 bytes are
+//!   left; no slack past the buffer is ever needed), byte-swapped by `vpshufb` into a
+//!   big-endian u32, feeds both steps, each merging its bytes with variable shifts and shifting
+//!   the window on (half the gathers: +5–14 % on Zen 5; an 8-byte window per four rounds from
+//!   two 4-lane `vpgatherdq` was slower there, 16 `ymm` registers do not hold it). A kernel
+//!   call's odd last round gathers the 2 bytes at `pos − 2 .. pos + 2` alone.
 //! - output: two symbols per byte, gathered into 16 contiguous bytes per round with
 //!   `vpshufb`/`vpermq`.
 //!
@@ -23,8 +27,9 @@
 //! rounds as every lane of the group has 2 bytes per round left (`k ≤ 2` since every state is
 //! in `[L, 2^32)`), which also bounds every gather inside the stream. The rounds it cannot
 //! cover (a stream's last few bytes) go to the scalar branch-free group, which caps `k`.
-//! The refill's gather dominates (about one element per cycle on Zen 3): see
-//! docs/PERFORMANCE.md for the measured rates and the operation count.
+//! The refill's gather dominated (about one element per cycle on Zen 3), which is what the
+//! window halves; it has not been measured on Zen 2 or 3 yet: see docs/PERFORMANCE.md for the
+//! measured rates and the operation count.
 
 use crate::decode::scalar;
 use crate::table::{SYMBOLS, Table};
@@ -244,6 +249,12 @@ unsafe fn kernel<const V: usize>(
     let low16 = _mm256_set1_epi32(0xFFFF);
     let seven = _mm256_set1_epi32(7);
     let sixteen = _mm256_set1_epi32(16);
+    let thirty_two = _mm256_set1_epi32(32);
+    // Bytes [p, p+1, p+2, p+3] (little-endian lane) → the big-endian u32.
+    let be32 = _mm256_setr_epi8(
+        3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12, //
+        3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12,
+    );
     let zero = _mm256_setzero_si256();
     // Bytes [p−2, p−1, p, p+1] (little-endian lane) → big-endian 16-bit value of p, p+1.
     let be16 = _mm256_setr_epi8(
@@ -268,37 +279,30 @@ unsafe fn kernel<const V: usize>(
     );
     let bounds = Bounds::new(&k.start);
     let data = k.data.as_ptr().cast::<i32>();
-    for round in 0..r {
-        let mut bytes = zero;
-        for v in 0..V {
-            let x = xv[v];
-            let slot = _mm256_and_si256(x, mask);
-            let s = symbol_of(slot, &bounds);
-            let lo = _mm256_permutevar8x32_epi32(lut_lo, s);
-            let hi = _mm256_permutevar8x32_epi32(lut_hi, s);
-            let e = _mm256_blendv_epi8(lo, hi, _mm256_cmpgt_epi32(s, seven));
-            let f = _mm256_and_si256(e, low16);
-            let st = _mm256_srli_epi32::<16>(e);
-            let xv_new = _mm256_add_epi32(
-                _mm256_mullo_epi32(f, _mm256_srl_epi32(x, sbv)),
-                _mm256_sub_epi32(slot, st),
-            );
-            let k1 = _mm256_cmpeq_epi32(_mm256_srli_epi32::<23>(xv_new), zero);
-            let k2 = _mm256_cmpeq_epi32(_mm256_srli_epi32::<15>(xv_new), zero);
-            let kk = _mm256_sub_epi32(zero, _mm256_add_epi32(k1, k2));
-            let sh = _mm256_slli_epi32::<3>(kk);
-            let q = qv[v];
-            // SAFETY: q + 4 = pos + 2 ≤ end ≤ data.len() (the caller's 2·r bytes per lane,
-            // less 2 per earlier round at most), and q ≥ 2 since pos ≥ 4; q < 2^31.
-            let w = unsafe { _mm256_i32gather_epi32::<1>(data, q) };
-            let w = _mm256_shuffle_epi8(w, be16);
-            let fill = _mm256_srlv_epi32(w, _mm256_sub_epi32(sixteen, sh));
-            xv[v] = _mm256_or_si256(_mm256_sllv_epi32(xv_new, sh), fill);
-            qv[v] = _mm256_add_epi32(q, kk);
-            // Even stream's symbol | odd stream's symbol << 4 in the low byte of each u64.
-            let b = _mm256_or_si256(s, _mm256_srli_epi64::<28>(s));
-            bytes = _mm256_or_si256(bytes, _mm256_shuffle_epi8(b, place[v]));
-        }
+    // One step of a vector before its refill: (symbol, state, k, 8k).
+    let step = |x: __m256i| {
+        let slot = _mm256_and_si256(x, mask);
+        let s = symbol_of(slot, &bounds);
+        let lo = _mm256_permutevar8x32_epi32(lut_lo, s);
+        let hi = _mm256_permutevar8x32_epi32(lut_hi, s);
+        let e = _mm256_blendv_epi8(lo, hi, _mm256_cmpgt_epi32(s, seven));
+        let f = _mm256_and_si256(e, low16);
+        let st = _mm256_srli_epi32::<16>(e);
+        let xn = _mm256_add_epi32(
+            _mm256_mullo_epi32(f, _mm256_srl_epi32(x, sbv)),
+            _mm256_sub_epi32(slot, st),
+        );
+        let k1 = _mm256_cmpeq_epi32(_mm256_srli_epi32::<23>(xn), zero);
+        let k2 = _mm256_cmpeq_epi32(_mm256_srli_epi32::<15>(xn), zero);
+        let kk = _mm256_sub_epi32(zero, _mm256_add_epi32(k1, k2));
+        (s, xn, kk, _mm256_slli_epi32::<3>(kk))
+    };
+    // Even stream's symbol | odd stream's symbol << 4 in the low byte of each u64, placed.
+    let place_symbols = |bytes: __m256i, s: __m256i, v: usize| {
+        let b = _mm256_or_si256(s, _mm256_srli_epi64::<28>(s));
+        _mm256_or_si256(bytes, _mm256_shuffle_epi8(b, place[v]))
+    };
+    let store = |bytes: __m256i, round: usize, out: &mut [u8]| {
         let bytes = _mm256_shuffle_epi8(_mm256_permute4x64_epi64::<0b11_01_10_00>(bytes), unzip);
         let o = &mut out[round * half + ob..][..4 * V];
         if V == WIDE {
@@ -311,6 +315,48 @@ unsafe fn kernel<const V: usize>(
             unsafe { _mm256_storeu_si256(tmp.as_mut_ptr().cast(), bytes) };
             o.copy_from_slice(&tmp[..4 * V]);
         }
+    };
+    // Two rounds per gather: a lane takes at most 2 bytes a round, so the 4 bytes at its
+    // position, big-endian, serve both steps (the second takes what the first left).
+    let base = data.cast::<u8>().wrapping_add(2).cast::<i32>();
+    let mut round = 0;
+    while round + 2 <= r {
+        let mut wv = [zero; WIDE];
+        for v in 0..V {
+            // SAFETY: q + 2 = pos and pos + 4 ≤ end ≤ data.len() (the caller's 2·r bytes per
+            // lane, less 2 per earlier round at most, with two rounds left); q + 2 < 2^31.
+            let w = unsafe { _mm256_i32gather_epi32::<1>(base, qv[v]) };
+            wv[v] = _mm256_shuffle_epi8(w, be32);
+        }
+        for j in 0..2 {
+            let mut bytes = zero;
+            for v in 0..V {
+                let (s, xn, kk, sh) = step(xv[v]);
+                let fill = _mm256_srlv_epi32(wv[v], _mm256_sub_epi32(thirty_two, sh));
+                xv[v] = _mm256_or_si256(_mm256_sllv_epi32(xn, sh), fill);
+                wv[v] = _mm256_sllv_epi32(wv[v], sh);
+                qv[v] = _mm256_add_epi32(qv[v], kk);
+                bytes = place_symbols(bytes, s, v);
+            }
+            store(bytes, round + j, out);
+        }
+        round += 2;
+    }
+    if round < r {
+        let mut bytes = zero;
+        for v in 0..V {
+            let (s, xn, kk, sh) = step(xv[v]);
+            let q = qv[v];
+            // SAFETY: q + 4 = pos + 2 ≤ end ≤ data.len() (the caller's 2·r bytes per lane,
+            // less 2 per earlier round at most), and q ≥ 2 since pos ≥ 4; q < 2^31.
+            let w = unsafe { _mm256_i32gather_epi32::<1>(data, q) };
+            let w = _mm256_shuffle_epi8(w, be16);
+            let fill = _mm256_srlv_epi32(w, _mm256_sub_epi32(sixteen, sh));
+            xv[v] = _mm256_or_si256(_mm256_sllv_epi32(xn, sh), fill);
+            qv[v] = _mm256_add_epi32(q, kk);
+            bytes = place_symbols(bytes, s, v);
+        }
+        store(bytes, round, out);
     }
     for v in 0..V {
         // SAFETY: lanes 8v..8v+8 of a 32-lane array; storeu has no alignment need.
