@@ -379,7 +379,8 @@ fn group<const P: usize, const VBMI: bool>(
 #[derive(Clone, Copy)]
 struct Bounds {
     quarters: [__m512i; 3],
-    ahead: [__m512i; 3],
+    /// `start[s + 1..=4]` ([`Kernel::ahead`]): the radix-4 search reads the first three.
+    ahead: [__m512i; 4],
 }
 
 impl Bounds {
@@ -391,7 +392,7 @@ impl Bounds {
         // SAFETY: each `ahead` table is 16 u32 = 64 bytes, an unaligned 512-bit load reads
         // exactly them.
         let a = |d: usize| unsafe { _mm512_loadu_si512(k.ahead[d].as_ptr().cast()) };
-        Bounds { quarters: [q(4), q(8), q(12)], ahead: [a(0), a(1), a(2)] }
+        Bounds { quarters: [q(4), q(8), q(12)], ahead: [a(0), a(1), a(2), a(3)] }
     }
 }
 
@@ -405,23 +406,22 @@ impl Bounds {
 #[target_feature(enable = "avx512f,avx512bw")]
 #[inline]
 fn search(slot: __m512i, b: &Bounds) -> __m512i {
-    let quarter = nested_count(slot, b.quarters, [4, 12, 4]);
-    let ahead = b.ahead.map(|t| _mm512_permutexvar_epi32(quarter, t));
-    _mm512_or_si512(quarter, nested_count(slot, ahead, [1, 3, 1]))
+    let quarter = nested_count(slot, &b.quarters, &[4, 12, 4]);
+    let ahead = [0, 1, 2].map(|d| _mm512_permutexvar_epi32(quarter, b.ahead[d]));
+    _mm512_or_si512(quarter, nested_count(slot, &ahead, &[1, 3, 1]))
 }
 
-/// `weights` joined by XOR over the nested bounds (`bounds[0] ≤ bounds[1] ≤ …` lane by lane;
-/// three or four) at or below `slot`: with `[1, 3, 1]` or `[1, 3, 1, 7]` the number of them
-/// (`1`, `1 ^ 3 = 2`, `2 ^ 1 = 3`, `3 ^ 7 = 4`), with `[4, 12, 4]` four times that.
+/// `weights` joined by XOR over the nested bounds (`bounds[0] ≤ bounds[1] ≤ …` lane by lane)
+/// at or below `slot`: with a prefix of `[1, 3, 1, 7]` the number of them (`1`, `1 ^ 3 = 2`,
+/// `2 ^ 1 = 3`, `3 ^ 7 = 4`), with `[4, 12, 4]` four times that. Its callers' lengths are
+/// constants, so the fold unrolls.
 #[target_feature(enable = "avx512f,avx512bw")]
 #[inline]
-fn nested_count<const N: usize>(slot: __m512i, bounds: [__m512i; N], weights: [i32; N]) -> __m512i {
-    let at = |j: usize| {
-        let ge = _mm512_cmpge_epu32_mask(slot, bounds[j]);
-        _mm512_maskz_mov_epi32(ge, _mm512_set1_epi32(weights[j]))
-    };
-    let three = _mm512_xor_si512(_mm512_xor_si512(at(0), at(1)), at(2));
-    if N > 3 { _mm512_xor_si512(three, at(3)) } else { three }
+fn nested_count(slot: __m512i, bounds: &[__m512i], weights: &[i32]) -> __m512i {
+    bounds.iter().zip(weights).fold(_mm512_setzero_si512(), |acc, (&bound, &weight)| {
+        let ge = _mm512_cmpge_epu32_mask(slot, bound);
+        _mm512_xor_si512(acc, _mm512_maskz_mov_epi32(ge, _mm512_set1_epi32(weight)))
+    })
 }
 
 /// `r` rounds of `32P` lanes (`2P` vectors in the [`stream_of`] layout): states `xs`, read
@@ -657,26 +657,17 @@ impl Step {
         // Byte 0 of each lane, bits 0..7: the slot's top 7 bits (x bits sb − 7 .. sb).
         let bucket = _mm512_srlv_epi32(x, b.shift);
         let first = _mm512_permutex2var_epi8(b.lo, bucket, b.hi);
-        let bound = |d: usize| _mm512_permutexvar_epi32(first, self.bounds.ahead[d]);
-        let ge = |d: usize| _mm512_cmpge_epu32_mask(slot, bound(d));
         // The starts at or below the slot among the next AHEAD (nested: each compare's lanes
-        // are a subset of the one before).
-        let s = match AHEAD {
-            1 => _mm512_mask_add_epi32(first, ge(0), first, _mm512_set1_epi32(1)),
-            2 => {
-                let one = _mm512_maskz_mov_epi32(ge(0), _mm512_set1_epi32(1));
-                let three = _mm512_maskz_mov_epi32(ge(1), _mm512_set1_epi32(3));
-                _mm512_add_epi32(first, _mm512_xor_si512(one, three))
-            }
-            3 => {
-                let ahead = [bound(0), bound(1), bound(2)];
-                _mm512_add_epi32(first, nested_count(slot, ahead, [1, 3, 1]))
-            }
-            _ => {
-                let ahead =
-                    [bound(0), bound(1), bound(2), _mm512_permutexvar_epi32(first, b.ahead4)];
-                _mm512_add_epi32(first, nested_count(slot, ahead, [1, 3, 1, 7]))
-            }
+        // are a subset of the one before); one compare is a masked add.
+        let s = if AHEAD == 1 {
+            let ge = _mm512_cmpge_epu32_mask(
+                slot,
+                _mm512_permutexvar_epi32(first, self.bounds.ahead[0]),
+            );
+            _mm512_mask_add_epi32(first, ge, first, _mm512_set1_epi32(1))
+        } else {
+            let bounds = self.bounds.ahead.map(|t| _mm512_permutexvar_epi32(first, t));
+            _mm512_add_epi32(first, nested_count(slot, &bounds[..AHEAD], &[1, 3, 1, 7][..AHEAD]))
         };
         self.finish(x, slot, s)
     }
@@ -702,8 +693,6 @@ struct BucketRegs {
     lo: __m512i,
     hi: __m512i,
     shift: __m512i,
-    /// `start[s + 4]` (the fourth compare's table; the first three are [`Bounds::ahead`]).
-    ahead4: __m512i,
 }
 
 impl BucketRegs {
@@ -717,9 +706,7 @@ impl BucketRegs {
         let (lo, hi) = (half(&halves[0]), half(&halves[1]));
         #[allow(clippy::cast_possible_wrap)] // sb ≤ 15
         let shift = _mm512_set1_epi32(k.sb.saturating_sub(7) as i32);
-        // SAFETY: 16 u32 = 64 bytes; loadu has no alignment need.
-        let ahead4 = unsafe { _mm512_loadu_si512(k.ahead[3].as_ptr().cast()) };
-        BucketRegs { lo, hi, shift, ahead4 }
+        BucketRegs { lo, hi, shift }
     }
 }
 
