@@ -33,10 +33,12 @@
 //! - refill, `avx512-vbmi`: `8k` from the state's leading zeros (`vplzcntd`, then `vpermb` on a
 //!   64-byte table: 0–8 zeros → 0, 9–16 → 8, 17 and more → 16), and `x = (x << 8k) | (w >>
 //!   (32 − 8k))` as one `vpshldvd` from an **8-byte window** per lane: a lane takes at most 2
-//!   bytes a round, so the 8 bytes at its position (two 8-lane `vpgatherdq`, byte-swapped and
-//!   split by two `vpermt2d` into the next 4 bytes `hi` and the 4 after them `lo`, big-endian)
-//!   serve four rounds; each step shifts the window on by `vpshldvd` + `vpsllvd`. The last
-//!   rounds of a kernel call (fewer than four) gather 4 bytes per step as before;
+//!   bytes a round, so the 8 bytes at its position (two 8-lane `vpgatherdq`; two `vpermt2b`
+//!   byte-swap and split them into the next 4 bytes `hi` and the 4 after them `lo`, big-endian)
+//!   serve four rounds; each step shifts the window on by `vpshldvd` + `vpsllvd` and adds its
+//!   shift to a per-lane count, and the read position moves on by the count's bytes once per
+//!   four rounds. The last rounds of a kernel call (fewer than four) gather 4 bytes per step as
+//!   before;
 //! - output: `vpslld`/`vpord` + `vpmovdb`, one 16-byte store per pair of vectors.
 //!
 //! **Latency bounds the radix-4 loop, gathers the bucketed one** (Zen 5, measured with
@@ -65,6 +67,17 @@
 //! `(start − 1 − slot) >> 31` sign masks with the tables indexed by `−s` (no mask registers,
 //! a shorter chain, more operations: +4 %, within this VM's noise, not kept).
 //!
+//! **The bucketed loop is now throughput-bound** (twenty-seventh session, Zen 5 VM, whose
+//! 512-bit operations issue at half the rate of 256-bit ones): its body alone, replayed in an
+//! `asm!` harness without the gathers, takes 59 cycles a round (four vectors) with its real
+//! dependencies and 55 with every round made independent. So shortening the chain no longer
+//! pays: the search's bound looked up per bucket, beside `first` (one lookup deep instead of
+//! two), measured 2 % slower for its extra operations. Fewer operations do not pay one for one
+//! either: the window's byte swap and split in two `vpermt2b` (instead of two `vpshufb` and two
+//! `vpermt2d`) with the position moved once per four rounds gave +4 %, tiles of 128 rounds
+//! (half the driver's per-call work) +3–4 %, but counting the bounds by masked adds (one
+//! operation fewer per bound than the zero-masked constants and XOR below) measured the same.
+//!
 //! Why 8-lane AVX2 gathers in the `avx512` build rather than one 16-lane `vpgatherdd zmm`: on
 //! the Zen 4 project machine they measure the same or faster, and Miri has shims for the AVX2
 //! gathers but not the AVX-512 ones, so the kernel runs under Miri (`.ci/miri-tests`). The arm
@@ -88,14 +101,16 @@ use core::arch::x86_64::{
     _mm512_cmplt_epu32_mask, _mm512_cvtepi32_epi8, _mm512_extracti64x4_epi64,
     _mm512_i32gather_epi32, _mm512_i32gather_epi64, _mm512_inserti64x4, _mm512_loadu_si512,
     _mm512_lzcnt_epi32, _mm512_mask_add_epi32, _mm512_maskz_mov_epi32, _mm512_mullo_epi32,
-    _mm512_or_si512, _mm512_permutex2var_epi8, _mm512_permutex2var_epi32, _mm512_permutexvar_epi8,
-    _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_setr_epi32, _mm512_setzero_si512,
-    _mm512_shldv_epi32, _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sllv_epi32,
-    _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_storeu_si512, _mm512_sub_epi32, _mm512_xor_si512,
+    _mm512_or_si512, _mm512_permutex2var_epi8, _mm512_permutexvar_epi8, _mm512_permutexvar_epi32,
+    _mm512_set1_epi32, _mm512_setzero_si512, _mm512_shldv_epi32, _mm512_shuffle_epi8,
+    _mm512_slli_epi32, _mm512_sllv_epi32, _mm512_srli_epi32, _mm512_srlv_epi32,
+    _mm512_storeu_si512, _mm512_sub_epi32, _mm512_xor_si512,
 };
 
-/// Rounds per tile (the output of one tile, `TILE · N/2` bytes, stays in L1).
-const TILE: usize = 64;
+/// Rounds per tile (the output of one tile, `TILE · N/2` bytes = 16 KiB at 256 streams, stays
+/// in L1). 128 rather than 64: half the driver's per-call work (lane copies, bounds) for
+/// +3–4 % on Zen 5 (docs/PERFORMANCE.md, twenty-seventh session); 256 would fill a 32 KiB L1.
+const TILE: usize = 128;
 /// Pairs of 16-lane vectors kept in flight by the main kernel (`32·WIDE` streams).
 const WIDE: usize = 2;
 
@@ -511,11 +526,10 @@ unsafe fn kernel_vbmi<const P: usize, const AHEAD: usize>(
     // Four rounds per pair of gathers: a lane takes at most 2 bytes a round, so the 8 bytes at
     // its position serve four steps, each taking what the ones before it left. The window is
     // big-endian in two vectors, `hi` (the next 4 bytes) and `lo` (the 4 after them).
-    let qswap = bswap64();
-    let (odd, even) = (
-        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31),
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
-    );
+    // SAFETY: (both) 64-byte tables; loadu has no alignment need.
+    let window_hi = unsafe { _mm512_loadu_si512(WINDOW_HI.as_ptr().cast()) };
+    // SAFETY: as above.
+    let window_lo = unsafe { _mm512_loadu_si512(WINDOW_LO.as_ptr().cast()) };
     let base = data.cast::<u8>().wrapping_add(2).cast::<i64>();
     let mut round = 0;
     while round + 4 <= r {
@@ -530,10 +544,11 @@ unsafe fn kernel_vbmi<const P: usize, const AHEAD: usize>(
             let a = unsafe { _mm512_i32gather_epi64::<1>(qa, base) };
             // SAFETY: as above.
             let b = unsafe { _mm512_i32gather_epi64::<1>(qb, base) };
-            let (a, b) = (_mm512_shuffle_epi8(a, qswap), _mm512_shuffle_epi8(b, qswap));
-            hi[v] = _mm512_permutex2var_epi32(a, odd, b);
-            lo[v] = _mm512_permutex2var_epi32(a, even, b);
+            hi[v] = _mm512_permutex2var_epi8(a, window_hi, b);
+            lo[v] = _mm512_permutex2var_epi8(a, window_lo, b);
         }
+        // The bits each lane's window gave up over the four steps.
+        let mut used = [_mm512_setzero_si512(); 2 * WIDE];
         for j in 0..4 {
             let mut sym = [_mm512_setzero_si512(); 2 * WIDE];
             for v in 0..2 * P {
@@ -542,10 +557,13 @@ unsafe fn kernel_vbmi<const P: usize, const AHEAD: usize>(
                 xv[v] = _mm512_shldv_epi32(xn, hi[v], sh);
                 hi[v] = _mm512_shldv_epi32(hi[v], lo[v], sh);
                 lo[v] = _mm512_sllv_epi32(lo[v], sh);
-                qv[v] = _mm512_add_epi32(qv[v], _mm512_srli_epi32::<3>(sh));
+                used[v] = _mm512_add_epi32(used[v], sh);
                 sym[v] = sv;
             }
             emit::<P>(&sym, out, (round + j) * half + ob);
+        }
+        for v in 0..2 * P {
+            qv[v] = _mm512_add_epi32(qv[v], _mm512_srli_epi32::<3>(used[v]));
         }
         round += 4;
     }
@@ -729,25 +747,47 @@ static SHIFT_OF_ZEROS: [u8; 64] = {
     t
 };
 
-/// Bytes `[p, …, p+7]` of a qword lane → the big-endian u64 (a byte swap per qword).
-#[target_feature(enable = "avx512f,avx512bw")]
-#[inline]
-fn bswap64() -> __m512i {
-    const BLOCK: [i8; 16] = [7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8];
-    let m: [i8; 64] = core::array::from_fn(|i| BLOCK[i % 16]);
-    // SAFETY: a 64-byte array; loadu has no alignment need.
-    unsafe { _mm512_loadu_si512(m.as_ptr().cast()) }
+/// `vpermt2b` indices that take dword lane `i`'s window from qword `i` of the two gathers
+/// (bytes `8i .. 8i + 8` of the 128-byte pair, the stream's bytes `p .. p + 8`): `WINDOW_HI`
+/// the big-endian dword of bytes `p .. p + 4` (byte `k` of the lane is byte `3 − k` of the
+/// qword), `WINDOW_LO` that of `p + 4 .. p + 8` (`7 − k`). One permute each does the byte swap
+/// and the split into dword lanes.
+static WINDOW_HI: [u8; 64] = window_index(3);
+/// See [`WINDOW_HI`].
+static WINDOW_LO: [u8; 64] = window_index(7);
+
+/// Byte `4i + k` ← byte `8i + top − k` of the gathers' 128 bytes.
+const fn window_index(top: u8) -> [u8; 64] {
+    let mut t = [0u8; 64];
+    let mut i = 0;
+    while i < 64 {
+        #[allow(clippy::cast_possible_truncation)] // i < 64
+        let (lane, k) = ((i / 4) as u8, (i % 4) as u8);
+        t[i] = 8 * lane + top - k;
+        i += 1;
+    }
+    t
 }
 
 /// Bytes `[p−2, p−1, p, p+1]` of a lane → `[0, 0, p+1, p]`: the big-endian pair at the top.
 #[target_feature(enable = "avx512f,avx512bw")]
 #[inline]
 fn be_top() -> __m512i {
-    const Z: i8 = -128;
-    const BLOCK: [i8; 16] = [Z, Z, 3, 2, Z, Z, 7, 6, Z, Z, 11, 10, Z, Z, 15, 14];
-    let m: [i8; 64] = core::array::from_fn(|i| BLOCK[i % 16]);
+    // A static table: built with `array::from_fn` here, the mask cost a byte loop (and a
+    // store-forwarding stall) on every kernel call.
+    static BE_TOP: [i8; 64] = {
+        const Z: i8 = -128;
+        const BLOCK: [i8; 16] = [Z, Z, 3, 2, Z, Z, 7, 6, Z, Z, 11, 10, Z, Z, 15, 14];
+        let mut m = [0i8; 64];
+        let mut i = 0;
+        while i < 64 {
+            m[i] = BLOCK[i % 16];
+            i += 1;
+        }
+        m
+    };
     // SAFETY: a 64-byte array; loadu has no alignment need.
-    unsafe { _mm512_loadu_si512(m.as_ptr().cast()) }
+    unsafe { _mm512_loadu_si512(BE_TOP.as_ptr().cast()) }
 }
 
 /// Writes one round's `16P` output bytes at `at`: streams `2i, 2i + 1` of pair `p` become
