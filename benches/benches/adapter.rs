@@ -6,6 +6,8 @@
 //! Matrix: 4096 × 4096 per-row int4 (8 MiB packed, larger than this machine's L2 and its
 //! share of L3), Laplace rows from `tetrad::synth`, coded as one record and as one CFS1 blob.
 //! Elements = weights (`O · I`), so `Gelem/s` reads as G weights/s = G nibbles/s.
+//! Activations are f32, except `fused_q8_s*` / `dense_int4_q8_s*` (the record adapter and the
+//! dense kernel on int8-quantized activations, quantized inside the timed loop).
 //!
 //! Groups: `adapter_4096x4096` is single-threaded and measured on this thread's CPU time
 //! (`tetrad_benches::clock`, `TETRAD_BENCH_CLOCK=wall` for wall time);
@@ -23,7 +25,9 @@ use tetrad_benches::synth;
 use tetrad_quant::Format;
 use tetrad_quant::adapter::{Acts, Cfs1Matrix, Rans256Matrix};
 use tetrad_quant::adapter_rans64::Rans64Matrix;
-use tetrad_quant::kernels::{Matrix, Scales, matmul_rows_with, matmul_with};
+use tetrad_quant::kernels::{
+    Matrix, Scales, matmul_q8_with, matmul_rows_with, matmul_with, quantize_activations,
+};
 use tetrad_rans::{Arm, Table, encode_record_packed, max_record_len};
 
 const O: usize = 4096;
@@ -120,6 +124,21 @@ fn single(c: &mut Criterion<Clock>) {
         });
         g.bench_function(BenchmarkId::new(format!("dense_int4_s{s}"), isa.name()), |b| {
             b.iter(|| matmul_with(isa, &dense, &x, s, black_box(&mut y)).expect("dense"))
+        });
+        // int8-quantized activations (exact integer dot products), quantized inside the timed
+        // loop as an engine would per call.
+        let (mut q, mut qs) = (vec![0i8; s * I], vec![0f32; s]);
+        g.bench_function(BenchmarkId::new(format!("fused_q8_s{s}"), isa.name()), |b| {
+            b.iter(|| {
+                let xq = quantize_activations(&x, s, I, &mut q, &mut qs).expect("quantize");
+                fused.matmul_with(isa, arm, Acts::Q8(&xq), black_box(&mut y)).expect("fused")
+            })
+        });
+        g.bench_function(BenchmarkId::new(format!("dense_int4_q8_s{s}"), isa.name()), |b| {
+            b.iter(|| {
+                let xq = quantize_activations(&x, s, I, &mut q, &mut qs).expect("quantize");
+                matmul_q8_with(isa, &dense, &xq, black_box(&mut y)).expect("dense")
+            })
         });
     }
     g.finish();
