@@ -44,6 +44,14 @@ fn json_schema_of_all() {
             "adapter" => {
                 assert_eq!(r["format"], "int4-rans256-g0", "{r}");
                 assert!(r["decode_arm"].is_string() && r["batch"].is_u64(), "{r}");
+                assert!(matches!(r["mode"].as_str(), Some("f32" | "q8")), "{r}");
+                // One-thread records carry issue 7's ratios and the times behind them.
+                let ratios = ["of_decode", "of_dense", "decode_median_s", "dense_median_s"];
+                if r["threads"] == 1 {
+                    assert!(ratios.iter().all(|k| r[k].as_f64().unwrap() > 0.0), "{r}");
+                } else {
+                    assert!(ratios.iter().all(|k| r.get(k).is_none()), "{r}");
+                }
                 "gweights_per_s"
             }
             other => panic!("unexpected what {other}"),
@@ -64,12 +72,22 @@ fn json_schema_of_all() {
     ] {
         assert!(seen.contains(&(w.to_owned(), c.to_owned())), "no {w} {c} in {seen:?}");
     }
-    let threads: std::collections::BTreeSet<u64> = results
+    // Every batch × mode × threads combination, once.
+    let adapter: std::collections::BTreeSet<(u64, String, u64)> = results
         .iter()
         .filter(|r| r["what"] == "adapter")
-        .map(|r| r["threads"].as_u64().unwrap())
+        .map(|r| {
+            let mode = r["mode"].as_str().unwrap().to_owned();
+            (r["batch"].as_u64().unwrap(), mode, r["threads"].as_u64().unwrap())
+        })
         .collect();
-    assert_eq!(threads.into_iter().collect::<Vec<_>>(), [1, 2]);
+    let want: std::collections::BTreeSet<(u64, String, u64)> = [1, 16]
+        .into_iter()
+        .flat_map(|b| ["f32", "q8"].map(move |m| (b, m.to_owned())))
+        .flat_map(|(b, m)| [1, 2].map(|t| (b, m.clone(), t)))
+        .collect();
+    assert_eq!(adapter, want);
+    assert_eq!(results.iter().filter(|r| r["what"] == "adapter").count(), want.len());
 }
 
 #[test]
@@ -105,7 +123,8 @@ fn forced_arm_and_refusals() {
     assert!(out.starts_with("REFUSED E_ARM_UNKNOWN:"), "{out}");
     let (code, out) = bench(&["--mib", "1", "--isa", "scalar", "adapter"]);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("adapter int4-rans256-g0 [scalar x1 batch 1"), "{out}");
+    assert!(out.contains("adapter int4-rans256-g0 [scalar x1 batch 1 f32]"), "{out}");
+    assert!(out.contains("x the record decode's speed"), "{out}");
     let (code, _) = bench(&["--runs", "2", "codecs"]);
     assert_eq!(code, Some(2), "fewer than 5 runs is a usage error");
 }

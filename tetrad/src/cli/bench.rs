@@ -7,9 +7,11 @@
 //! `u64` array of 8 × `--mib` MiB (so it is DRAM-resident for the default size). Kernels run
 //! every format with a value rule, every available ISA, f32 and (integer formats, mxfp4) int8
 //! activations, on a 256 × 1024 matrix (L2-resident but for f32 weights) and on one of
-//! 2 × `--mib` MiB, each beside a read of the same weight bytes. The adapter group multiplies through the fused decode-then-matmul
-//! adapter on a record of the same 2 × `--mib` MiB matrix (batch 1 and 8; 1 thread and the
-//! 2-thread decode/multiply pipeline). The JSON schema is documented in `docs/CLI.md`.
+//! 2 × `--mib` MiB, each beside a read of the same weight bytes. The adapter group multiplies
+//! through the fused decode-then-matmul adapter on a record of the same 2 × `--mib` MiB matrix
+//! (batch 1 and 16, f32 and int8 activations; 1 thread and the 2-thread decode/multiply
+//! pipeline), beside the record's standalone decode and dense int4-row at the same batch. The
+//! JSON schema is documented in `docs/CLI.md`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,7 +36,8 @@ pub enum Which {
     Codecs,
     /// matmul kernels: every format, ISA and accumulation mode, L2- and DRAM-resident.
     Kernels,
-    /// The fused decode-then-matmul adapter over an int4-rans256-g0 record.
+    /// The fused decode-then-matmul adapter over an int4-rans256-g0 record, beside its
+    /// standalone decode and dense int4-row.
     Adapter,
     /// Everything available, plus the read bandwidth.
     All,
@@ -620,8 +623,12 @@ fn kernels(args: &BenchArgs, isa: Option<Isa>, out: &mut Vec<Value>) -> Result<(
 }
 
 /// The fused decode-then-matmul adapter on an int4-row matrix of 2 × `--mib` MiB coded as one
-/// `int4-rans256-g0` record: batch 1 and 8, one thread and the 2-thread decode/multiply
-/// pipeline.
+/// `int4-rans256-g0` record: batch 1 and 16 (issue 7's), f32 and int8 activations, one thread
+/// and the 2-thread decode/multiply pipeline. Beside them, once per matrix, the standalone
+/// record decode and, per batch and mode, dense int4-row on the decoded bytes (one thread):
+/// one-thread records carry their median times and `of_decode` / `of_dense` (the fused
+/// product's speed over theirs: issue 7's batch-1 and batch-16 ratios). Every fused product is
+/// checked bit for bit against the dense one (same arm, same order).
 fn adapter(
     args: &BenchArgs,
     isa: Option<Isa>,
@@ -629,6 +636,9 @@ fn adapter(
     out: &mut Vec<Value>,
 ) -> Result<(), Refusal> {
     use tetrad_quant::adapter::{Acts, Rans256Matrix};
+    use tetrad_quant::kernels::{matmul_q8_with, matmul_with};
+    let refused =
+        |e: &dyn core::fmt::Display, class: &'static str| Refusal::new(class, e.to_string());
     let i = 1024usize;
     let o = ((usize::try_from(args.mib).unwrap_or(1) << 20) * 2 / (i / 2)).max(256);
     let (codes, _) = crate::synth::int4_rows(o, i, crate::synth::Dist::Laplace, 11);
@@ -641,35 +651,108 @@ fn adapter(
     blob.truncate(n);
     let m = Rans256Matrix::new(&blob, &table, &scales, o, i)
         .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+    let dense = Matrix::new(Format::Int4Row, &codes, Scales::F32(&scales), o, i, 0)
+        .map_err(|e| refused(&e, "E_KERNEL"))?;
     let isa = isa.unwrap_or_else(tetrad_quant::isa::best);
     let arm = arm.unwrap_or_else(Arm::best);
-    for batch in [1usize, 8] {
+    let weights = (o * i) as f64;
+
+    let mut decoded = vec![0u8; codes.len()];
+    let mut err = None;
+    let t = median_secs(args.runs, || {
+        if let Err(e) = m.decode_into(arm, &mut decoded) {
+            err = Some(e);
+        }
+    });
+    if let Some(e) = err {
+        return Err(Refusal::new(e.class(), e.to_string()));
+    }
+    if decoded != codes {
+        return Err(Refusal::new(
+            "E_ROUNDTRIP",
+            format!("{arm} record decode differs from the input"),
+        ));
+    }
+    let decode_s = t;
+
+    for batch in [1usize, 16] {
         let x: Vec<f32> = (0..batch * i).map(|k| ((k % 17) as f32 - 8.0) * 0.1).collect();
-        let mut y = vec![0f32; batch * o];
-        for threads in [1usize, 2] {
+        let (mut q, mut qs) = (vec![0i8; batch * i], vec![0f32; batch]);
+        for mode in ["f32", "q8"] {
+            let mut want = vec![0f32; batch * o];
             let mut err = None;
             let t = median_secs(args.runs, || {
-                if let Err(e) = crate::adapter::matmul(
-                    &m,
-                    isa,
-                    arm,
-                    Acts::F32 { x: &x, s: batch },
-                    &mut y,
-                    threads,
-                ) {
+                let r = with_acts(mode, &x, batch, i, &mut q, &mut qs, |a| match a {
+                    Acts::F32 { x, s } => matmul_with(isa, &dense, x, s, &mut want),
+                    Acts::Q8(xq) => matmul_q8_with(isa, &dense, xq, &mut want),
+                });
+                if let Err(e) = r {
                     err = Some(e);
                 }
             });
             if let Some(e) = err {
-                return Err(Refusal::new(e.class(), e.to_string()));
+                return Err(refused(&e, "E_KERNEL"));
             }
-            out.push(json!({"what": "adapter", "format": "int4-rans256-g0", "arm": isa.name(),
-                "decode_arm": arm.name(), "threads": threads, "batch": batch, "bytes": codes.len(),
-                "compressed_bytes": n, "rows": o, "cols": i,
-                "gweights_per_s": (o * i * batch) as f64 / t / 1e9, "median_s": t, "runs": args.runs}));
+            let dense_s = t;
+            let mut y = vec![0f32; batch * o];
+            for threads in [1usize, 2] {
+                let mut err = None;
+                let t = median_secs(args.runs, || {
+                    let r = with_acts(mode, &x, batch, i, &mut q, &mut qs, |a| {
+                        crate::adapter::matmul(&m, isa, arm, a, &mut y, threads)
+                    });
+                    if let Err(e) = r {
+                        err = Some(e);
+                    }
+                });
+                if let Some(e) = err {
+                    return Err(Refusal::new(e.class(), e.to_string()));
+                }
+                if y.iter().map(|v| v.to_bits()).ne(want.iter().map(|v| v.to_bits())) {
+                    return Err(Refusal::new(
+                        "E_ROUNDTRIP",
+                        format!(
+                            "fused {mode} batch {batch} x{threads} differs from dense int4-row"
+                        ),
+                    ));
+                }
+                let rate = weights * batch as f64 / t / 1e9;
+                let mut r = json!({"what": "adapter", "format": "int4-rans256-g0",
+                    "arm": isa.name(), "decode_arm": arm.name(), "threads": threads,
+                    "batch": batch, "mode": mode, "bytes": codes.len(), "compressed_bytes": n,
+                    "rows": o, "cols": i, "gweights_per_s": rate, "median_s": t,
+                    "runs": args.runs});
+                if threads == 1 {
+                    // Speed ratios, i.e. the others' times over the fused product's.
+                    r["decode_median_s"] = json!(decode_s);
+                    r["dense_median_s"] = json!(dense_s);
+                    r["of_decode"] = json!(decode_s / t);
+                    r["of_dense"] = json!(dense_s / t);
+                }
+                out.push(r);
+            }
         }
     }
     Ok(())
+}
+
+/// Calls `f` with `batch × i` activations `x` in `mode`: `"f32"` as they are, `"q8"` quantized
+/// into `q`/`qs` first (in the timed call, as an engine would per product).
+fn with_acts<E: From<tetrad_quant::KernelError>>(
+    mode: &str,
+    x: &[f32],
+    batch: usize,
+    i: usize,
+    q: &mut [i8],
+    qs: &mut [f32],
+    f: impl FnOnce(tetrad_quant::adapter::Acts<'_>) -> Result<(), E>,
+) -> Result<(), E> {
+    use tetrad_quant::adapter::Acts;
+    if mode == "f32" {
+        return f(Acts::F32 { x, s: batch });
+    }
+    let xq = tetrad_quant::kernels::quantize_activations(x, batch, i, q, qs)?;
+    f(Acts::Q8(&xq))
 }
 
 /// What `--isa NAME` forces, resolved once: the int4-rans256-g0 decode arm, the kernel ISA
@@ -774,7 +857,10 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                 res.as_str().unwrap_or(""),
                 r.get("mode").and_then(Value::as_str).map(|m| format!(" {m}")).unwrap_or_default()
             ),
-            (Some(b), None) => format!(" batch {b}"),
+            (Some(b), None) => format!(
+                " batch {b}{}",
+                r.get("mode").and_then(Value::as_str).map(|m| format!(" {m}")).unwrap_or_default()
+            ),
             _ => String::new(),
         };
         let rate = if let Some(g) = r["gnib_per_s"].as_f64() {
@@ -785,8 +871,15 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             format!("{:.3} G weights/s", r["gweights_per_s"].as_f64().unwrap_or(0.0))
         };
         let size = r
-            .get("compressed_bytes")
-            .map(|c| format!(" ({c} of {} bytes)", r["bytes"]))
+            .get("of_decode")
+            .and_then(Value::as_f64)
+            .zip(r.get("of_dense").and_then(Value::as_f64))
+            .map(|(d, n)| {
+                format!(" ({d:.2} x the record decode's speed, {n:.2} x dense int4-row's)")
+            })
+            .or_else(|| {
+                r.get("compressed_bytes").map(|c| format!(" ({c} of {} bytes)", r["bytes"]))
+            })
             .or_else(|| {
                 r.get("of_read").and_then(Value::as_f64).map(|f| {
                     format!(
