@@ -92,6 +92,17 @@ fn median_secs(runs: u32, mut f: impl FnMut()) -> f64 {
     t[t.len() / 2]
 }
 
+/// [`median_secs`] of a fallible call: its time, or the first error any run returned.
+fn median_secs_ok<E>(runs: u32, mut f: impl FnMut() -> Result<(), E>) -> Result<f64, E> {
+    let mut err = None;
+    let t = median_secs(runs, || {
+        if let Err(e) = f() {
+            err.get_or_insert(e);
+        }
+    });
+    err.map_or(Ok(t), Err)
+}
+
 fn cpu_model() -> Option<String> {
     let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     text.lines()
@@ -241,14 +252,9 @@ fn codecs(
         .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
     let mut blob = vec![0u8; max_record_len(2 * n, FORMAT_STREAMS)];
     let mut len = 0;
-    let mut err = None;
-    let t = median_secs(runs, || match encode_record_packed(&table, &data, &mut blob) {
-        Ok(l) => len = l,
-        Err(e) => err = Some(e),
-    });
-    if let Some(e) = err {
-        return Err(Refusal::new(e.class(), e.to_string()));
-    }
+    let t =
+        median_secs_ok(runs, || encode_record_packed(&table, &data, &mut blob).map(|l| len = l))
+            .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
     let base = |what: &str, codec: &str, arm: &str, secs: f64, out_bytes: usize| {
         json!({"what": what, "codec": codec, "arm": arm, "threads": 1, "bytes": n,
                "compressed_bytes": out_bytes, "gnib_per_s": gnib(n, secs), "median_s": secs,
@@ -268,15 +274,8 @@ fn codecs(
         (None, None) => Arm::ALL.iter().copied().filter(|a| a.is_available()).collect(),
     };
     for a in arms {
-        let mut err = None;
-        let t = median_secs(runs, || {
-            if let Err(e) = decode_record_with(a, &table, &record, &mut back) {
-                err = Some(e);
-            }
-        });
-        if let Some(e) = err {
-            return Err(Refusal::new(e.class(), e.to_string()));
-        }
+        let t = median_secs_ok(runs, || decode_record_with(a, &table, &record, &mut back))
+            .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
         if back != data {
             return Err(Refusal::new("E_ROUNDTRIP", format!("{a} decode differs from the input")));
         }
@@ -327,14 +326,10 @@ fn codecs(
     };
     let mut rlen = 0;
     for a in encode_arms {
-        let mut rerr = None;
-        let t = median_secs(runs, || match rans64::encode_with(a, &data, shift, &mut rblob) {
-            Ok(l) => rlen = l,
-            Err(e) => rerr = Some(e),
-        });
-        if let Some(e) = rerr {
-            return Err(Refusal::new(e.class(), e.to_string()));
-        }
+        let t = median_secs_ok(runs, || {
+            rans64::encode_with(a, &data, shift, &mut rblob).map(|l| rlen = l)
+        })
+        .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
         out.push(base("encode", rans64::FORMAT_NAME, a.name(), t, rlen));
     }
     let arms64: Vec<rans64::Arm> = match (forced.arm64, &args.isa) {
@@ -347,15 +342,8 @@ fn codecs(
         (None, None) => rans64::Arm::ALL.iter().copied().filter(|a| a.is_available()).collect(),
     };
     for a in arms64 {
-        let mut derr = None;
-        let t = median_secs(runs, || {
-            if let Err(e) = rans64::decode_with(a, &rblob[..rlen], &mut back) {
-                derr = Some(e);
-            }
-        });
-        if let Some(e) = derr {
-            return Err(Refusal::new(e.class(), e.to_string()));
-        }
+        let t = median_secs_ok(runs, || rans64::decode_with(a, &rblob[..rlen], &mut back))
+            .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
         if back != data {
             return Err(Refusal::new(
                 "E_ROUNDTRIP",
@@ -571,10 +559,9 @@ fn kernels(args: &BenchArgs, isa: Option<Isa>, out: &mut Vec<Value>) -> Result<(
                     }
                     let m = if mode == "f32-checked" { &mc } else { &m };
                     for (a, threads) in runs {
-                        let mut err = None;
                         let half = o / 2;
-                        let t = median_secs(args.runs, || {
-                            let r = if threads == 1 {
+                        let t = median_secs_ok(args.runs, || {
+                            if threads == 1 {
                                 if mode == "q8" {
                                     matmul_q8_rows_with(a, m, &xq, 0..o, &mut y)
                                 } else {
@@ -598,14 +585,9 @@ fn kernels(args: &BenchArgs, isa: Option<Isa>, out: &mut Vec<Value>) -> Result<(
                                     };
                                     h.join().unwrap_or(r1).and(r1)
                                 })
-                            };
-                            if let Err(e) = r {
-                                err = Some(e);
                             }
-                        });
-                        if let Some(e) = err {
-                            return Err(Refusal::new(e.class(), format!("{}: {e}", a.name())));
-                        }
+                        })
+                        .map_err(|e| Refusal::new(e.class(), format!("{}: {e}", a.name())))?;
                         let gw = (o * i * batch) as f64 / t / 1e9;
                         out.push(json!({"what": "kernel", "format": label, "mode": mode,
                             "arm": a.name(), "threads": threads, "batch": batch,
@@ -637,8 +619,6 @@ fn adapter(
 ) -> Result<(), Refusal> {
     use tetrad_quant::adapter::{Acts, Rans256Matrix};
     use tetrad_quant::kernels::{matmul_q8_with, matmul_with};
-    let refused =
-        |e: &dyn core::fmt::Display, class: &'static str| Refusal::new(class, e.to_string());
     let i = 1024usize;
     let o = ((usize::try_from(args.mib).unwrap_or(1) << 20) * 2 / (i / 2)).max(256);
     let (codes, _) = crate::synth::int4_rows(o, i, crate::synth::Dist::Laplace, 11);
@@ -652,62 +632,41 @@ fn adapter(
     let m = Rans256Matrix::new(&blob, &table, &scales, o, i)
         .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
     let dense = Matrix::new(Format::Int4Row, &codes, Scales::F32(&scales), o, i, 0)
-        .map_err(|e| refused(&e, "E_KERNEL"))?;
+        .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
     let isa = isa.unwrap_or_else(tetrad_quant::isa::best);
     let arm = arm.unwrap_or_else(Arm::best);
     let weights = (o * i) as f64;
 
     let mut decoded = vec![0u8; codes.len()];
-    let mut err = None;
-    let t = median_secs(args.runs, || {
-        if let Err(e) = m.decode_into(arm, &mut decoded) {
-            err = Some(e);
-        }
-    });
-    if let Some(e) = err {
-        return Err(Refusal::new(e.class(), e.to_string()));
-    }
+    let decode_s = median_secs_ok(args.runs, || m.decode_into(arm, &mut decoded))
+        .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
     if decoded != codes {
         return Err(Refusal::new(
             "E_ROUNDTRIP",
             format!("{arm} record decode differs from the input"),
         ));
     }
-    let decode_s = t;
 
     for batch in [1usize, 16] {
         let x: Vec<f32> = (0..batch * i).map(|k| ((k % 17) as f32 - 8.0) * 0.1).collect();
         let (mut q, mut qs) = (vec![0i8; batch * i], vec![0f32; batch]);
         for mode in ["f32", "q8"] {
             let mut want = vec![0f32; batch * o];
-            let mut err = None;
-            let t = median_secs(args.runs, || {
-                let r = with_acts(mode, &x, batch, i, &mut q, &mut qs, |a| match a {
+            let dense_s = median_secs_ok(args.runs, || {
+                with_acts(mode, &x, batch, i, &mut q, &mut qs, |a| match a {
                     Acts::F32 { x, s } => matmul_with(isa, &dense, x, s, &mut want),
                     Acts::Q8(xq) => matmul_q8_with(isa, &dense, xq, &mut want),
-                });
-                if let Err(e) = r {
-                    err = Some(e);
-                }
-            });
-            if let Some(e) = err {
-                return Err(refused(&e, "E_KERNEL"));
-            }
-            let dense_s = t;
+                })
+            })
+            .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
             let mut y = vec![0f32; batch * o];
             for threads in [1usize, 2] {
-                let mut err = None;
-                let t = median_secs(args.runs, || {
-                    let r = with_acts(mode, &x, batch, i, &mut q, &mut qs, |a| {
+                let t = median_secs_ok(args.runs, || {
+                    with_acts(mode, &x, batch, i, &mut q, &mut qs, |a| {
                         crate::adapter::matmul(&m, isa, arm, a, &mut y, threads)
-                    });
-                    if let Err(e) = r {
-                        err = Some(e);
-                    }
-                });
-                if let Some(e) = err {
-                    return Err(Refusal::new(e.class(), e.to_string()));
-                }
+                    })
+                })
+                .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
                 if y.iter().map(|v| v.to_bits()).ne(want.iter().map(|v| v.to_bits())) {
                     return Err(Refusal::new(
                         "E_ROUNDTRIP",
