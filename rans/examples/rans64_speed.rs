@@ -2,34 +2,30 @@
 //! (not a benchmark: benches/benches/rans64.rs measures it beside zstd). The companion of
 //! `decode_speed` (the record format), for A/B runs of one arm's loop.
 //! Run: `cargo run --release -p tetrad-rans --example rans64_speed [BYTES [ARM [HIST]]]`, where
-//! `HIST` is 16 comma-separated symbol weights (default: a weight-like bell).
+//! `HIST` is 16 comma-separated symbol counts (default: a weight-like bell).
 #![allow(missing_docs, clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 use std::time::Instant;
+use tetrad_rans::Table;
 use tetrad_rans::rans64::{Arm, DEFAULT_CHUNK_SHIFT, decode_with, encode_into, max_encoded_len};
 
 fn main() {
     let bytes: usize = std::env::args().nth(1).map_or(8 << 20, |s| s.parse().unwrap());
-    let hist: Vec<u64> = std::env::args().nth(3).map_or(
-        vec![0, 60, 90, 160, 300, 600, 1200, 2200, 3000, 2200, 1200, 600, 300, 160, 90, 60],
-        |h| h.split(',').map(|c| c.trim().parse().unwrap()).collect(),
+    // The same default bell and the same draw as `decode_speed`: slots of a 14-bit table
+    // built from the histogram, picked by a fixed xorshift.
+    let hist: [u64; 16] = std::env::args().nth(3).map_or(
+        [0, 60, 90, 160, 300, 600, 1200, 2200, 3000, 2200, 1200, 600, 300, 160, 90, 60],
+        |h| {
+            let v: Vec<u64> = h.split(',').map(|c| c.trim().parse().unwrap()).collect();
+            v.try_into().expect("HIST: 16 comma-separated counts")
+        },
     );
-    assert_eq!(hist.len(), 16, "HIST: 16 comma-separated weights");
-    // Nibbles drawn from the histogram by a fixed xorshift (deterministic, no table needed).
-    let total: u64 = hist.iter().sum();
+    let table = Table::from_histogram(14, &hist).unwrap();
     let mut s = 0x1234_5678_9abc_def0u64;
     let mut nib = || {
         s ^= s << 13;
         s ^= s >> 7;
         s ^= s << 17;
-        let mut r = (s >> 11) % total;
-        hist.iter()
-            .position(|&h| {
-                r < h || {
-                    r -= h;
-                    false
-                }
-            })
-            .unwrap() as u8
+        table.symbol((s >> 20) as usize & 16383)
     };
     let packed: Vec<u8> = (0..bytes).map(|_| nib() | (nib() << 4)).collect();
     let mut blob = vec![0u8; max_encoded_len(bytes, DEFAULT_CHUNK_SHIFT)];
