@@ -29,6 +29,21 @@ pub enum GgufError {
         /// Bytes left.
         have: u64,
     },
+    /// A declared count of items that the rest of the file cannot hold, even at the least
+    /// bytes an item can take (class `E_GGUF_TRUNCATED`, like any other short file).
+    #[error("truncated at byte {at}: {count} {what} need at least {each} bytes each, {have} left")]
+    Count {
+        /// Offset of the first item.
+        at: u64,
+        /// What is counted (`metadata entries`, `tensor infos`, `array items`).
+        what: &'static str,
+        /// The count declared.
+        count: u64,
+        /// The fewest bytes one item takes.
+        each: u64,
+        /// Bytes left.
+        have: u64,
+    },
     /// Not a GGUF file.
     #[error("bad magic {got:#010x}, expected 0x46554747 (\"GGUF\")")]
     Magic {
@@ -147,7 +162,7 @@ impl GgufError {
     /// Stable machine-readable class name.
     pub const fn class(&self) -> &'static str {
         match self {
-            Self::Truncated { .. } => "E_GGUF_TRUNCATED",
+            Self::Truncated { .. } | Self::Count { .. } => "E_GGUF_TRUNCATED",
             Self::Magic { .. } => "E_GGUF_MAGIC",
             Self::Version { .. } | Self::BigEndian { .. } => "E_GGUF_VERSION",
             Self::ValueType { .. } => "E_GGUF_VALUE_TYPE",
@@ -294,18 +309,22 @@ fn skip_value(c: &mut Cursor<'_>, t: u32, depth: u32) -> Result<Option<u64>, Ggu
             let et = c.u32()?;
             let n = c.u64()?;
             if let Some(sz) = scalar_size(et) {
-                let need = n.checked_mul(sz).ok_or(GgufError::Truncated {
+                let need = n.checked_mul(sz).ok_or(GgufError::Count {
                     at: c.pos as u64,
-                    need: u64::MAX,
+                    what: "array items",
+                    count: n,
+                    each: sz,
                     have: c.remaining(),
                 })?;
                 c.take(need)?;
             } else if et == 8 || et == 9 {
                 // Each item takes at least 8 bytes (a length or an array header).
                 if n > c.remaining() / 8 {
-                    return Err(GgufError::Truncated {
+                    return Err(GgufError::Count {
                         at: c.pos as u64,
-                        need: n.saturating_mul(8),
+                        what: "array items",
+                        count: n,
+                        each: 8,
                         have: c.remaining(),
                     });
                 }
@@ -343,9 +362,11 @@ pub fn parse(bytes: &[u8]) -> Result<Gguf, GgufError> {
     let n_kv = c.u64()?;
     // A KV takes at least 8 (key length) + 4 (type) + 1 bytes.
     if n_kv > c.remaining() / 13 {
-        return Err(GgufError::Truncated {
+        return Err(GgufError::Count {
             at: c.pos as u64,
-            need: n_kv.saturating_mul(13),
+            what: "metadata entries",
+            count: n_kv,
+            each: 13,
             have: c.remaining(),
         });
     }
@@ -370,9 +391,11 @@ pub fn parse(bytes: &[u8]) -> Result<Gguf, GgufError> {
     }
     // A tensor info takes at least 8 + 4 + 4 + 8 bytes.
     if n_tensors > c.remaining() / 24 {
-        return Err(GgufError::Truncated {
+        return Err(GgufError::Count {
             at: c.pos as u64,
-            need: n_tensors.saturating_mul(24),
+            what: "tensor infos",
+            count: n_tensors,
+            each: 24,
             have: c.remaining(),
         });
     }

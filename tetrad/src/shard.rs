@@ -140,6 +140,13 @@ impl ShardHeader {
     pub fn parse(prefix: &[u8], file_len: u64) -> Result<Self, ShardError> {
         let n = header_len(prefix)?;
         if n > MAX_HEADER_LEN {
+            // "GGUF" read as a header length is above the limit: say what the file is.
+            if prefix.starts_with(b"GGUF") {
+                return Err(malformed(
+                    "a GGUF file, not a safetensors shard (`tetrad stats` reads GGUF; this \
+                     command reads safetensors)",
+                ));
+            }
             return Err(malformed(format!(
                 "header length {n} exceeds the {MAX_HEADER_LEN}-byte limit"
             )));
@@ -423,6 +430,20 @@ mod tests {
 
     fn meta(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect()
+    }
+
+    #[test]
+    fn a_gguf_file_is_named_as_such() {
+        let mut gguf = b"GGUF".to_vec();
+        gguf.extend_from_slice(&3u32.to_le_bytes());
+        gguf.extend_from_slice(&[0; 16]);
+        let e = ShardHeader::parse(&gguf, gguf.len() as u64).unwrap_err();
+        assert!(e.to_string().contains("a GGUF file, not a safetensors shard"), "{e}");
+        // Any other oversized length keeps the plain message.
+        let mut big = (MAX_HEADER_LEN + 1).to_le_bytes().to_vec();
+        big.extend_from_slice(b"{}");
+        let e = ShardHeader::parse(&big, big.len() as u64).unwrap_err();
+        assert!(e.to_string().contains("exceeds the"), "{e}");
     }
 
     #[test]

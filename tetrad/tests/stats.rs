@@ -306,6 +306,17 @@ fn hostile_gguf_is_refused_without_panic() {
         f[at..at + 8].copy_from_slice(&v.to_le_bytes());
         assert!(tetrad::gguf::parse(&f).is_err(), "count at {at} = {v} accepted");
     }
+    // A count the file cannot hold is named as such (no saturated "needed" figure).
+    for (at, what) in [(8usize, "tensor infos"), (16, "metadata entries")] {
+        let mut f = file.clone();
+        f[at..at + 8].copy_from_slice(&(1u64 << 62).to_le_bytes());
+        let e = tetrad::gguf::parse(&f).unwrap_err();
+        assert_eq!(e.class(), "E_GGUF_TRUNCATED");
+        assert!(
+            e.to_string().contains(&format!("4611686018427387904 {what} need at least")),
+            "{e}"
+        );
+    }
     // Every single-byte corruption parses or refuses, and never panics.
     for k in 0..file.len().min(400) {
         let mut f = file.clone();
