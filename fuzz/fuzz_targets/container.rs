@@ -6,7 +6,9 @@
 //!   stamped record trusted;
 //! - the CFS1 container decoder (`tetrad::cfse::unpack`): `Ok` or a named refusal; on `Ok` the
 //!   written file is a strictly valid shard holding the declared tensors;
-//! - `tetrad::container::Container::open` and `tensor(..)` / `decode_into` for every tensor.
+//! - `tetrad::container::Container::open` and `tensor(..)` / `decode_into` for every tensor, at
+//!   its stored shape and, for an `int4-rans64-t1` blob, at the `[O, I]` its scales and byte
+//!   count give (the shape an engine would ask for, so the stamp-gated decode is reached).
 //!
 //! Memory bound (run with `-malloc_limit_mb=1100 -rss_limit_mb=3072`, see fuzz/README.md): the
 //! readers allocate O(file) plus the decoded output. CFS1 blobs and rANS records can legally
@@ -57,6 +59,22 @@ fn declared(h: &ShardHeader, data: &[u8]) -> u64 {
             Err(_) => u64::MAX,
         })
         .fold(0u64, u64::saturating_add)
+}
+
+/// The `[O, I]` an engine would ask for a stored `int4-rans64-t1` blob (a 1-D tensor starting
+/// with the format's magic): `O` from its `NAME.qs` scales (F32 `[O]`), `I = 2 · n_bytes / O`
+/// from the blob's byte count; the shape as stored never matches such a tensor.
+fn rans64_shape(h: &ShardHeader, data: &[u8], name: &str) -> Option<(u64, u64)> {
+    let t = h.tensor(name)?;
+    let blob = data.get((h.data_start + t.begin) as usize..(h.data_start + t.end) as usize)?;
+    if blob.get(..4)? != tetrad_rans::rans64::MAGIC.as_slice() {
+        return None;
+    }
+    let n_bytes = u64::from_le_bytes(blob.get(8..16)?.try_into().ok()?);
+    let [o] = h.tensor(&format!("{name}.qs"))?.shape.as_slice() else { return None };
+    let stride = n_bytes.checked_div(*o)?;
+    let i = stride.checked_mul(2)?;
+    (stride * o == n_bytes).then_some((*o, i))
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -115,19 +133,23 @@ fuzz_target!(|data: &[u8]| {
                     [n] => (1, *n),
                     _ => (1, 1),
                 };
-                match c.tensor(name, o, i) {
-                    Ok(v) => {
-                        let n = v.decoded_len();
-                        if n <= budget {
-                            budget -= n;
-                            #[allow(clippy::cast_possible_truncation)] // ≤ DECODE_BOUND
-                            let mut buf = vec![0u8; n as usize];
-                            if let Err(e) = v.decode_into(&mut buf) {
-                                assert_class(e.class);
+                let mut shapes = vec![(o, i)];
+                shapes.extend(rans64_shape(&h, data, name));
+                for (o, i) in shapes {
+                    match c.tensor(name, o, i) {
+                        Ok(v) => {
+                            let n = v.decoded_len();
+                            if n <= budget {
+                                budget -= n;
+                                #[allow(clippy::cast_possible_truncation)] // ≤ DECODE_BOUND
+                                let mut buf = vec![0u8; n as usize];
+                                if let Err(e) = v.decode_into(&mut buf) {
+                                    assert_class(e.class);
+                                }
                             }
                         }
+                        Err(e) => assert_class(e.class),
                     }
-                    Err(e) => assert_class(e.class),
                 }
             }
         }

@@ -16,7 +16,7 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use tetrad_fuzz::assert_class;
+use tetrad_fuzz::{assert_class, le_u32, reseal_rans64};
 use tetrad_rans::rans64::{self, Arm, Blob, ChunkDecoder};
 
 /// Decoded sizes above this are only parsed (keeps each input fast; the size bound itself is
@@ -49,10 +49,6 @@ fn put(b: &mut [u8], at: usize, v: &[u8]) {
     if let Some(d) = b.get_mut(at..at + v.len()) {
         d.copy_from_slice(v);
     }
-}
-
-fn le_u32(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
 /// Offset of chunk `c`'s stored bytes, from the (possibly damaged) index.
@@ -101,37 +97,6 @@ fn mutate(blob: &mut Vec<u8>, n_chunks: usize, m: &Mutation) {
                 blob[at] ^= 1 << (bit % 8);
             }
         }
-    }
-}
-
-/// Rewrites the chunk checks of a version-2 blob from its (possibly damaged) header and index,
-/// where they are still in the blob.
-fn reseal(b: &mut [u8]) {
-    if b.len() < rans64::HEADER_LEN || b[4] != rans64::VERSION {
-        return;
-    }
-    let n = u64::from_le_bytes(b[8..16].try_into().expect("8 bytes"));
-    let Some(k) =
-        n.checked_shr(u32::from(b[5])).map(|q| q + u64::from(n % (1u64 << (b[5] % 64)) != 0))
-    else {
-        return;
-    };
-    if k > 1 << 16 {
-        return;
-    }
-    let k = k as usize;
-    let checks = rans64::HEADER_LEN + 4 * k;
-    let mut at = checks + 8 * k;
-    for c in 0..k {
-        let Some(stored) = le_u32(b, rans64::HEADER_LEN + 4 * c) else { return };
-        let Some(end) = at.checked_add(stored as usize) else { return };
-        let Some(body) = b.get(at..end) else { return };
-        let check = rans64::chunk_check(body);
-        if b.len() < checks + 8 * c + 8 {
-            return;
-        }
-        b[checks + 8 * c..checks + 8 * c + 8].copy_from_slice(&check.to_le_bytes());
-        at = end;
     }
 }
 
@@ -298,7 +263,7 @@ fn run(data: &[u8]) -> arbitrary::Result<()> {
         mutate(&mut blob, n_chunks, m);
     }
     if rewrite_checks {
-        reseal(&mut blob);
+        reseal_rans64(&mut blob);
     }
     let got = check(&blob, piece);
     if !rewrite_checks && let Some(out) = got {

@@ -5,6 +5,7 @@
 //! table can code), so the targets spend their executions on the property under test instead
 //! of on inputs the first check refuses.
 
+use tetrad_rans::rans64;
 use tetrad_rans::{Arm, DecodeError, Decoder, Record, SYMBOLS, Table, decode_record_with};
 
 /// Decoded output larger than this is checked chunk by chunk in lock step across arms,
@@ -131,4 +132,41 @@ pub fn assert_class(class: &str) {
             && class.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
         "bad refusal class {class:?}"
     );
+}
+
+/// The little-endian `u32` at `at`, if the bytes are there.
+pub fn le_u32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// Rewrites the chunk checks of a version-2 `int4-rans64-t1` blob from its (possibly damaged)
+/// header and index, where they are still in the blob, so that damage to a chunk reaches the
+/// head parser, the decoders and the seal instead of stopping at `E_CHECKSUM`.
+pub fn reseal_rans64(b: &mut [u8]) {
+    if b.len() < rans64::HEADER_LEN || b[4] != rans64::VERSION {
+        return;
+    }
+    let n = u64::from_le_bytes(b[8..16].try_into().expect("8 bytes"));
+    let Some(k) =
+        n.checked_shr(u32::from(b[5])).map(|q| q + u64::from(n % (1u64 << (b[5] % 64)) != 0))
+    else {
+        return;
+    };
+    if k > 1 << 16 {
+        return;
+    }
+    let k = k as usize;
+    let checks = rans64::HEADER_LEN + 4 * k;
+    let mut at = checks + 8 * k;
+    for c in 0..k {
+        let Some(stored) = le_u32(b, rans64::HEADER_LEN + 4 * c) else { return };
+        let Some(end) = at.checked_add(stored as usize) else { return };
+        let Some(body) = b.get(at..end) else { return };
+        let check = rans64::chunk_check(body);
+        if b.len() < checks + 8 * c + 8 {
+            return;
+        }
+        b[checks + 8 * c..checks + 8 * c + 8].copy_from_slice(&check.to_le_bytes());
+        at = end;
+    }
 }
