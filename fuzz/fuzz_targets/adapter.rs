@@ -6,7 +6,9 @@
 //! A row count `S` that does not match the activations is refused by name (up to `usize::MAX`).
 //! The same int4-row bytes, CFS1-coded and mutated the same way, go through `Cfs1Matrix` with
 //! the same contract (fused == decode-then-dense bit for bit, or a named refusal with `y`
-//! all zeros).
+//! all zeros). Both also multiply through `matmul_scratch` with small input-chosen buffers
+//! (tiles of a row or a few, a few output rows per kernel call): the same bits, or the same
+//! refusal with `y` all zeros.
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -30,6 +32,17 @@ struct Input {
     /// Shape lie: added to `i` when building the matrix.
     lie: i8,
     x_seed: u32,
+    /// `matmul_scratch` with small buffers: weight scratch bytes beyond one row, output rows
+    /// per kernel call (bit 7: int8 activations).
+    scratch: (u16, u8),
+}
+
+/// The weight and output scratch `matmul_scratch` gets from `(extra, rows)`: one row of
+/// `stride` bytes plus up to about three more (tiles of a row or a few, ending mid-row), and
+/// `S` floats per kernel output row.
+fn scratch(stride: usize, s: usize, (extra, rows): (u16, u8)) -> (Vec<u8>, Vec<f32>) {
+    let wlen = stride.max(1) + usize::from(extra) % (3 * stride + 64);
+    (vec![0u8; wlen], vec![0f32; (usize::from(rows % 4) + 1) * s])
 }
 
 fuzz_target!(|inp: Input| {
@@ -57,7 +70,7 @@ fuzz_target!(|inp: Input| {
     let mut q = vec![0i8; s * i_claim];
     let mut qs = vec![0f32; s];
     let xq = quantize_activations(&x, s, i_claim, &mut q, &mut qs).expect("finite activations");
-    cfs1(&packed, &inp.mutations, &scales, o, i_claim, s, &x, &xq);
+    cfs1(&packed, &inp.mutations, &scales, o, i_claim, s, &x, &xq, inp.scratch);
 
     let mut blob = vec![0u8; max_record_len(2 * packed.len(), 256)];
     let n = encode_record_packed(&table, &packed, &mut blob).expect("codable nibbles encode");
@@ -130,6 +143,26 @@ fuzz_target!(|inp: Input| {
             }
         }
     }
+    // Small scratch on one kernel arm and one decode arm (chosen by the input): tiles of a row
+    // or a few, the same bits as the allocating path (or the same refusal, `y` all zeros).
+    let isas: Vec<_> = tetrad_quant::isa::available().collect();
+    let arms: Vec<Arm> = Arm::ALL.iter().copied().filter(|a| a.is_available()).collect();
+    let (extra, rows) = inp.scratch;
+    let isa = isas[usize::from(extra) % isas.len()];
+    let arm = arms[usize::from(rows) % arms.len()];
+    let acts = if rows & 0x80 != 0 { Acts::Q8(&xq) } else { Acts::F32 { x: &x, s } };
+    let mut want = vec![0f32; s * o];
+    let r_want = m.matmul_with(isa, arm, acts, &mut want);
+    let (mut wbuf, mut ybuf) = scratch(stride, s, inp.scratch);
+    let mut y = vec![f32::NAN; s * o];
+    let r = m.matmul_scratch(isa, arm, acts, &mut y, &mut wbuf, &mut ybuf);
+    assert_eq!(r, r_want, "scratch {} / {} {isa:?} {arm:?}", wbuf.len(), ybuf.len());
+    assert!(
+        y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+        "scratch {} / {} {isa:?} {arm:?}",
+        wbuf.len(),
+        ybuf.len()
+    );
 });
 
 /// The CFS1 adapter on the same bytes: CFS1-coded, mutated like the record, then
@@ -145,6 +178,7 @@ fn cfs1(
     s: usize,
     x: &[f32],
     xq: &QuantizedActs<'_>,
+    small: (u16, u8),
 ) {
     let mut blob = vec![0u8; tetrad_fse::max_compressed_len(packed.len())];
     let n = tetrad_fse::compress_into(packed, &mut blob).expect("bound-sized buffer");
@@ -195,4 +229,21 @@ fn cfs1(
             }
         }
     }
+    // Small scratch, as for the record.
+    let isas: Vec<_> = tetrad_quant::isa::available().collect();
+    let isa = isas[usize::from(small.0) % isas.len()];
+    let acts = if small.1 & 0x80 != 0 { Acts::Q8(xq) } else { Acts::F32 { x, s } };
+    let mut want = vec![0f32; s * o];
+    let r_want = m.matmul_with(isa, acts, &mut want);
+    let (mut wbuf, mut ybuf) = scratch(i.div_ceil(2), s, small);
+    let mut y = vec![f32::NAN; s * o];
+    let mut table = tetrad_fse::DecodeTable::new();
+    let r = m.matmul_scratch(isa, acts, &mut y, &mut wbuf, &mut ybuf, &mut table);
+    assert_eq!(r, r_want, "cfs1 scratch {} / {} {isa:?}", wbuf.len(), ybuf.len());
+    assert!(
+        y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+        "cfs1 scratch {} / {} {isa:?}",
+        wbuf.len(),
+        ybuf.len()
+    );
 }
