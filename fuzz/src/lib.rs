@@ -6,7 +6,9 @@
 //! of on inputs the first check refuses.
 
 use tetrad_rans::rans64;
-use tetrad_rans::{Arm, DecodeError, Decoder, Record, SYMBOLS, Table, decode_record_with};
+use tetrad_rans::{
+    Arm, DecodeError, Decoder, Record, SYMBOLS, Table, decode_record_threads, decode_record_with,
+};
 
 /// Decoded output larger than this is checked chunk by chunk in lock step across arms,
 /// without [`Decoder::finish`] (a 4 KiB record can legally claim ~2^29 output bytes; decoding
@@ -50,7 +52,8 @@ pub fn to_codable(t: &Table, bytes: &[u8]) -> Vec<u8> {
     bytes.iter().map(|&b| c[usize::from(b) % c.len()]).collect()
 }
 
-/// Decodes `rec` with every available arm and asserts that they agree byte for byte and error
+/// Decodes `rec` with every available arm, the resumable decoder in uneven chunks and the
+/// threaded decoder (2 and 3 threads), and asserts that they agree byte for byte and error
 /// for error; returns the scalar result (`Some(output)` on success, `None` when the record was
 /// too large to decode fully, see [`FULL_DECODE_LIMIT`]).
 pub fn decode_all_arms(t: &Table, rec: &Record<'_>) -> Result<Option<Vec<u8>>, DecodeError> {
@@ -96,6 +99,16 @@ pub fn decode_all_arms(t: &Table, rec: &Record<'_>) -> Result<Option<Vec<u8>>, D
     }
     // Asking for more than remains is refused without decoding.
     assert!(matches!(d.decode_next(&mut [0u8; 1]), Err(DecodeError::OutputLen { .. })));
+    // Several threads (streams split in pairs): the same verdict, the lowest faulty stream's
+    // error, and on success the same bytes.
+    for threads in [2, 3] {
+        let mut par = vec![0x5Au8; packed];
+        let r = decode_record_threads(Arm::best(), t, rec, &mut par, threads);
+        assert_eq!(r, scalar, "decode_record_threads({threads}) verdict differs");
+        if scalar.is_ok() {
+            assert!(par == want, "decode_record_threads({threads}) output differs");
+        }
+    }
     scalar.map(|()| Some(want))
 }
 
