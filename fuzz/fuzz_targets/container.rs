@@ -6,6 +6,8 @@
 //!   stamped record trusted;
 //! - the CFS1 container decoder (`tetrad::cfse::unpack`): `Ok` or a named refusal; on `Ok` the
 //!   written file is a strictly valid shard holding the declared tensors;
+//! - `tetrad::rans256::unpack::unpack_shard` (the `unpack` command's shard decoder, no
+//!   manifest): `Ok` or a named refusal; on `Ok` the restored bytes are a strictly valid shard;
 //! - `tetrad::container::Container::open` and `tensor(..)` / `decode_into` for every tensor, at
 //!   its stored shape and, for an `int4-rans64-t1` blob, at the `[O, I]` its scales and byte
 //!   count give (the shape an engine would ask for, so the stamp-gated decode is reached).
@@ -14,7 +16,7 @@
 //! readers allocate O(file) plus the decoded output. CFS1 blobs and rANS records can legally
 //! declare outputs far larger than themselves (a 49-byte CFS1 blob decodes to up to 4 GiB; an
 //! int4-rans256-g0 record to up to 2^17 times its length), so this target only asks the CFS1
-//! unpacker and `decode_into` for outputs it declares ≤ 64 MiB in total; `verify_shard` is
+//! unpacker, `unpack_shard` and `decode_into` for outputs they declare ≤ 64 MiB in total; `verify_shard` is
 //! always run (it bounds itself by its `FULL_REENCODE_LIMIT`).
 #![no_main]
 
@@ -57,6 +59,23 @@ fn declared(h: &ShardHeader, data: &[u8]) -> u64 {
                     .map_or(0, |hd| u64::from(hd.rawlen))
             }
             Err(_) => u64::MAX,
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+/// Σ bytes `unpack_shard` would decode (saturating): each tensor that parses as an
+/// `int4-rans256-g0` record its `packed_bytes`, each `int4-rans64-t1` blob its byte count.
+fn coded_bytes(h: &ShardHeader, data: &[u8]) -> u64 {
+    h.tensors
+        .iter()
+        .map(|t| {
+            let at = (h.data_start + t.begin) as usize..(h.data_start + t.end) as usize;
+            let Some(b) = data.get(at) else { return 0 };
+            if b.starts_with(&tetrad_rans::rans64::MAGIC) {
+                b.get(8..16).map_or(0, |n| u64::from_le_bytes(n.try_into().expect("8 bytes")))
+            } else {
+                tetrad_rans::Record::parse_format(b).map_or(0, |r| r.packed_bytes())
+            }
         })
         .fold(0u64, u64::saturating_add)
 }
@@ -117,6 +136,17 @@ fuzz_target!(|data: &[u8]| {
                 // Any dtype: CFS1 carries dtypes this reader does not know at their extents.
                 back.check_strict_any_dtype().expect("strictly valid output");
                 assert_eq!(back.tensors.len(), n);
+            }
+            Err(e) => assert_class(e.class),
+        }
+    }
+
+    if coded_bytes(&h, data) <= DECODE_BOUND {
+        match tetrad::rans256::unpack::unpack_shard(&path) {
+            Ok((bytes, records)) => {
+                assert!(records <= h.tensors.len() as u64);
+                let back = ShardHeader::parse(&bytes, bytes.len() as u64).expect("valid output");
+                back.check_strict().expect("strictly valid output");
             }
             Err(e) => assert_class(e.class),
         }
