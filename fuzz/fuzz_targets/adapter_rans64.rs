@@ -10,7 +10,9 @@
 //!   mid-row and, on the AVX-512 decode arms, bands split into two half-bands): a band whose
 //!   bytes lie in chunks that decode alone equals those rows of the dense product bit for bit;
 //!   a band touching a refused chunk either refuses by name with its output all zeros or
-//!   succeeds (a band ending inside a chunk does not see that chunk's seal, by design).
+//!   succeeds (a band ending inside a chunk does not see that chunk's seal, by design);
+//! - `tetrad::rans64::matmul` on 2 and 3 threads (row bands) gives the single-threaded result
+//!   exactly, refusal included.
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -151,6 +153,19 @@ fuzz_target!(|inp: Input| {
                 }
             }
         }
+    }
+
+    // Row bands on threads (the `tetrad` crate's split for `tetrad matmul --threads`): the
+    // single-threaded result exactly, refusal included (then `y` is all zeros either way).
+    let isa = isas[usize::from(inp.o) % isas.len()];
+    let arm = arms[usize::from(inp.s) % arms.len()];
+    let mut single = vec![f32::NAN; s * o];
+    let r_single = m.matmul_with(isa, arm, Acts::F32 { x: &x, s }, &mut single);
+    for threads in [2, 3] {
+        let mut y = vec![f32::NAN; s * o];
+        let r = tetrad::rans64::matmul(&m, isa, arm, Acts::F32 { x: &x, s }, &mut y, threads);
+        assert_eq!(r, r_single, "{threads} threads {isa:?} {arm}");
+        assert_eq!(bits(&y), bits(&single), "{threads} threads {isa:?} {arm}");
     }
 
     for (b, &(a, z, extra, per_call)) in inp.bands.iter().take(3).enumerate() {
