@@ -102,7 +102,7 @@ fuzz_target!(|inp: Input| {
     let xq = quantize_activations(&x, s, i_claim, &mut q, &mut qs).expect("finite activations");
 
     // The truth: the whole blob decoded by the scalar reference, and chunk by chunk (the bytes
-    // of every chunk that decodes alone; zeros elsewhere).
+    // of every chunk that decodes alone; what a refused chunk left behind is never compared).
     let mut whole = vec![0u8; m.dense_len()];
     let decoded = m.decode_into(Arm::Scalar, &mut whole);
     let parsed = m.blob();
