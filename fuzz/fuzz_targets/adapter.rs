@@ -13,7 +13,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use tetrad_fuzz::{table_from_hist, to_codable};
+use tetrad_fuzz::{same_bits, table_from_hist, to_codable};
 use tetrad_quant::Format;
 use tetrad_quant::adapter::{Acts, AdapterError, Cfs1Matrix, Rans256Matrix};
 use tetrad_quant::kernels::QuantizedActs;
@@ -129,16 +129,10 @@ fuzz_target!(|inp: Input| {
                     .expect("same shape");
                     let mut want = vec![0f32; s * o];
                     matmul_with(isa, &dm, &x, s, &mut want).expect("dense");
-                    assert!(
-                        y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
-                        "{isa:?} {arm:?}"
-                    );
+                    assert!(same_bits(&y, &want), "{isa:?} {arm:?}");
                     let mut want_q = vec![0f32; s * o];
                     matmul_q8_with(isa, &dm, &xq, &mut want_q).expect("dense q8");
-                    assert!(
-                        yq.iter().zip(&want_q).all(|(a, b)| a.to_bits() == b.to_bits()),
-                        "q8 {isa:?} {arm:?}"
-                    );
+                    assert!(same_bits(&yq, &want_q), "q8 {isa:?} {arm:?}");
                 }
             }
         }
@@ -157,12 +151,7 @@ fuzz_target!(|inp: Input| {
     let mut y = vec![f32::NAN; s * o];
     let r = m.matmul_scratch(isa, arm, acts, &mut y, &mut wbuf, &mut ybuf);
     assert_eq!(r, r_want, "scratch {} / {} {isa:?} {arm:?}", wbuf.len(), ybuf.len());
-    assert!(
-        y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
-        "scratch {} / {} {isa:?} {arm:?}",
-        wbuf.len(),
-        ybuf.len()
-    );
+    assert!(same_bits(&y, &want), "scratch {} / {} {isa:?} {arm:?}", wbuf.len(), ybuf.len());
 });
 
 /// The CFS1 adapter on the same bytes: CFS1-coded, mutated like the record, then
@@ -216,16 +205,10 @@ fn cfs1(
                     .expect("same shape");
                 let mut want = vec![0f32; s * o];
                 matmul_with(isa, &dm, x, s, &mut want).expect("dense");
-                assert!(
-                    y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
-                    "cfs1 {isa:?}"
-                );
+                assert!(same_bits(&y, &want), "cfs1 {isa:?}");
                 let mut want_q = vec![0f32; s * o];
                 matmul_q8_with(isa, &dm, xq, &mut want_q).expect("dense q8");
-                assert!(
-                    yq.iter().zip(&want_q).all(|(a, b)| a.to_bits() == b.to_bits()),
-                    "cfs1 q8 {isa:?}"
-                );
+                assert!(same_bits(&yq, &want_q), "cfs1 q8 {isa:?}");
             }
         }
     }
@@ -240,10 +223,5 @@ fn cfs1(
     let mut table = tetrad_fse::DecodeTable::new();
     let r = m.matmul_scratch(isa, acts, &mut y, &mut wbuf, &mut ybuf, &mut table);
     assert_eq!(r, r_want, "cfs1 scratch {} / {} {isa:?}", wbuf.len(), ybuf.len());
-    assert!(
-        y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
-        "cfs1 scratch {} / {} {isa:?}",
-        wbuf.len(),
-        ybuf.len()
-    );
+    assert!(same_bits(&y, &want), "cfs1 scratch {} / {} {isa:?}", wbuf.len(), ybuf.len());
 }

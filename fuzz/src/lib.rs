@@ -138,6 +138,12 @@ pub fn unpack(packed: &[u8], n: usize) -> Vec<u8> {
     (0..n).map(|j| (packed[j / 2] >> ((j & 1) * 4)) & 0xF).collect()
 }
 
+/// Whether two float slices are the same length and equal bit for bit (NaN payloads and the
+/// sign of zero included).
+pub fn same_bits(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
 /// Asserts that a refusal class is a spec-style name.
 pub fn assert_class(class: &str) {
     assert!(
