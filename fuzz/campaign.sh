@@ -13,9 +13,9 @@ for t in "$@"; do
     [ "$t" = container ] && extra=(-malloc_limit_mb=1100)
     # The built binary directly (`cargo fuzz run` would rebuild whenever a crate changes).
     dirs=("corpus/$t")
-    [ -d "seeds/$t" ] && dirs+=("seeds/$t") # some targets (adapter) have no committed seeds
+    [ -d "seeds/$t" ] && dirs+=("seeds/$t") # a target may have no committed seeds
     nice -n 19 "target/x86_64-unknown-linux-gnu/release/$t" "${dirs[@]}" \
-        -max_total_time="$secs" -artifact_prefix="artifacts/$t/" -rss_limit_mb=2048 "${extra[@]}" -print_final_stats=1 \
+        -max_total_time="$secs" -timeout=60 -artifact_prefix="artifacts/$t/" -rss_limit_mb=2048 "${extra[@]}" -print_final_stats=1 \
         > "/tmp/fuzz-$t.log" 2>&1 || fails=$((fails + 1))
     echo "== $t: $(grep -E '^#[0-9]+' "/tmp/fuzz-$t.log" | tail -1)"
     grep -E 'stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY' "/tmp/fuzz-$t.log" | head -5

@@ -18,12 +18,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 V = json.load(open(os.path.join(ROOT, "docs/vectors/vectors.json")))
 OUT = os.path.join(ROOT, "fuzz/seeds")
 rng = random.Random(20261129)
-# Hand-committed fuzz regressions (`fuzz/seeds/<target>/regression-*`) are kept as they are.
+# Kept as they are: hand-committed fuzz regressions (`regression-*`, `regress-*`), inputs picked
+# from a campaign's corpus (`corpus-*`, e.g. adapter_rans64's) and the hand-made seeds of the
+# targets this script does not generate for (`gguf`).
+HAND_MADE = ("gguf",)
 KEPT = {}
 if os.path.isdir(OUT):
     for t in os.listdir(OUT):
         for f in os.listdir(os.path.join(OUT, t)):
-            if f.startswith("regression-"):
+            if t in HAND_MADE or f.startswith(("regression-", "regress-", "corpus-")):
                 KEPT[(t, f)] = open(os.path.join(OUT, t, f), "rb").read()
 if os.path.isdir(OUT):  # start clean: the directory is this script's output plus KEPT
     import shutil
@@ -193,6 +196,14 @@ for k, b in enumerate(R64["blobs"]):
     put("rans64_roundtrip", bytes([0, 7 + 16 * k, k % 2]) + bytes.fromhex(b["input_hex"]), "input")
 for k, b in enumerate(R64["refusals"]):
     put("rans64_decode", bytes([0, k % 8]) + bytes.fromhex(b["blob_hex"]), "refusal")
+# container: stamped int4-rans64-t1 tensors with their scales; the target asks for them at the
+# [O, I] the scales and the blob's byte count give (here O = 4, I = 2 * n_bytes / 4).
+for b in R64["blobs"][2:4]:
+    blob = bytes.fromhex(b["blob_hex"])
+    assert struct.unpack("<Q", blob[8:16])[0] % 4 == 0
+    put("container", shard({STAMP: json.dumps({"w": "int4-rans64-t1"})},
+                           [("w", "U8", [len(blob)], blob),
+                            ("w.qs", "F32", [4], b"\x00\x00\x80\x3f" * 4)]), "rans64-vector")
 
 # adapter: arbitrary bytes (the target derives shape, table, codes, mutations and activations
 # from them); its own generator, so the seeds above do not move.
