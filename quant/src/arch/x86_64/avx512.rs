@@ -1255,6 +1255,20 @@ macro_rules! avx512_arm {
             rows: Range<usize>,
             y: &mut [f32],
         ) {
+            // int4-row and int8-row GEMV streamed from DRAM: the AVX2 arm's 8-row band
+            // kernels (same exact sums, bit-identical results). On the Zen 4 VM (512-bit
+            // operations at half rate) they kept closer to the read of the same bytes than
+            // this arm's 512-bit bands, in the same runs: int4-row 0.91–0.94 of the read
+            // against 0.83–0.90, int8-row 0.92–0.97 against 0.86–0.99 (three alternating
+            // runs of each build, `docs/PERFORMANCE.md`, twenty-ninth session); in L2 this
+            // arm stays 1.3–1.4 × faster, so only streaming matrices go there.
+            if xq.s() == 1
+                && streams(m)
+                && matches!(m.format(), Format::Int4Row | Format::Int8Row)
+                && crate::arch::x86_64::avx2::plain::matmul_q8_rows(m, xq, rows.clone(), y)
+            {
+                return;
+            }
             match m.format() {
                 // SAFETY: same contract.
                 Format::Int4Row => unsafe { q8_int4_row(m, xq, rows, y) },
