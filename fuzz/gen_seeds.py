@@ -212,5 +212,12 @@ for k in range(6):
     n = 96 + 211 * k
     put("adapter", bytes(rng_adapter.randrange(256) for _ in range(n)), "random")
 
+# adapter_pipeline: the same kind of seeds, long enough that the byte mutations and nibbles
+# are not empty from the start (the fixed fields alone take 43 bytes).
+rng_pipeline = random.Random(20261204)
+for k in range(6):
+    n = 80 + 97 * k
+    put("adapter_pipeline", bytes(rng_pipeline.randrange(256) for _ in range(n)), "random")
+
 total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(OUT) for f in fs)
 print("seeds:", {t: len(os.listdir(os.path.join(OUT, t))) for t in sorted(os.listdir(OUT))}, "bytes:", total)
