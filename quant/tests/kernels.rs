@@ -1142,7 +1142,8 @@ fn assert_q8_arms_match_scalar(m: &Matrix<'_>, s: usize, rng: &mut StdRng, what:
 
 /// Matrices above the 24 MiB streaming threshold run every arm's prefetching int8-row and
 /// int4-row q8 loops (every batch tile: S = 1, 2, 3, 4; on the AVX-512 arms S = 1 takes the
-/// AVX2 band kernels, the last row of S = 3 their own): still bit-exact to the scalar kernel.
+/// AVX2 band kernels, the last row of S = 3 their own), long rows and short: still bit-exact
+/// to the scalar kernel.
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn streaming_sized_matrices_q8_every_arm() {
@@ -1155,6 +1156,15 @@ fn streaming_sized_matrices_q8_every_arm() {
         for s in [1, 2, 3, 4] {
             assert_q8_arms_match_scalar(&m, s, &mut rng, &format!("{format:?} I={i}"));
         }
+    }
+    // Short rows (500 bytes, a partial last block): the band kernels prefetch several bands
+    // ahead (at least 16 KiB), past the matrix's end at the last bands.
+    let (o, i) = (52_000, 999);
+    let t = gen_tensor(Format::Int4Row, 0, o, i, &mut rng, 0.01, false);
+    let m = t.matrix();
+    assert!(m.weights().len() > 24 << 20);
+    for s in [1, 3] {
+        assert_q8_arms_match_scalar(&m, s, &mut rng, &format!("Int4Row I={i}"));
     }
 }
 

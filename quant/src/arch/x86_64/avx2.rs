@@ -879,12 +879,14 @@ macro_rules! avx2_arm {
         /// copies), if any; [`sums8`] at the end.
         ///
         /// `STREAM` (a matrix streamed from DRAM, [`streams`]): each block step also prefetches
-        /// into L2 the next `8 · W` bytes from `ahead`, the start of the next band (the 8 rows
-        /// after these, contiguous in the matrix), so one band is in flight while this one is
-        /// summed. The hardware prefetchers alone, following 8 row streams, kept too few lines
-        /// in flight: AVX2, Zen 4 VM, 9362 × 14 336, fraction of a plain read of the same bytes
-        /// in the same process: int4-row 0.68–0.71 → 0.87–0.96, int8-row 0.77–0.78 → 0.89–0.96
-        /// (two bands ahead: about the same; one and three bands ahead together: 0.83).
+        /// into L2 the next `8 · W` bytes from `ahead`, the start of a later band (8 rows,
+        /// contiguous in the matrix: the next band, or for short rows the first one at least
+        /// 16 KiB ahead, `crate::arch::x86_64::band_ahead`), so a band is in flight while this
+        /// one is summed. The hardware prefetchers alone, following 8 row streams, kept too few
+        /// lines in flight: AVX2, Zen 4 VM, 9362 × 14 336, fraction of a plain read of the same
+        /// bytes in the same process: int4-row 0.68–0.71 → 0.87–0.96, int8-row 0.77–0.78 →
+        /// 0.89–0.96 (two bands ahead: about the same; one and three bands ahead together:
+        /// 0.83).
         ///
         /// # Safety
         /// The arm's features available; every `rows[r]` holds at least `W · blocks` bytes,
@@ -1012,7 +1014,7 @@ macro_rules! avx2_arm {
                 // SAFETY: every row has ceil(I/2) ≥ 32·blocks bytes, q has I ≥ 64·blocks
                 // codes; the tail copies hold 32 and 64 bytes.
                 let d = unsafe {
-                    let ahead = rp[0].wrapping_add(8 * m.row_bytes(0).len());
+                    let ahead = crate::arch::x86_64::band_ahead(rp[0], m.row_bytes(0).len());
                     if stream {
                         int4_band8_q8::<true>(rp, q.as_ptr(), blocks, tail, ahead)
                     } else {
@@ -2217,8 +2219,8 @@ macro_rules! avx2_arm {
         /// row's accumulator (8 independent FMA chains). The partial last 32 columns run on
         /// zero-padded copies. Per row: `Σ w·x` (one `vhaddps` tree for the band), times the
         /// row's scale: within the f32 tolerance (module doc). From DRAM (`streams`), each
-        /// 32-column block of the first activation row prefetches the next 256 bytes of the
-        /// next band, as [`band8_sums`].
+        /// 32-column block of the first activation row prefetches the next 256 bytes of a
+        /// later band, as [`band8_sums`].
         ///
         /// # Safety
         /// The arm's features available; `m` is int8-row, `x.len() ≥ s · I`, `y.len() ≥ s ·
@@ -2250,7 +2252,7 @@ macro_rules! avx2_arm {
                         t[..tn].copy_from_slice(&m.row_bytes(o[r])[32 * blocks..]);
                     }
                 }
-                let ahead = rp[0].wrapping_add(8 * m.row_bytes(0).len());
+                let ahead = crate::arch::x86_64::band_ahead(rp[0], m.row_bytes(0).len());
                 let sc: [f32; 8] = core::array::from_fn(|r| sf[o[r]]);
                 for si in 0..s {
                     let xs = &x[si * ni..(si + 1) * ni];
@@ -3366,7 +3368,7 @@ macro_rules! avx2_arm {
                         (tn > 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
                     // SAFETY: every row and q hold I ≥ 32·blocks bytes; the tail copies 32.
                     let d = unsafe {
-                        let ahead = rp[0].wrapping_add(8 * m.row_bytes(0).len());
+                        let ahead = crate::arch::x86_64::band_ahead(rp[0], m.row_bytes(0).len());
                         // The band's bytes stay cached for the other activation rows.
                         if stream && si == 0 {
                             int8_band8_q8::<true>(rp, q.as_ptr(), blocks, tail, ahead)

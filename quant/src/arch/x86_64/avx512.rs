@@ -1409,8 +1409,9 @@ macro_rules! avx512_arm {
         /// independent `dpbusd` chains, where the one-row kernels had two), for each of the
         /// `blocks` full blocks and then the partial last block `tail` (zero-padded copies), if
         /// any; [`sums8_512`] at the end (one reduction per 8 rows). `STREAM`: each block also
-        /// prefetches into L2 the next `8 · W` bytes from `ahead`, the start of the next band
-        /// (its 8 rows are contiguous), so one band is in flight while this one is summed.
+        /// prefetches into L2 the next `8 · W` bytes from `ahead`, the start of a later band
+        /// (its 8 rows are contiguous; `crate::arch::x86_64::band_ahead`), so a band is in
+        /// flight while this one is summed.
         ///
         /// # Safety
         /// Features available; every `rows[r]` holds at least `W · blocks` bytes, `x` at least
@@ -1565,7 +1566,7 @@ macro_rules! avx512_arm {
                 // SAFETY: every row has ceil(I/2) ≥ 64·blocks bytes, q has I ≥ 128·blocks
                 // codes; the tail copies hold 64 bytes and 128 codes.
                 let d = unsafe {
-                    let ahead = rp[0].wrapping_add(8 * m.row_bytes(0).len());
+                    let ahead = crate::arch::x86_64::band_ahead(rp[0], m.row_bytes(0).len());
                     if stream {
                         int4_band8_q8::<true>(rp, q.as_ptr(), blocks, tail, ahead)
                     } else {
@@ -1923,7 +1924,7 @@ macro_rules! avx512_arm {
                         (tn > 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
                     // SAFETY: every row and q hold I ≥ 64·blocks bytes; the tail copies 64.
                     let d = unsafe {
-                        let ahead = rp[0].wrapping_add(8 * m.row_bytes(0).len());
+                        let ahead = crate::arch::x86_64::band_ahead(rp[0], m.row_bytes(0).len());
                         if stream && si == 0 {
                             int8_band8_q8::<true>(rp, q.as_ptr(), blocks, tail, ahead)
                         } else {

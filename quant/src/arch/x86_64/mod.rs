@@ -209,6 +209,23 @@ pub(crate) fn streams(m: &Matrix<'_>) -> bool {
 /// 128 MiB 19 / 24 (read 26).
 const STREAM_BYTES: usize = 24 << 20;
 
+/// Where an 8-row band kernel streaming from DRAM (`avx2::band8_sums` and its f32 int8-row
+/// twin, `avx512::band8_sums_512`) prefetches while it sums the band whose first row starts at
+/// `first` (rows of `row_bytes`, contiguous): the first later band at least
+/// [`BAND_AHEAD_BYTES`] ahead — the next one for rows of 2 KiB and more.
+pub(crate) fn band_ahead(first: *const u8, row_bytes: usize) -> *const u8 {
+    let band = 8 * row_bytes;
+    let bands = BAND_AHEAD_BYTES.div_ceil(band.max(1)).max(1);
+    first.wrapping_add(bands * band)
+}
+
+/// See [`band_ahead`]. One band ahead was too close for short rows: int4-row q8 (`avx2`,
+/// 128 MiB, `I = 1024`, 4 KiB bands) ran at 24.6–25.1 G weights/s one band ahead and 28.1–31.4
+/// at 8, 16, 32 or 64 KiB ahead (a second distance on top: within 2 %), against a read of the
+/// same bytes at 39.7–40.4; int8-row `I = 1024` 13.6 → 13.8–14.2; `I` ≥ 4096 unchanged
+/// (Zen 4 VM, every distance alternated in one process, medians of 12).
+const BAND_AHEAD_BYTES: usize = 16 << 10;
+
 /// What the band kernels (`avx512::q8_g32_rows16`, `avx2::q8_band8`: `N` rows per band, one
 /// row per lane) prefetch while streaming from DRAM: the rows and scales of the **next** band
 /// — after a chunk's last band, the first band of the next chunk — one band ahead, into L2.
