@@ -269,18 +269,8 @@ pub fn quantize_shard(
     let mut stamps: BTreeMap<String, String> = BTreeMap::new();
     let mut metadata = shard.header.metadata.clone().unwrap_or_default();
     if let Some(old) = metadata.remove(STAMP_KEY) {
-        let v: serde_json::Value = serde_json::from_str(&old).map_err(|e| {
-            Refusal::new("E_STAMP_MALFORMED", format!("{file}: {STAMP_KEY} is not JSON: {e}"))
-        })?;
-        let obj = v.as_object().ok_or_else(|| {
-            Refusal::new("E_STAMP_MALFORMED", format!("{file}: {STAMP_KEY} is not an object"))
-        })?;
-        for (k, v) in obj {
-            let s = v.as_str().ok_or_else(|| {
-                Refusal::new("E_STAMP_MALFORMED", format!("{file}: stamp of {k:?} is not a string"))
-            })?;
-            stamps.insert(k.clone(), s.to_owned());
-        }
+        stamps = crate::rans256::stamp_map(&old)
+            .map_err(|(class, why)| Refusal::new(class, format!("{file}: {why}")))?;
     }
     struct Built {
         codes: Vec<u8>,

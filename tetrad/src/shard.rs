@@ -7,7 +7,11 @@
 //! the length fits the file and is ≤ 512 MiB, the JSON is an object, `__metadata__` (if any) maps
 //! strings to strings, and every tensor entry has a string `dtype`, a list `shape` and
 //! `data_offsets` `[b, e]` with `0 ≤ b ≤ e ≤ data size`. Anything else is
-//! [`ShardError`] (`E_SHARD_MALFORMED`). [`ShardHeader::check_strict`] adds what a reader of
+//! [`ShardError`] (`E_SHARD_MALFORMED`). So is a key that appears twice in one JSON object at
+//! any depth (DECISION, stricter than the validator's wording): JSON parsers disagree on which
+//! of two `"w"` entries, or of two `"colibri.fmt"` stamps, counts — most keep the last, some the
+//! first — so such a header could make tetrad and another reader see different tensors or
+//! different stamps; it is refused naming the key. [`ShardHeader::check_strict`] adds what a reader of
 //! weights needs on top: a known dtype whose size times the shape's element count is the byte
 //! extent, and no two tensors overlapping.
 //!
@@ -164,8 +168,13 @@ impl ShardHeader {
             .ok_or_else(|| malformed(format!("header length {n} runs past the bytes read")))?;
         let text = std::str::from_utf8(text)
             .map_err(|e| malformed(format!("header is not UTF-8: {e}")))?;
-        let v: Value = serde_json::from_str(text)
-            .map_err(|e| malformed(format!("header is not JSON: {e}")))?;
+        let v = parse_unique_keys(text).map_err(|e| {
+            if e.is_data() {
+                malformed(format!("header {e}"))
+            } else {
+                malformed(format!("header is not JSON: {e}"))
+            }
+        })?;
         let Value::Object(obj) = v else {
             return Err(malformed("header is not a JSON object"));
         };
@@ -246,6 +255,97 @@ impl ShardHeader {
     pub fn tensor(&self, name: &str) -> Option<&TensorEntry> {
         self.tensors.iter().find(|t| t.name == name)
     }
+}
+
+/// `text` as one JSON value, refusing a key repeated within an object (at any depth) with a
+/// data error "has the key … twice in one object" (see the module docs). serde_json alone
+/// would keep the last of the two silently.
+pub(crate) fn parse_unique_keys(text: &str) -> Result<Value, serde_json::Error> {
+    use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    struct Unique;
+    impl<'de> DeserializeSeed<'de> for Unique {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Unique {
+        type Value = Value;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON value")
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+            Ok(Value::Bool(v))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::String(v.to_owned()))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Value, E> {
+            Ok(Value::String(v))
+        }
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(v) = seq.next_element_seed(Unique)? {
+                items.push(v);
+            }
+            Ok(Value::Array(items))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut obj = serde_json::Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if obj.contains_key(&key) {
+                    return Err(de::Error::custom(format_args!(
+                        "has the key {key:?} twice in one object"
+                    )));
+                }
+                let v = map.next_value_seed(Unique)?;
+                obj.insert(key, v);
+            }
+            Ok(Value::Object(obj))
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let v = Unique.deserialize(&mut de)?;
+    de.end()?;
+    Ok(v)
+}
+
+/// The entries of the JSON object `text`, in document order, **with** repeated keys (each a
+/// separate entry), for callers whose format says what a repeated key means (the stamps:
+/// agreeing duplicates collapse, conflicting ones are refused). Anything but one object is an
+/// error.
+pub(crate) fn object_entries(text: &str) -> Result<Vec<(String, Value)>, serde_json::Error> {
+    use serde::de::{Deserializer, MapAccess, Visitor};
+    struct Entries;
+    impl<'de> Visitor<'de> for Entries {
+        type Value = Vec<(String, Value)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(entry) = map.next_entry::<String, Value>()? {
+                out.push(entry);
+            }
+            Ok(out)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let v = (&mut de).deserialize_map(Entries)?;
+    de.end()?;
+    Ok(v)
 }
 
 fn parse_entry(name: String, entry: &Value, data_len: u64) -> Result<TensorEntry, ShardError> {
@@ -444,6 +544,49 @@ mod tests {
         big.extend_from_slice(b"{}");
         let e = ShardHeader::parse(&big, big.len() as u64).unwrap_err();
         assert!(e.to_string().contains("exceeds the"), "{e}");
+    }
+
+    #[test]
+    fn a_key_twice_in_one_object_is_refused_at_any_depth() {
+        let shard = |header: &str| {
+            let mut v = (header.len() as u64).to_le_bytes().to_vec();
+            v.extend_from_slice(header.as_bytes());
+            v.extend_from_slice(&[0; 8]);
+            let n = v.len() as u64;
+            ShardHeader::parse(&v, n)
+        };
+        let w = r#""dtype":"U8","shape":[8],"data_offsets":[0,8]"#;
+        let stamp = r#""colibri.fmt":"{\"w\": \"int4-rans256-g0\"}""#;
+        // The same keys in different objects are fine.
+        let h = shard(&format!(r#"{{"__metadata__":{{{stamp}}},"w":{{{w}}},"v":{{{w}}}}}"#));
+        assert_eq!(h.unwrap().tensors.len(), 2);
+        for (header, key) in [
+            (format!(r#"{{"w":{{{w}}},"w":{{{w}}}}}"#), "w"),
+            (
+                format!(r#"{{"__metadata__":{{}},"w":{{{w}}},"__metadata__":{{{stamp}}}}}"#),
+                "__metadata__",
+            ),
+            (
+                format!(r#"{{"__metadata__":{{{stamp},"colibri.fmt":"{{}}"}},"w":{{{w}}}}}"#),
+                "colibri.fmt",
+            ),
+            (format!(r#"{{"w":{{{w},"dtype":"F32"}}}}"#), "dtype"),
+            (
+                r#"{"w":{"dtype":"U8","shape":[8],"data_offsets":[0,8],"x":[{"a":1,"a":2}]}}"#
+                    .into(),
+                "a",
+            ),
+        ] {
+            let e = shard(&header).unwrap_err();
+            assert_eq!(e.class(), "E_SHARD_MALFORMED");
+            let want = format!("header has the key {key:?} twice in one object");
+            assert!(e.to_string().contains(&want), "{e}");
+        }
+        // Not JSON stays "not JSON"; trailing bytes after the object too.
+        let e = shard(r#"{"w":"#).unwrap_err();
+        assert!(e.to_string().contains("header is not JSON"), "{e}");
+        let e = shard(r#"{} {}"#).unwrap_err();
+        assert!(e.to_string().contains("header is not JSON"), "{e}");
     }
 
     #[test]

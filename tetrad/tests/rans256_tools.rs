@@ -309,6 +309,17 @@ fn verify_refuses_malformed_shards() {
             g[8] = b'[';
             g
         }),
+        // The header's `__metadata__` key twice (the first one empty: a reader keeping the
+        // first would see no stamps at all), the header's length adjusted.
+        ("metadata twice", {
+            let n = u64::from_le_bytes(good[..8].try_into().unwrap()) as usize;
+            let text = std::str::from_utf8(&good[8..8 + n]).unwrap();
+            let text = text.replacen('{', "{\"__metadata__\":{},", 1);
+            let mut g = (text.len() as u64).to_le_bytes().to_vec();
+            g.extend_from_slice(text.as_bytes());
+            g.extend_from_slice(&good[8 + n..]);
+            g
+        }),
     ];
     for (what, bytes) in cases {
         std::fs::write(&p.shard, &bytes).unwrap();
@@ -342,6 +353,25 @@ fn verify_refuses_each_metadata_class() {
             "E_STAMP_MISSING",
             Box::new(|m, _| {
                 m.insert("colibri.fmt".into(), "{\"a\": \"int4-row\"}".into());
+            }),
+        ),
+        (
+            // The tensor stamped two ways in one object (a JSON parser would keep one claim).
+            "E_STAMP_CONFLICT",
+            Box::new(|m, _| {
+                m.insert(
+                    "colibri.fmt".into(),
+                    format!("{{\"{W}\": \"int8-row\", \"{W}\": \"int4-rans256-g0\"}}"),
+                );
+            }),
+        ),
+        (
+            "E_STAMP_CONFLICT",
+            Box::new(|m, _| {
+                m.insert(
+                    "colibri.fmt".into(),
+                    format!("{{\"{W}\": \"int4-rans256-g0\", \"{W}\": \"int8-row\"}}"),
+                );
             }),
         ),
         (
@@ -399,6 +429,31 @@ fn verify_refuses_each_metadata_class() {
         let got = classes(&p.shard);
         assert!(got.contains(&class), "{class}: got {got:?}");
         assert_eq!(got.len(), 1, "{class}: exactly one refusal, got {got:?}");
+    }
+}
+
+/// `unpack` refuses a tensor stamped two ways in one `colibri.fmt` object, whichever claim
+/// comes first, and writes no shard.
+#[test]
+fn unpack_refuses_a_tensor_stamped_two_ways() {
+    for order in [["int8-row", "int4-rans256-g0"], ["int4-rans256-g0", "int8-row"]] {
+        let p = packed();
+        std::fs::remove_file(p.dir.join("repack-manifest.json")).unwrap();
+        rewrite(&p.shard, |m, _| {
+            let [a, b] = order;
+            m.insert("colibri.fmt".into(), format!("{{\"{W}\": \"{a}\", \"{W}\": \"{b}\"}}"));
+        });
+        let out = p.dir.parent().unwrap().join("restored");
+        let (code, out_text, err) = tetrad(&["unpack", "--indir", s(&p.dir), "--outdir", s(&out)]);
+        let err = out_text + &err;
+        assert_eq!(code, 1, "{order:?}: {err}");
+        assert!(err.contains("E_STAMP_CONFLICT"), "{order:?}: {err}");
+        assert!(err.contains(&format!("both \"{}\" and \"{}\"", order[0], order[1])), "{err}");
+        let written = std::fs::read_dir(&out).map_or(0, |d| {
+            d.filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "safetensors"))
+                .count()
+        });
+        assert_eq!(written, 0, "{order:?}: nothing written");
     }
 }
 

@@ -172,22 +172,32 @@ pub fn run(args: &InspectArgs) -> ExitCode {
             }
         };
         let meta = shard.header.metadata.clone().unwrap_or_default();
-        let stamps: serde_json::Map<String, serde_json::Value> =
-            meta.get(STAMP_KEY).and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+        // A refused stamp map (malformed, or a tensor stamped two ways) shows as refused and
+        // stamps nothing.
+        let stamp_map = meta.get(STAMP_KEY).map(|s| crate::rans256::stamp_map(s));
+        let stamps: serde_json::Map<String, serde_json::Value> = match &stamp_map {
+            Some(Ok(m)) => {
+                m.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect()
+            }
+            _ => serde_json::Map::new(),
+        };
         let tensors: Vec<(String, &TensorEntry)> =
             shard.header.tensors.iter().map(|t| (describe(&shard, &stamps, t), t)).collect();
         if args.json {
             let meta_json: serde_json::Map<String, serde_json::Value> = meta
                 .iter()
                 .map(|(k, v)| {
-                    let summary = if k == TABLE_KEY {
-                        crate::table_json::parse(v).map_or_else(
-                            |e| serde_json::json!({"refused": e.class()}),
-                            |p| serde_json::json!({"scale_bits": p.scale_bits, "freq": p.freq}),
-                        )
-                    } else {
-                        serde_json::Value::String(v.clone())
-                    };
+                    let summary =
+                        if let (true, Some(Err((class, _)))) = (k == STAMP_KEY, &stamp_map) {
+                            serde_json::json!({"refused": class})
+                        } else if k == TABLE_KEY {
+                            crate::table_json::parse(v).map_or_else(
+                                |e| serde_json::json!({"refused": e.class()}),
+                                |p| serde_json::json!({"scale_bits": p.scale_bits, "freq": p.freq}),
+                            )
+                        } else {
+                            serde_json::Value::String(v.clone())
+                        };
                     (k.clone(), summary)
                 })
                 .collect();
@@ -211,7 +221,9 @@ pub fn run(args: &InspectArgs) -> ExitCode {
             shard.header.tensors.len()
         );
         for (k, v) in &meta {
-            if k == STAMP_KEY {
+            if let (true, Some(Err((class, why)))) = (k == STAMP_KEY, &stamp_map) {
+                println!("  metadata {k}: REFUSED {class}: {why}");
+            } else if k == STAMP_KEY {
                 println!("  metadata {k}: {} stamp(s)", stamps.len());
             } else if k == TABLE_KEY {
                 match crate::table_json::parse(v) {

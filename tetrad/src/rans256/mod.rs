@@ -6,6 +6,9 @@ pub mod pack;
 pub mod unpack;
 pub mod verify;
 
+use std::collections::BTreeMap;
+
+use serde_json::Value;
 use tetrad_rans::Table;
 
 use crate::table_json::TableParts;
@@ -18,6 +21,39 @@ pub const STAMP_KEY: &str = "colibri.fmt";
 pub const TABLE_KEY: &str = "colibri.int4-rans256-g0.table";
 /// File name of the manifest (the completion marker).
 pub const MANIFEST_NAME: &str = "repack-manifest.json";
+
+/// The `colibri.fmt` value (a JSON object of tensor name → format name) as a map. A tensor
+/// named twice with the same format collapses; with two different formats it is refused as
+/// `E_STAMP_CONFLICT` naming the tensor and both claims (`formats.md`, "Stamps": the same
+/// tensor stamped with two different names anywhere is refused) — a JSON parser alone would
+/// keep one of the two claims silently. Anything else wrong is `E_STAMP_MALFORMED`; the
+/// detail says what, for the caller to prefix with the shard.
+pub fn stamp_map(text: &str) -> Result<BTreeMap<String, String>, (&'static str, String)> {
+    let entries = crate::shard::object_entries(text)
+        .map_err(|e| ("E_STAMP_MALFORMED", format!("{STAMP_KEY} is not a JSON object: {e}")))?;
+    let mut map = BTreeMap::new();
+    for (name, v) in entries {
+        let Value::String(format) = v else {
+            return Err((
+                "E_STAMP_MALFORMED",
+                format!("{STAMP_KEY}: the stamp of {name:?} is not a string"),
+            ));
+        };
+        match map.get(&name) {
+            Some(first) if *first != format => {
+                return Err((
+                    "E_STAMP_CONFLICT",
+                    format!("{STAMP_KEY} stamps {name:?} both {first:?} and {format:?}"),
+                ));
+            }
+            Some(_) => {}
+            None => {
+                map.insert(name, format);
+            }
+        }
+    }
+    Ok(map)
+}
 
 /// Name of output shard number `k`.
 pub fn out_shard_name(k: usize) -> String {
@@ -73,5 +109,37 @@ impl From<crate::shardset::SetError> for Refusal {
 impl From<std::io::Error> for Refusal {
     fn from(e: std::io::Error) -> Self {
         Self::new("E_IO", e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stamp_map;
+
+    #[test]
+    fn stamp_map_collapses_agreeing_duplicates_and_refuses_conflicts() {
+        let m = stamp_map(r#"{"b": "int4-row", "a": "int8-row", "b": "int4-row"}"#).unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m["b"], "int4-row");
+        for (text, class, detail) in [
+            (
+                r#"{"w": "int8-row", "w": "int4-rans256-g0"}"#,
+                "E_STAMP_CONFLICT",
+                r#"stamps "w" both "int8-row" and "int4-rans256-g0""#,
+            ),
+            (
+                r#"{"w": "int4-rans256-g0", "v": "int4-row", "w": "int8-row"}"#,
+                "E_STAMP_CONFLICT",
+                r#"both "int4-rans256-g0" and "int8-row""#,
+            ),
+            (r#"{"w": 1}"#, "E_STAMP_MALFORMED", r#"the stamp of "w" is not a string"#),
+            (r#"["w"]"#, "E_STAMP_MALFORMED", "is not a JSON object"),
+            (r#"{"w": "int4-row"} x"#, "E_STAMP_MALFORMED", "is not a JSON object"),
+            ("not json", "E_STAMP_MALFORMED", "is not a JSON object"),
+        ] {
+            let (c, d) = stamp_map(text).unwrap_err();
+            assert_eq!(c, class, "{text}");
+            assert!(d.contains(detail), "{text}: {d}");
+        }
     }
 }

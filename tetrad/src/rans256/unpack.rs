@@ -31,7 +31,7 @@
 //! the temporary files are deleted and existing outputs are untouched (an output directory
 //! this run created is removed again, being empty).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -186,8 +186,7 @@ pub fn unpack_shard_checked(
     let refuse = |class, detail: String| Refusal::new(class, format!("{base}: {detail}"));
     let fmt =
         meta.get(STAMP_KEY).ok_or_else(|| refuse("E_STAMP_MISSING", format!("no {STAMP_KEY}")))?;
-    let stamps: BTreeMap<String, String> = serde_json::from_str(fmt)
-        .map_err(|e| refuse("E_STAMP_MALFORMED", format!("{STAMP_KEY}: {e}")))?;
+    let stamps = super::stamp_map(fmt).map_err(|(class, why)| refuse(class, why))?;
     let coded = |f: &str| f == FORMAT_NAME || f == RANS64_NAME;
     // The shared table: only int4-rans256-g0 records need it.
     let table = if stamps.values().any(|f| f == FORMAT_NAME) {

@@ -187,15 +187,9 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
     let Some(fmt_text) = meta.get(STAMP_KEY) else {
         return ctx.refuse(None, "E_STAMP_MISSING", format!("no {STAMP_KEY} in __metadata__"));
     };
-    let stamps = match parse_stamp_map(fmt_text) {
+    let stamps = match super::stamp_map(fmt_text) {
         Ok(s) => s,
-        Err(why) => {
-            return ctx.refuse(
-                None,
-                "E_STAMP_MALFORMED",
-                format!("{STAMP_KEY} is not a JSON map of strings to strings: {why}"),
-            );
-        }
+        Err((class, why)) => return ctx.refuse(None, class, why),
     };
     let stamped: Vec<(&String, bool)> = stamps
         .iter()
@@ -399,19 +393,6 @@ pub fn check_original(digest: &[u8], want: Option<&String>) -> Result<(), (&'sta
             format!("decoded sha256 {got}, manifest says the original was {want}"),
         ))
     }
-}
-
-/// The `colibri.fmt` value as a map of strings to strings.
-fn parse_stamp_map(text: &str) -> Result<BTreeMap<String, String>, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let obj = v.as_object().ok_or("not an object")?;
-    obj.iter()
-        .map(|(k, v)| {
-            v.as_str()
-                .map(|s| (k.clone(), s.to_owned()))
-                .ok_or_else(|| format!("entry {k:?} is not a string"))
-        })
-        .collect()
 }
 
 /// Checks one `int4-rans64-t1` blob: decode (every seal), a whole number of `rows` rows when
