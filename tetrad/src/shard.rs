@@ -168,13 +168,7 @@ impl ShardHeader {
             .ok_or_else(|| malformed(format!("header length {n} runs past the bytes read")))?;
         let text = std::str::from_utf8(text)
             .map_err(|e| malformed(format!("header is not UTF-8: {e}")))?;
-        let v = parse_unique_keys(text).map_err(|e| {
-            if e.is_data() {
-                malformed(format!("header {e}"))
-            } else {
-                malformed(format!("header is not JSON: {e}"))
-            }
-        })?;
+        let v = parse_unique_keys(text).map_err(|e| malformed(json_error("header", &e)))?;
         let Value::Object(obj) = v else {
             return Err(malformed("header is not a JSON object"));
         };
@@ -320,6 +314,12 @@ pub(crate) fn parse_unique_keys(text: &str) -> Result<Value, serde_json::Error> 
     let v = Unique.deserialize(&mut de)?;
     de.end()?;
     Ok(v)
+}
+
+/// A [`parse_unique_keys`] error of the JSON text called `what`: "`what` is not JSON: …", or
+/// "`what` has the key … twice in one object …".
+pub(crate) fn json_error(what: &str, e: &serde_json::Error) -> String {
+    if e.is_data() { format!("{what} {e}") } else { format!("{what} is not JSON: {e}") }
 }
 
 /// The entries of the JSON object `text`, in document order, **with** repeated keys (each a

@@ -157,8 +157,9 @@ fn sixteen(v: &Value, key: &str, m: u64) -> Result<[u32; 16], TableJsonError> {
 
 /// Parses and fully validates a table JSON text, in the validator's refusal order.
 pub fn parse(text: &str) -> Result<TableParts, TableJsonError> {
-    let v: Value = serde_json::from_str(text)
-        .map_err(|e| TableJsonError::Malformed(format!("not JSON: {e}")))?;
+    // A key twice (two "freq" lists, say) would let two readers use different tables.
+    let v: Value = crate::shard::parse_unique_keys(text)
+        .map_err(|e| TableJsonError::Malformed(crate::shard::json_error("table JSON", &e)))?;
     let obj = v.as_object().ok_or_else(|| TableJsonError::Malformed("not a JSON object".into()))?;
     if let Some(k) = KEYS.iter().find(|k| !obj.contains_key(**k)) {
         return Err(TableJsonError::Malformed(format!("missing key {k:?}")));

@@ -60,8 +60,13 @@ fn parser_refuses_type_confusions() {
         (good.replace("\"table_id\": \"g0\"", "\"table_idx\": \"g0\""), "E_TABLE_MALFORMED"),
         ("[1, 2]".to_owned(), "E_TABLE_MALFORMED"),
         (good.replace("\"table_crc32\": \"", "\"table_crc32\": \"X"), "E_TABLE_CRC"),
+        // A key twice: two readers could take different tables.
+        (good.replacen('{', "{\"scale_bits\": 12, ", 1), "E_TABLE_MALFORMED"),
     ];
     for (json, class) in cases {
         assert_eq!(table_json::parse(&json).unwrap_err().class(), class, "{json:.80}");
     }
+    let twice = good.replacen('{', "{\"scale_bits\": 14, ", 1);
+    let e = table_json::parse(&twice).unwrap_err().to_string();
+    assert!(e.contains("has the key \"scale_bits\" twice in one object"), "{e}");
 }

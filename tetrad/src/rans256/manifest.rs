@@ -175,7 +175,10 @@ pub fn read_manifest(dir: &Path) -> Result<Option<Digests>, String> {
 
 /// Reads the digests of a manifest text; `Err` says why it is malformed.
 pub fn parse_digests(text: &str) -> Result<Digests, String> {
-    let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    // A key twice (two "records" of one shard, say) would let two readers check different
+    // digests.
+    let v: Value = crate::shard::parse_unique_keys(text)
+        .map_err(|e| crate::shard::json_error("manifest", &e))?;
     let shards = v.get("shards").and_then(Value::as_array).ok_or("no \"shards\" list")?;
     let format = match v.get("format") {
         None => None,
@@ -317,6 +320,7 @@ mod tests {
             (r#"{"file": "a", "source": ""}"#, "not a plain file name"),
             (r#"{"file": "a", "source": 3}"#, "not a string"),
             (r#"{"file": "a", "bytes": -1}"#, "not a non-negative integer"),
+            (r#"{"file": "a", "file": "b"}"#, "has the key \"file\" twice in one object"),
         ];
         for (shards, why) in bad {
             // Sources are checked only by `check_restore_names` (unpack), the rest when read.
