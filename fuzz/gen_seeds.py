@@ -172,9 +172,25 @@ for n in (512, 4096):
 # 2. a vector record with its own (14-bit) table.
 r = V["records"][0]
 rec = bytes.fromhex(r["record_hex"])
-put("container", shard(
+vector_shard = shard(
     {STAMP: json.dumps({"w": "int4-rans256-g0"}), TABLE: table_json(r["scale_bits"], r["freq"])},
-    [("w", "U8", [len(rec)], rec), ("w.qs", "F32", [2], b"\x00\x00\x80\x3f" * 2)]), "rans256-vector")
+    [("w", "U8", [len(rec)], rec), ("w.qs", "F32", [2], b"\x00\x00\x80\x3f" * 2)])
+put("container", vector_shard, "rans256-vector")
+
+
+def reheader(b, edit):
+    n = struct.unpack("<Q", b[:8])[0]
+    h = edit(b[8:8 + n].decode()).encode()
+    return struct.pack("<Q", len(h)) + h + b[8 + n:]
+
+
+# 2b. the same shard with a key twice: the tensor stamped two ways inside colibri.fmt
+# (E_STAMP_CONFLICT), and a second "w" entry in the header itself (E_SHARD_MALFORMED).
+stamp = json.dumps(json.dumps({"w": "int4-rans256-g0"}))[1:-1]
+put("container", reheader(vector_shard, lambda h: h.replace(
+    stamp, stamp.replace("{", '{\\"w\\": \\"int8-row\\", ', 1))), "rans256-stamp-twice")
+put("container", reheader(vector_shard, lambda h: h.replace(
+    "{", '{"w": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}, ', 1)), "rans256-key-twice")
 # 3. a CFS1 container of vector blobs.
 ts = []
 for k, c in enumerate(V["cfs1"][:6]):
