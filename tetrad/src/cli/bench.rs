@@ -6,8 +6,8 @@
 //! nibbles) or the int4 weights of `--input`. The read bandwidth is a STREAM-like sum over a
 //! `u64` array of 8 × `--mib` MiB (so it is DRAM-resident for the default size). Kernels run
 //! every format with a value rule, every available ISA, f32 and (integer formats, mxfp4) int8
-//! activations, on a 256 × 1024 matrix (L2-resident but for f32 weights) and on one of
-//! 2 × `--mib` MiB, each beside a read of the same weight bytes. The adapter group multiplies
+//! activations, on a 256 × 1024 matrix (L2-resident but for f32 weights) and on a
+//! 14 336-column one of 2 × `--mib` MiB, each beside a read of the same weight bytes. The adapter group multiplies
 //! through the fused decode-then-matmul adapter on a record of the same 2 × `--mib` MiB matrix
 //! (batch 1 and 16, f32 and int8 activations; 1 thread and the 2-thread decode/multiply
 //! pipeline), beside the record's standalone decode and dense int4-row at the same batch. The
@@ -493,9 +493,18 @@ fn read_sum(bytes: &[u8]) -> u64 {
     a.iter().fold(0, |s, v| s.wrapping_add(*v))
 }
 
+/// Columns of the kernel group's L2-resident matrix (256 rows).
+const L2_COLS: usize = 1024;
+
+/// Columns of the kernel group's DRAM matrix: the row length of issue 6's example
+/// (4096 × 14 336) and of the criterion bench. Short rows stream at a lower fraction of the
+/// read (1024 columns: 0.78–0.88 for int4-row q8 against about 0.9, `docs/PERFORMANCE.md`,
+/// twenty-ninth session).
+const DRAM_COLS: usize = 14_336;
+
 /// Every format × every available (or the forced) ISA × accumulation mode (`f32`; `q8` where
-/// the format has integer codes) × residency (`l2`: 256 × 1024; `dram`: 2 × `--mib` MiB of
-/// weights), batch 1 (and 8 when L2-resident), one thread; on the DRAM matrix also 2 threads
+/// the format has integer codes) × residency (`l2`: 256 × 1024; `dram`: [`DRAM_COLS`] columns,
+/// 2 × `--mib` MiB of weights), batch 1 (and 8 when L2-resident), one thread; on the DRAM matrix also 2 threads
 /// (rows split with the row-range API) on the best or forced ISA. Each record carries the
 /// single-thread read rate of the same weight bytes, measured just before it.
 fn kernels(args: &BenchArgs, isa: Option<Isa>, out: &mut Vec<Value>) -> Result<(), Refusal> {
@@ -505,7 +514,6 @@ fn kernels(args: &BenchArgs, isa: Option<Isa>, out: &mut Vec<Value>) -> Result<(
         None => tetrad_quant::isa::available().collect(),
     };
     let threaded = isa.unwrap_or_else(tetrad_quant::isa::best);
-    let i = 1024usize;
     let kerr = |e: tetrad_quant::KernelError| Refusal::new(e.class(), e.to_string());
     for (label, format, gs) in KERNEL_FORMATS {
         let bpw = match format {
@@ -515,15 +523,16 @@ fn kernels(args: &BenchArgs, isa: Option<Isa>, out: &mut Vec<Value>) -> Result<(
             Format::Int2Row => 0.25,
             _ => 24.0 / 64.0,
         };
-        let row_bytes = match format {
+        let row_bytes = |i: usize| match format {
             Format::F32 => 4 * i,
             Format::Int8Row | Format::Fp8E4m3B128 => i,
             Format::Int4Row | Format::Int4Grouped | Format::Mxfp4 => i / 2,
             Format::Int2Row => i / 4,
             _ => i / 64 * 24,
         };
-        let big_o = ((usize::try_from(args.mib).unwrap_or(1) << 20) * 2 / row_bytes).max(256);
-        for (resident, o) in [("l2", 256usize), ("dram", big_o)] {
+        let mib = usize::try_from(args.mib).unwrap_or(1);
+        let big_o = ((mib << 20) * 2 / row_bytes(DRAM_COLS)).max(256);
+        for (resident, o, i) in [("l2", 256usize, L2_COLS), ("dram", big_o, DRAM_COLS)] {
             let (w, sf, se) = kernel_tensor(format, o, i, gs);
             let scales = match format {
                 Format::F32 => Scales::None,
