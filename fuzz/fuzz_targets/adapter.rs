@@ -13,7 +13,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use tetrad_fuzz::{same_bits, table_from_hist, to_codable};
+use tetrad_fuzz::{cyclic_byte, lcg_activations, same_bits, table_from_hist, to_codable};
 use tetrad_quant::Format;
 use tetrad_quant::adapter::{Acts, AdapterError, Cfs1Matrix, Rans256Matrix};
 use tetrad_quant::kernels::QuantizedActs;
@@ -55,18 +55,10 @@ fuzz_target!(|inp: Input| {
     if nibbles.is_empty() {
         return;
     }
-    let packed: Vec<u8> = (0..o * stride)
-        .map(|k| nibbles[(2 * k) % nibbles.len()] | nibbles[(2 * k + 1) % nibbles.len()] << 4)
-        .collect();
+    let packed: Vec<u8> = (0..o * stride).map(|k| cyclic_byte(&nibbles, k)).collect();
     let scales: Vec<f32> = (0..o).map(|r| 0.01 + r as f32 * 1e-3).collect();
     let i_claim = (i as i64 + i64::from(inp.lie % 3)).max(1) as usize;
-    let mut st = inp.x_seed;
-    let x: Vec<f32> = (0..s * i_claim)
-        .map(|_| {
-            st = st.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            (st >> 8) as f32 / (1u32 << 24) as f32 - 0.5
-        })
-        .collect();
+    let x = lcg_activations(inp.x_seed, s * i_claim);
     let mut q = vec![0i8; s * i_claim];
     let mut qs = vec![0f32; s];
     let xq = quantize_activations(&x, s, i_claim, &mut q, &mut qs).expect("finite activations");

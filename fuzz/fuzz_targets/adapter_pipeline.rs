@@ -12,7 +12,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use tetrad_fuzz::{same_bits, table_from_hist, to_codable};
+use tetrad_fuzz::{cyclic_byte, lcg_activations, same_bits, table_from_hist, to_codable};
 use tetrad_quant::adapter::{Acts, AdapterError, Cfs1Matrix, Rans256Matrix, TILE_BYTES};
 use tetrad_quant::isa::Isa;
 use tetrad_quant::kernels::quantize_activations;
@@ -49,17 +49,9 @@ fuzz_target!(|inp: Input| {
     }
     // Rows cycle through the input's nibbles (an odd row's padding nibble too: the kernels
     // meet it with a zero activation).
-    let packed: Vec<u8> = (0..o * stride)
-        .map(|k| nibbles[(2 * k) % nibbles.len()] | nibbles[(2 * k + 1) % nibbles.len()] << 4)
-        .collect();
+    let packed: Vec<u8> = (0..o * stride).map(|k| cyclic_byte(&nibbles, k)).collect();
     let scales: Vec<f32> = (0..o).map(|r| 0.02 - r as f32 * 1e-3).collect();
-    let mut st = inp.x_seed;
-    let x: Vec<f32> = (0..s * i)
-        .map(|_| {
-            st = st.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            (st >> 8) as f32 / (1u32 << 24) as f32 - 0.5
-        })
-        .collect();
+    let x = lcg_activations(inp.x_seed, s * i);
     let (mut q, mut qs) = (vec![0i8; s * i], vec![0f32; s]);
     let xq = quantize_activations(&x, s, i, &mut q, &mut qs).expect("finite activations");
     let acts = if inp.flags & 2 != 0 { Acts::Q8(&xq) } else { Acts::F32 { x: &x, s } };

@@ -17,7 +17,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use tetrad_fuzz::{assert_class, reseal_rans64, table_from_hist, to_codable};
+use tetrad_fuzz::{assert_class, cyclic_byte, reseal_rans64, table_from_hist, to_codable};
 use tetrad_quant::Format;
 use tetrad_quant::adapter::Acts;
 use tetrad_quant::adapter_rans64::{Rans64Matrix, SCRATCH_SLACK};
@@ -72,7 +72,7 @@ fuzz_target!(|inp: Input| {
             if k < raw_rows * stride {
                 return next() as u8;
             }
-            nibbles[(2 * k) % nibbles.len()] | nibbles[(2 * k + 1) % nibbles.len()] << 4
+            cyclic_byte(&nibbles, k)
         })
         .collect();
     let scales: Vec<f32> = (0..o).map(|r| 0.01 + r as f32 * 1e-3).collect();

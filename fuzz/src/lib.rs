@@ -138,6 +138,23 @@ pub fn unpack(packed: &[u8], n: usize) -> Vec<u8> {
     (0..n).map(|j| (packed[j / 2] >> ((j & 1) * 4)) & 0xF).collect()
 }
 
+/// Packed byte `k` of a matrix whose nibbles cycle through `nibbles` (non-empty): byte `k`
+/// holds nibbles `2k` (low) and `2k + 1` (high), taken modulo the cycle.
+pub fn cyclic_byte(nibbles: &[u8], k: usize) -> u8 {
+    nibbles[(2 * k) % nibbles.len()] | nibbles[(2 * k + 1) % nibbles.len()] << 4
+}
+
+/// `n` activations in `[−0.5, 0.5)` from a linear congruential generator seeded by `seed`.
+pub fn lcg_activations(seed: u32, n: usize) -> Vec<f32> {
+    let mut st = seed;
+    (0..n)
+        .map(|_| {
+            st = st.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (st >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        })
+        .collect()
+}
+
 /// Whether two float slices are the same length and equal bit for bit (NaN payloads and the
 /// sign of zero included).
 pub fn same_bits(a: &[f32], b: &[f32]) -> bool {
