@@ -7,11 +7,11 @@
 //! `u64` array of 8 × `--mib` MiB (so it is DRAM-resident for the default size). Kernels run
 //! every format with a value rule, every available ISA, f32 and (integer formats, mxfp4) int8
 //! activations, on a 256 × 1024 matrix (L2-resident but for f32 weights) and on a
-//! 14 336-column one of 2 × `--mib` MiB, each beside a read of the same weight bytes. The adapter group multiplies
-//! through the fused decode-then-matmul adapter on a record of the same 2 × `--mib` MiB matrix
-//! (batch 1 and 16, f32 and int8 activations; 1 thread and the 2-thread decode/multiply
-//! pipeline), beside the record's standalone decode and dense int4-row at the same batch. The
-//! JSON schema is documented in `docs/CLI.md`.
+//! 14 336-column one of 2 × `--mib` MiB, each beside a read of the same weight bytes. The
+//! adapter group multiplies through the fused decode-then-matmul adapter on a record of a
+//! 2 × `--mib` MiB int4-row matrix (batch 1 and 16, f32 and int8 activations; 1 thread and the
+//! 2-thread decode/multiply pipeline), beside the record's standalone decode and dense int4-row
+//! at the same batch. The JSON schema is documented in `docs/CLI.md`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -503,10 +503,11 @@ const L2_COLS: usize = 1024;
 const DRAM_COLS: usize = 14_336;
 
 /// Every format × every available (or the forced) ISA × accumulation mode (`f32`; `q8` where
-/// the format has integer codes) × residency (`l2`: 256 × 1024; `dram`: [`DRAM_COLS`] columns,
-/// 2 × `--mib` MiB of weights), batch 1 (and 8 when L2-resident), one thread; on the DRAM matrix also 2 threads
-/// (rows split with the row-range API) on the best or forced ISA. Each record carries the
-/// single-thread read rate of the same weight bytes, measured just before it.
+/// the format has integer codes) × residency (`l2`: 256 × 1024; `dram`: [`DRAM_COLS`]
+/// columns, 2 × `--mib` MiB of weights), batch 1 (and 8 when L2-resident), one thread; on the
+/// DRAM matrix also 2 threads (rows split with the row-range API) on the best or forced ISA.
+/// Each record carries the single-thread read rate of the same weight bytes, measured just
+/// before it.
 fn kernels(args: &BenchArgs, isa: Option<Isa>, out: &mut Vec<Value>) -> Result<(), Refusal> {
     use tetrad_quant::kernels::{matmul_q8_rows_with, matmul_rows_with, quantize_activations};
     let isas: Vec<Isa> = match isa {
