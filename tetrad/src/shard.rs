@@ -590,6 +590,25 @@ mod tests {
     }
 
     #[test]
+    fn unique_key_parse_equals_serde_json_without_repeats() {
+        for text in [
+            r#"{"a": [1, -1, 0, -0, 1.5, -2.25e-3, 1e308, 18446744073709551615, -9223372036854775808]}"#,
+            r#"{"big": 18446744073709551616, "tiny": 5e-324, "neg": -0.0, "e": 12E+2}"#,
+            r#"{"s": "\u00e9\ud83d\ude00\n\"\\/", "t": true, "f": false, "n": null}"#,
+            r#"[{"a": {"a": {"a": []}}}, {"a": 1}, [[], {}], "x"]"#,
+            r#"  {"z": 1, "y": 2, "x": {"b": 1, "a": 2}}  "#,
+            "17",
+            r#""just a string""#,
+        ] {
+            let ours = parse_unique_keys(text).unwrap();
+            let theirs: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(ours, theirs, "{text}");
+            // Key order too (the header's tensor order matters).
+            assert_eq!(ours.to_string(), theirs.to_string(), "{text}");
+        }
+    }
+
+    #[test]
     fn writes_then_parses_both_styles() {
         let a = OutTensor { name: "w", dtype: "U8", shape: &[3], data: &[1, 2, 3] };
         let b = OutTensor { name: "w.qs", dtype: "F32", shape: &[1], data: &[0, 0, 128, 63] };
