@@ -915,19 +915,23 @@ fn grouped_nibble_f32_bands_every_arm() {
     }
 }
 
-/// int8-row and int4-row with f32 activations above the 24 MiB streaming threshold, where the
-/// kernels prefetch (int8-row: the next band; int4-row on the AVX-512 arms: the row stream,
-/// through both of their f32 nibble paths — `I` past and within the de-interleaving buffer): a
-/// partial last band, partial last blocks, S = 1, 2. Within tolerance on every arm.
+/// int8-row, int4-row and fp8 with f32 activations above the 24 MiB streaming threshold, where
+/// the kernels prefetch (int8-row: the next band; int4-row on the AVX-512 arms: the row stream,
+/// through both of their f32 nibble paths — `I` past and within the de-interleaving buffer;
+/// fp8 on the AVX-512 arms: the de-interleaved path's row stream): a partial last band, partial
+/// last blocks, S = 1, 2. Within tolerance on every arm.
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn streaming_sized_matrices_f32_every_arm() {
     let mut rng = StdRng::seed_from_u64(0x5eed_2408);
-    // 26.3, 26.3 and 25.4 MB > 24 MiB (25.17 MB).
+    // 26.3, 26.3, 25.4 and 25.6 MB > 24 MiB (25.17 MB).
     for (format, o, i, batches) in [
         (Format::Int8Row, 1601, 16_400, &[1, 2][..]),
         (Format::Int4Row, 1601, 32_801, &[1, 2][..]),
         (Format::Int4Row, 6200, 8190, &[1][..]),
+        // fp8 on the AVX-512 arms: one activation row de-interleaved (with its prefetch), two
+        // not (16 000 columns fill the buffer once).
+        (Format::Fp8E4m3B128, 1601, 16_000, &[1, 2][..]),
     ] {
         let t = gen_tensor(format, 0, o, i, &mut rng, 0.01, false);
         let m = t.matrix();
@@ -1426,6 +1430,42 @@ fn zero_columns_give_zero_outputs_every_arm() {
                 let mut y = vec![f32::NAN; 3 * s];
                 kernels::matmul_with(arm, &m, &[], s, &mut y).unwrap();
                 assert!(y.iter().all(|v| *v == 0.0), "{arm} {format:?} S={s}: {y:?}");
+            }
+        }
+    }
+}
+
+/// The AVX-512 arms' f32 paths on activations de-interleaved into a 16 Ki-value stack buffer
+/// (nibble formats and fp8): row lengths at and across the buffer's limits for 1, 2 and 4
+/// activation rows per tile (I = 4096, 4097, 8192, 8193, 14 336, 16 384, 16 385) and batches
+/// that split into tiles of 4, 2 and 1: within the documented tolerance on every arm.
+#[test]
+fn deinterleave_buffer_limits_f32_every_arm() {
+    let mut rng = StdRng::seed_from_u64(0x0de1_ea7e);
+    for (format, gs) in [
+        (Format::Int4Row, 0),
+        (Format::Mxfp4, 0),
+        (Format::Int4Grouped, 32),
+        (Format::Int4Grouped, 128),
+        (Format::Fp8E4m3B128, 0),
+    ] {
+        for i in [4096, 4097, 8192, 8193, 14_336, 16_384, 16_385] {
+            let o = 5;
+            let t = gen_tensor(format, gs, o, i, &mut rng, 0.01, false);
+            let m = t.matrix();
+            for s in [1, 2, 3, 4, 7] {
+                let x = gen_x(s, i, &mut rng);
+                for arm in checked_arms() {
+                    let mut y = vec![f32::NAN; s * o];
+                    kernels::matmul_with(arm, &m, &x, s, &mut y).unwrap();
+                    check_f32(
+                        &m,
+                        &x,
+                        s,
+                        &y,
+                        &format!("{} {format:?} gs {gs} I={i} S={s}", arm.name()),
+                    );
+                }
             }
         }
     }

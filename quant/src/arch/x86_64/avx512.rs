@@ -450,7 +450,11 @@ macro_rules! avx512_arm {
         ) {
             let (ni, nr) = (m.i(), rows.len());
             let ipad = ni.div_ceil(32) * 32;
-            let mut xbuf = [0f32; XB];
+            // The de-interleaved activations: every value read (the first st · ipad) is
+            // written first, so the buffer starts uninitialised — zeroing its 64 KiB on every
+            // call cost a 256 × 1024 matrix about 3 %. Only raw pointers into it are used.
+            let mut xbuf = core::mem::MaybeUninit::<[f32; XB]>::uninit();
+            let xb = xbuf.as_mut_ptr().cast::<f32>();
             let mut s0 = 0;
             while s0 < s {
                 let st = if s - s0 >= 4 {
@@ -466,13 +470,17 @@ macro_rules! avx512_arm {
                     && scalable_by_256(&x[s0 * ni..(s0 + st) * ni])
                 {
                     for k in 0..st {
-                        let xb = &mut xbuf[k * ipad..(k + 1) * ipad];
-                        deinterleave(&x[(s0 + k) * ni..(s0 + k + 1) * ni], xb);
-                        for v in xb.iter_mut() {
-                            *v *= 256.0; // exact: |v| < 2^120 (checked above)
+                        // SAFETY: st · ipad ≤ XB, so the ipad values at k · ipad lie in the
+                        // buffer; `deinterleave` writes all of them before they are scaled.
+                        unsafe {
+                            let out = xb.add(k * ipad);
+                            deinterleave(&x[(s0 + k) * ni..(s0 + k + 1) * ni], out, ipad);
+                            for j in 0..ipad {
+                                *out.add(j) *= 256.0; // exact: |v| < 2^120 (checked above)
+                            }
                         }
                     }
-                    let xd = |k: usize| xbuf[k * ipad..].as_ptr();
+                    let xd = |k: usize| xb.wrapping_add(k * ipad).cast_const();
                     for (r, o) in rows.clone().enumerate() {
                         // SAFETY: each pointer addresses the ipad de-interleaved, scaled values
                         // of activation row s0 + k.
@@ -492,12 +500,14 @@ macro_rules! avx512_arm {
                 }
                 if kind != Kind::Fp8 && st * ipad <= XB {
                     for k in 0..st {
-                        deinterleave(
-                            &x[(s0 + k) * ni..(s0 + k + 1) * ni],
-                            &mut xbuf[k * ipad..(k + 1) * ipad],
-                        );
+                        // SAFETY: st · ipad ≤ XB, so the ipad values at k · ipad lie in the
+                        // buffer.
+                        unsafe {
+                            let out = xb.add(k * ipad);
+                            deinterleave(&x[(s0 + k) * ni..(s0 + k + 1) * ni], out, ipad);
+                        }
                     }
-                    let xd = |k: usize| xbuf[k * ipad..].as_ptr();
+                    let xd = |k: usize| xb.wrapping_add(k * ipad).cast_const();
                     for (r, o) in rows.clone().enumerate() {
                         // SAFETY: each pointer addresses the ipad de-interleaved values of
                         // activation row s0 + k.
@@ -554,31 +564,42 @@ macro_rules! avx512_arm {
         }
 
         /// Activations per call that the de-interleaved nibble path keeps on the stack
-        /// (32 KiB): `S`-tile × `I` rounded up to 32.
-        const XB: usize = 8192;
+        /// (64 KiB): `S`-tile × `I` rounded up to 32. 16 Ki rather than 8 Ki so that rows up to
+        /// 16 384 columns (a 14 336-column down projection) take that path with one activation
+        /// row. `avx512-vnni`, f32, S = 1, G weights/s, 8 Ki (zeroed) → 16 Ki (uninitialised),
+        /// Zen 4 VM, alternated twice: 512 × 14 336 (in L3) int4-row 21.0–21.1 → 22.7, mxfp4
+        /// 17.8–17.9 → 19.6, fp8 11.8–12.5 → 16.5–17.5; 256 × 1024 int4-row 24.2–24.4 →
+        /// 25.3–25.6; fp8 9362 × 14 336 (DRAM) 8.1–8.2 → 12.3–12.7 with `fp8_row_f32`'s
+        /// prefetch (7.6 without).
+        const XB: usize = 16384;
 
         /// Writes one activation row in the order of the de-interleaved nibble path: per
         /// 32-column block, the 16 even columns then the 16 odd ones; columns past `I` are 0.
+        /// All of `out[..ceil(I/32) · 32]` is written.
+        ///
+        /// # Safety
+        /// `out` is valid for writes of `len` floats.
         #[inline]
         #[target_feature(enable = $feat)]
-        fn deinterleave(x: &[f32], out: &mut [f32]) {
+        unsafe fn deinterleave(x: &[f32], out: *mut f32, len: usize) {
             let ni = x.len();
             let ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
             let io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
             let mut c = 0;
             while c < ni {
                 let rem = ni - c;
-                assert!(c + 32 <= out.len());
+                assert!(c + 32 <= len);
                 // SAFETY: the masked loads read only columns below I; the two stores write
-                // out[c..c + 32], within `out` (asserted).
+                // out[c..c + 32], within the `len` floats at `out` (asserted; the caller's
+                // contract).
                 unsafe {
                     let a = _mm512_maskz_loadu_ps(mask16(rem), x.as_ptr().add(c));
                     let b = _mm512_maskz_loadu_ps(
                         mask16(rem.saturating_sub(16)),
                         x.as_ptr().add(c + 16.min(rem)),
                     );
-                    _mm512_storeu_ps(out.as_mut_ptr().add(c), pick16(a, ie, b));
-                    _mm512_storeu_ps(out.as_mut_ptr().add(c + 16), pick16(a, io, b));
+                    _mm512_storeu_ps(out.add(c), pick16(a, ie, b));
+                    _mm512_storeu_ps(out.add(c + 16), pick16(a, io, b));
                 }
                 c += 32;
             }
@@ -1034,10 +1055,17 @@ macro_rules! avx512_arm {
             };
             let mut acc = [_mm512_setzero_ps(); T];
             let full = ni / 128;
+            // DE from DRAM: each block's two lines prefetched ahead (`prefetch_l2`); the other
+            // form's NaN pre-pass reads the row ahead of its decode instead.
+            let stream = DE && streams(m);
             for (g, &scg) in sc_row.iter().enumerate().take(full) {
                 let c0 = 128 * g;
                 let mut p = [[_mm512_setzero_ps(); 4]; T];
                 if DE {
+                    if stream {
+                        prefetch_l2(rp.wrapping_add(c0).cast());
+                        prefetch_l2(rp.wrapping_add(c0 + 64).cast());
+                    }
                     for j in 0..4 {
                         // SAFETY: c0 + 128 ≤ I: the 32 bytes at c0 + 32·j are in the row.
                         let v = unsafe { _mm256_loadu_si256(rp.add(c0 + 32 * j).cast()) };
