@@ -45,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
     }
     // As an [O, I] int4-row matrix: O rows of `stride` bytes (I = 2·stride or 2·stride − 1).
     let stride = usize::from(shape % 16) + 1;
-    if src.is_empty() || src.len() % stride != 0 {
+    if src.is_empty() || !src.len().is_multiple_of(stride) {
         return;
     }
     let o = src.len() / stride;

@@ -19,18 +19,15 @@ fn table_from_weights(sb: u32, w: &[u8; SYMBOLS]) -> Table {
     let m = 1u32 << sb;
     let total: u32 = w.iter().map(|&x| u32::from(x)).sum();
     let mut freq = [0u32; SYMBOLS];
-    if total == 0 {
-        freq[8] = m;
-    } else {
-        let mut acc = 0u32;
-        for s in 0..SYMBOLS {
-            freq[s] = u32::from(w[s]) * m / total;
-            acc += freq[s];
-        }
-        // Give the rounding remainder to the largest weight.
-        let big = (0..SYMBOLS).max_by_key(|&s| w[s]).unwrap();
-        freq[big] += m - acc;
+    let mut acc = 0u32;
+    for s in 0..SYMBOLS {
+        // All weights zero: every share is 0 and symbol 8 takes all of M below.
+        freq[s] = (u32::from(w[s]) * m).checked_div(total).unwrap_or(0);
+        acc += freq[s];
     }
+    // Give the rounding remainder to the largest weight.
+    let big = if total == 0 { 8 } else { (0..SYMBOLS).max_by_key(|&s| w[s]).unwrap() };
+    freq[big] += m - acc;
     Table::from_freq(sb, &freq).expect("frequencies sum to M")
 }
 
@@ -54,7 +51,7 @@ fn run(data: &[u8]) -> arbitrary::Result<()> {
     let mut blob = vec![0u8; bound];
     let len = encode_record(&t, Nibbles::Unpacked(&nib), n_streams, &mut blob)
         .expect("codable nibbles encode into max_record_len");
-    assert!(len <= bound && len % 16 == 0);
+    assert!(len <= bound && len.is_multiple_of(16));
     blob.truncate(len);
     let rec = Record::parse(&blob, n_streams).expect("own record parses");
     assert_eq!(rec.n_symbols(), n as u64);
@@ -62,7 +59,7 @@ fn run(data: &[u8]) -> arbitrary::Result<()> {
     assert_eq!(unpack(&out, n), nib, "record round trip");
 
     // The packed path (format N = 256) is the same record as the unpacked nibbles.
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         let packed: Vec<u8> = nib.chunks(2).map(|p| p[0] | (p[1] << 4)).collect();
         let mut b2 = vec![0u8; max_record_len(n, FORMAT_STREAMS)];
         let l2 = encode_record_packed(&t, &packed, &mut b2).expect("packed encodes");
