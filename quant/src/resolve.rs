@@ -227,8 +227,12 @@ pub enum ResolveError {
     },
     /// The weight bytes match no known layout for `[O, I]`.
     #[error(
-        "no known layout for [{o}, {i}] has {weight_bytes} weight bytes (int8-row {int8}, \
-         int4-row {int4}, int2-row {int2}, int3-g64 {int3})"
+        "no known layout for [{o}, {i}] has {weight_bytes} weight bytes (int8-row {}, \
+         int4-row {}, int2-row {}, int3-g64 {})",
+        Formula(*.int8),
+        Formula(*.int4),
+        Formula(*.int2),
+        Formula(*.int3)
     )]
     NoLayout {
         /// Rows.
@@ -336,6 +340,16 @@ impl fmt::Display for StampText {
             Some(s) => write!(f, "{s}"),
             None => f.write_str("none"),
         }
+    }
+}
+
+/// Displays a layout's byte formula result: the number, or `2^64 - 1 or more` at `u64::MAX`,
+/// where the formula saturates when it overflows.
+struct Formula(u64);
+
+impl fmt::Display for Formula {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 == u64::MAX { f.write_str("2^64 - 1 or more") } else { write!(f, "{}", self.0) }
     }
 }
 

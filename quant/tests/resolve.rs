@@ -477,6 +477,18 @@ fn no_layout_carries_the_candidates() {
 }
 
 #[test]
+fn no_layout_names_overflowing_formulas() {
+    // O·I and O·2 overflow u64 (saturated); O·1 is exactly u64::MAX: both read "or more".
+    let e = err(u64::MAX, 3, 136, 4, None);
+    assert_eq!(e.class(), "E_NO_LAYOUT");
+    assert_eq!(
+        e.to_string(),
+        "no known layout for [18446744073709551615, 3] has 136 weight bytes (int8-row 2^64 - 1 \
+         or more, int4-row 2^64 - 1 or more, int2-row 2^64 - 1 or more, int3-g64 2^64 - 1 or more)"
+    );
+}
+
+#[test]
 fn stamp_gated_int4_rans64_t1() {
     // Dispatched before byte arithmetic like int4-rans256-g0: any blob length, O f32 scales.
     for nb in [1u64, 37, 4096 * 2048, 0] {
