@@ -109,6 +109,24 @@ fn pack_verify_unpack_round_trip_is_byte_exact() {
     assert_eq!(code, 0, "{out}");
     assert_eq!(out.lines().last().unwrap(), "RESULT: TRUST");
     assert_eq!(out.matches("[trust]").count(), 2);
+    // The directory stands for its shards, in order; the manifest is not a shard.
+    let (code, dir_out, _) = tetrad(&["verify", s(&packed)]);
+    assert_eq!(code, 0, "{dir_out}");
+    assert_eq!(dir_out, out);
+    let empty = t.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let (code, out, _) = tetrad(&["verify", s(&packed), s(&empty)]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out.matches("TRUST (").count(), 2, "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with(&format!(
+            "REFUSE {} - E_NO_INPUT: {}: no *.safetensors files",
+            empty.display(),
+            empty.display()
+        ))),
+        "{out}"
+    );
+    assert_eq!(out.lines().last().unwrap(), "RESULT: REFUSE (1 refusal(s))");
 
     let (code, out, err) = tetrad(&["unpack", "--indir", s(&packed), "--outdir", s(&restored)]);
     assert_eq!(code, 0, "{out}{err}");

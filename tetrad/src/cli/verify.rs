@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::rans256::verify::verify_shard;
+use crate::rans256::verify::{ShardVerdict, verify_shard};
 
 /// Options of `tetrad verify`.
 #[derive(Debug, Args)]
@@ -16,11 +16,16 @@ of all 256 streams, and re-encoding, which must reproduce the record byte for by
 Prints `REFUSE <shard> <tensor|-> <CLASS>: <detail>` per refusal, a `[trust]` line per shard,
 and `RESULT: TRUST` or `RESULT: REFUSE (n refusal(s))` last. Exit 0 all trusted, 1 any refusal.
 
+A directory stands for its *.safetensors files (sorted; hidden files skipped), so
+`tetrad verify packed/` checks a whole packed container; a directory with none is
+E_NO_INPUT.
+
 Examples:
+  tetrad verify packed/
   tetrad verify packed/out-rans-*.safetensors
   tetrad verify --max-tensors 8 --json packed/out-rans-00000.safetensors")]
 pub struct VerifyArgs {
-    /// Shards to verify.
+    /// Shards to verify (a directory: its *.safetensors files).
     #[arg(required = true, value_name = "SHARD")]
     pub shards: Vec<PathBuf>,
     /// Check at most N stamped tensors per shard (in sorted order; N ≥ 1: a verify that checks
@@ -34,7 +39,24 @@ pub struct VerifyArgs {
 
 /// Runs `tetrad verify`.
 pub fn run(args: &VerifyArgs) -> ExitCode {
-    let verdicts: Vec<_> = args.shards.iter().map(|p| verify_shard(p, args.max_tensors)).collect();
+    let mut verdicts = Vec::new();
+    for path in &args.shards {
+        if !path.is_dir() {
+            verdicts.push(verify_shard(path, args.max_tensors));
+            continue;
+        }
+        match crate::shardset::list_shards(path) {
+            Ok(v) if !v.is_empty() => {
+                verdicts.extend(v.iter().map(|p| verify_shard(p, args.max_tensors)));
+            }
+            Ok(_) => verdicts.push(ShardVerdict::refused(
+                path,
+                "E_NO_INPUT",
+                format!("{}: no *.safetensors files", path.display()),
+            )),
+            Err(e) => verdicts.push(ShardVerdict::refused(path, e.class, e.detail)),
+        }
+    }
     let refusals: usize = verdicts.iter().map(|v| v.refusals.len()).sum();
     if args.json {
         let shards: Vec<_> = verdicts

@@ -103,6 +103,25 @@ pub struct ShardVerdict {
 }
 
 impl ShardVerdict {
+    /// The verdict on a path that named no shard to check (an empty or unreadable
+    /// directory): one refusal, nothing verified.
+    pub fn refused(path: &Path, class: &'static str, detail: impl Into<String>) -> Self {
+        let shard = path.display().to_string();
+        Self {
+            refusals: vec![Refuse {
+                shard: shard.clone(),
+                tensor: None,
+                class,
+                detail: detail.into(),
+            }],
+            shard,
+            trusted: 0,
+            stamped: 0,
+            notes: Vec::new(),
+            table_crc32: None,
+        }
+    }
+
     /// The `[trust] …` summary line.
     pub fn summary(&self) -> String {
         let crc =
