@@ -289,6 +289,22 @@ fn a_shard_that_is_a_directory_is_refused() {
 }
 
 #[test]
+fn an_indir_that_is_not_a_directory_is_refused() {
+    let c = packed(CODECS[0]);
+    let out = c.packed.with_file_name("restored");
+    for (indir, says) in [
+        (c.shard(OUT0), "not a directory (--indir is the directory `tetrad pack` wrote)"),
+        (c.packed.join("absent"), "No such file or directory"),
+    ] {
+        let (code, text, _) = tetrad(&["unpack", "--indir", s(&indir), "--outdir", s(&out)]);
+        assert_eq!(code, 1, "{text}");
+        assert!(text.starts_with(&format!("REFUSED E_IO: {}: ", indir.display())), "{text}");
+        assert!(text.contains(says), "{text}");
+        assert!(!out.exists());
+    }
+}
+
+#[test]
 fn an_unreadable_manifest_is_refused() {
     let c = packed(CODECS[0]);
     std::fs::remove_file(c.packed.join(MANIFEST)).unwrap();

@@ -55,6 +55,19 @@ pub type UnpackReport = Vec<(String, String, u64, u64)>;
 
 /// Unpacks every shard of `indir` (see the module docs) into `outdir`, all or nothing.
 pub fn unpack(indir: &Path, outdir: &Path, force: bool) -> Result<UnpackReport, Refusal> {
+    match std::fs::metadata(indir) {
+        Err(e) => return Err(Refusal::new("E_IO", format!("{}: {e}", indir.display()))),
+        Ok(m) if !m.is_dir() => {
+            return Err(Refusal::new(
+                "E_IO",
+                format!(
+                    "{}: not a directory (--indir is the directory `tetrad pack` wrote)",
+                    indir.display()
+                ),
+            ));
+        }
+        Ok(_) => {}
+    }
     let manifest = read_manifest(indir)
         .and_then(|m| match m {
             Some(d) => d
