@@ -102,7 +102,7 @@ fn inspect_reports_formats() {
     assert!(out.contains("metadata colibri.int4-rans256-g0.table: scale_bits 14, crc32 "), "{out}");
     let (code, out) = run(&input.join("model-00001-of-00001.safetensors"));
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("readings; O = 16, I not stored: int8-row if I = 128 (I = C) | int4-row if I = 256 (I = 2C) | int2-row if I = 512 (I = 4C)"), "{out}");
+    assert!(out.contains("readings; O = 16, I not stored: int8-row if I = 128 (I = C) | int4-row if I = 255 or 256 (I = 2C − 1 or 2C) | int2-row if I = 509 … 512 (I = 4C − 3 … 4C)"), "{out}");
     assert!(out.contains("scales of model.layers.0.mlp.experts.0.up_proj.weight"), "{out}");
     let (code, out) = run(&t.path().join("missing.safetensors"));
     assert_eq!(code, 1);

@@ -108,17 +108,34 @@ fn describe(
         },
     };
     let nb = t.len();
+    // A row of C stored columns holds I = C values at one per column, and I = 2C − 1 or 2C
+    // (4C − 3 … 4C) at two (four) per byte: the last byte's padding hides which.
     let widths: &[(u64, &str)] = match t.dtype.as_str() {
         "F32" => &[(1, "")],
-        _ => &[(1, " (I = C)"), (2, " (I = 2C)"), (4, " (I = 4C)")],
+        _ => &[(1, " (I = C)"), (2, " (I = 2C − 1 or 2C)"), (4, " (I = 4C − 3 … 4C)")],
     };
-    let readings: Vec<String> = widths
-        .iter()
-        .filter_map(|&(k, label)| {
-            let i = c.saturating_mul(k);
-            resolve(o, i, nb, ns, stamp).ok().map(|r| format!("{r} if I = {i}{label}"))
-        })
-        .collect();
+    let mut readings: Vec<String> = Vec::new();
+    for &(k, label) in widths {
+        let top = c.saturating_mul(k);
+        let mut runs: Vec<(String, u64, u64)> = Vec::new();
+        for i in top.saturating_sub(k - 1).max(1)..=top {
+            let Ok(r) = resolve(o, i, nb, ns, stamp) else { continue };
+            let r = r.to_string();
+            match runs.last_mut() {
+                Some((last, _, hi)) if *last == r && *hi + 1 == i => *hi = i,
+                _ => runs.push((r, i, i)),
+            }
+        }
+        let n = runs.len();
+        for (j, (r, lo, hi)) in runs.into_iter().enumerate() {
+            let at = match hi - lo {
+                0 => format!("{lo}"),
+                1 => format!("{lo} or {hi}"),
+                _ => format!("{lo} … {hi}"),
+            };
+            readings.push(format!("{r} if I = {at}{}", if j + 1 == n { label } else { "" }));
+        }
+    }
     if !readings.is_empty() {
         let s = if stamp.is_some() { " (stamped, verified)" } else { "" };
         let head = if readings.len() == 1 { "one reading" } else { "readings" };
