@@ -93,9 +93,22 @@ fn report_of(blobs: &[(&TensorEntry, Vec<u8>)]) -> Vec<TensorReport> {
     blobs.iter().map(|(t, b)| (t.name.clone(), t.len(), b.len() as u64, b[4])).collect()
 }
 
+/// What `pack` and `cert` report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackReport {
+    /// Each tensor's outcome, in container order.
+    pub tensors: Vec<TensorReport>,
+    /// The input's `__metadata__` keys the container does not keep (its metadata is
+    /// `{"cfse":"1"}` by the format), sorted: a `colibri.fmt` stamp among them does not come
+    /// back through `unpack`.
+    pub dropped_metadata: Vec<String>,
+}
+
 /// The container bytes of `input` (every tensor round-trip checked first).
-pub fn pack_bytes(input: &Path) -> Result<(Vec<u8>, Vec<TensorReport>), Refusal> {
+pub fn pack_bytes(input: &Path) -> Result<(Vec<u8>, PackReport), Refusal> {
     let inp = Input::open(input, true)?;
+    let dropped_metadata =
+        inp.header.metadata.as_ref().map_or_else(Vec::new, |m| m.keys().cloned().collect());
     let blobs = blobs_of(&inp)?;
     let tensors: Vec<OutTensor<'_>> = blobs
         .iter()
@@ -104,11 +117,11 @@ pub fn pack_bytes(input: &Path) -> Result<(Vec<u8>, Vec<TensorReport>), Refusal>
     let meta: BTreeMap<String, String> = [("cfse".to_owned(), "1".to_owned())].into();
     let bytes = shard_bytes(&meta, &tensors, HeaderStyle::RawPadded8)
         .map_err(|e| Refusal::new("E_NAME_UNSUPPORTED", format!("{}: {e}", input.display())))?;
-    Ok((bytes, report_of(&blobs)))
+    Ok((bytes, PackReport { tensors: report_of(&blobs), dropped_metadata }))
 }
 
 /// `cfs1 pack IN OUT`: writes the container atomically; nothing is written if any tensor fails.
-pub fn pack(input: &Path, output: &Path) -> Result<Vec<TensorReport>, Refusal> {
+pub fn pack(input: &Path, output: &Path) -> Result<PackReport, Refusal> {
     let (bytes, report) = pack_bytes(input)?;
     crate::io::write_bytes_atomic(output, &bytes).map_err(|e| io(output, &e))?;
     Ok(report)
@@ -116,7 +129,7 @@ pub fn pack(input: &Path, output: &Path) -> Result<Vec<TensorReport>, Refusal> {
 
 /// `cfs1 cert IN`: the in-memory round trip of every tensor, and the container `pack` would
 /// write built in memory (so a name `pack` refuses is refused here too); writes nothing.
-pub fn cert(input: &Path) -> Result<Vec<TensorReport>, Refusal> {
+pub fn cert(input: &Path) -> Result<PackReport, Refusal> {
     pack_bytes(input).map(|(_, report)| report)
 }
 

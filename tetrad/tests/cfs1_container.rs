@@ -46,8 +46,14 @@ fn pack_verify_cert_unpack_round_trip() {
     let t = tempfile::tempdir().unwrap();
     let input = model(t.path());
     let packed = t.path().join("model.cfse.safetensors");
-    let (code, out, _) = tetrad(&["cfs1", "pack", s(&input), s(&packed)]);
+    let (code, out, err) = tetrad(&["cfs1", "pack", s(&input), s(&packed)]);
     assert_eq!(code, 0, "{out}");
+    // The input's metadata is named as left behind (no stamp among it: no stamp warning).
+    assert_eq!(
+        err,
+        "note: the input's __metadata__ (format) is not kept: a CFS1 container's metadata is \
+         {\"cfse\":\"1\"}\n"
+    );
     assert!(out.contains("pack noise: 5000 -> 5009 bytes (raw)"), "{out}");
     assert!(out.contains("pack w: 16384 -> "), "{out}");
     assert!(out.contains("(rans)"), "{out}");
@@ -67,6 +73,7 @@ fn pack_verify_cert_unpack_round_trip() {
     assert_eq!(code, 0, "{out}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v["ratio"].as_f64().unwrap() > 0.5 && v["ratio"].as_f64().unwrap() < 1.0);
+    assert_eq!(v["dropped_metadata"], serde_json::json!(["format"]));
 
     let restored = t.path().join("restored.safetensors");
     let (code, out, _) = tetrad(&["cfs1", "unpack", s(&packed), s(&restored)]);
@@ -82,6 +89,39 @@ fn pack_verify_cert_unpack_round_trip() {
         let db = &b[(hb.data_start + tb.begin) as usize..(hb.data_start + tb.end) as usize];
         assert_eq!(da, db, "{}", ta.name);
     }
+}
+
+/// A stamped file: pack says the stamp does not come back, and indeed `unpack` restores the
+/// tensors without it (the container format replaces `__metadata__`).
+#[test]
+fn pack_names_the_stamps_it_leaves_behind() {
+    let t = tempfile::tempdir().unwrap();
+    let (codes, _) = tetrad::synth::int4_rows(4, 64, tetrad::synth::Dist::Gaussian, 5);
+    let qs: Vec<u8> = (0..4u32).flat_map(|_| 0.5f32.to_le_bytes()).collect();
+    let ts = [
+        OutTensor { name: "w", dtype: "U8", shape: &[4, 32], data: &codes },
+        OutTensor { name: "w.qs", dtype: "F32", shape: &[4], data: &qs },
+    ];
+    let meta: BTreeMap<String, String> = [
+        ("colibri.fmt".to_owned(), "{\"w\": \"int4-row\"}".to_owned()),
+        ("format".to_owned(), "pt".to_owned()),
+    ]
+    .into();
+    let input = t.path().join("stamped.safetensors");
+    std::fs::write(&input, shard_bytes(&meta, &ts, HeaderStyle::EscapedUnpadded).unwrap()).unwrap();
+    let packed = t.path().join("stamped.cfse.safetensors");
+    let (code, out, err) = tetrad(&["cfs1", "pack", s(&input), s(&packed)]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.starts_with("note: the input's __metadata__ (colibri.fmt, format) is not kept: "),
+        "{err}"
+    );
+    assert!(err.contains("its colibri.fmt stamps do not come back through `cfs1 unpack`"), "{err}");
+    let restored = t.path().join("restored.safetensors");
+    let (code, out, _) = tetrad(&["cfs1", "unpack", s(&packed), s(&restored)]);
+    assert_eq!(code, 0, "{out}");
+    let b = std::fs::read(&restored).unwrap();
+    assert_eq!(ShardHeader::parse(&b, b.len() as u64).unwrap().metadata, None);
 }
 
 #[test]

@@ -5,13 +5,15 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
-use crate::cfse::{self, TensorReport};
+use crate::cfse::{self, PackReport, TensorReport};
 
 /// Options of `tetrad cfs1`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Every tensor of a safetensors file becomes one CFS1 blob (two-state nibble rANS, or raw when
-that would not shrink it); names, dtypes and shapes are kept. pack and unpack write OUT
+that would not shrink it); names, dtypes and shapes are kept. The input's __metadata__ is not:
+the container's is {\"cfse\":\"1\"} (pack and cert name the keys left behind on stderr, and in
+--json as dropped_metadata), so colibri.fmt stamps do not survive pack + unpack. pack and unpack write OUT
 atomically (temporary file, then rename); they refuse an OUT that is IN (E_OUTPUT_IS_INPUT)
 and an existing OUT unless --force (E_OUTPUT_EXISTS).
 
@@ -72,7 +74,8 @@ fn totals(r: &[TensorReport]) -> (u64, u64) {
     (r.iter().map(|t| t.1).sum(), r.iter().map(|t| t.2).sum())
 }
 
-fn print_report(what: &str, r: &[TensorReport], json: bool) {
+fn print_report(what: &str, report: &PackReport, json: bool) {
+    let (r, dropped) = (&report.tensors, &report.dropped_metadata);
     let (orig, blob) = totals(r);
     let ratio = if orig == 0 { 0.0 } else { blob as f64 / orig as f64 };
     if json {
@@ -82,7 +85,7 @@ fn print_report(what: &str, r: &[TensorReport], json: bool) {
             .collect();
         println!(
             "{}",
-            serde_json::json!({"action": what, "tensors": tensors, "bytes": orig, "blob_bytes": blob, "ratio": ratio})
+            serde_json::json!({"action": what, "tensors": tensors, "bytes": orig, "blob_bytes": blob, "ratio": ratio, "dropped_metadata": dropped})
         );
         return;
     }
@@ -90,6 +93,19 @@ fn print_report(what: &str, r: &[TensorReport], json: bool) {
         println!("{what} {n}: {o} -> {b} bytes ({})", if *m == 0 { "raw" } else { "rans" });
     }
     println!("[{what}] {} tensor(s): {orig} -> {blob} bytes, ratio {ratio:.4}", r.len());
+    if !dropped.is_empty() {
+        let stamp = if dropped.iter().any(|k| k == "colibri.fmt") {
+            "; its colibri.fmt stamps do not come back through `cfs1 unpack` (re-stamp the \
+             restored file, or keep the original, where a stamp decides the format)"
+        } else {
+            ""
+        };
+        eprintln!(
+            "note: the input's __metadata__ ({}) is not kept: a CFS1 container's metadata is \
+             {{\"cfse\":\"1\"}}{stamp}",
+            dropped.join(", ")
+        );
+    }
 }
 
 /// Runs `tetrad cfs1 …`.
