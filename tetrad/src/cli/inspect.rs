@@ -17,9 +17,9 @@ use crate::shardset::Shard;
 For every shard: its size and header, the metadata keys (stamps counted, the int4-rans256-g0
 table summarised), and one line per tensor: dtype, shape, bytes and format. A stamped tensor
 shows its stamp, verified against the bytes; an unstamped quantized tensor `X` (with scales
-in `X.qs`) shows the format byte arithmetic gives when [O, I] is read from the stored shape —
-the file does not record I, so pass the model's real [O, I] to `tetrad resolve` when it
-matters. A CFS1 container (`tetrad cfs1 pack`) shows each tensor's blob: raw or rANS, and its
+in `X.qs`) shows the formats byte arithmetic gives for each I its stored row of C columns
+allows (C; 2C − 1 or 2C for nibbles; 4C − 3 … 4C for crumbs; a last int3-g64 group) — the
+file does not record I, so pass the model's real [O, I] to `tetrad resolve` when it matters. A CFS1 container (`tetrad cfs1 pack`) shows each tensor's blob: raw or rANS, and its
 size against the bytes it decodes to (the blobs' framing is checked, not decoded). A directory
 stands for its *.safetensors files, in name order.
 
@@ -34,6 +34,26 @@ pub struct InspectArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Ascending values as runs: `5`, `5 or 6`, `5 … 9`, joined by `, `.
+fn ranges(values: &[u64]) -> String {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &v in values {
+        match runs.last_mut() {
+            Some((_, hi)) if hi.checked_add(1) == Some(v) => *hi = v,
+            _ => runs.push((v, v)),
+        }
+    }
+    let text: Vec<String> = runs
+        .iter()
+        .map(|&(lo, hi)| match hi - lo {
+            0 => format!("{lo}"),
+            1 => format!("{lo} or {hi}"),
+            _ => format!("{lo} … {hi}"),
+        })
+        .collect();
+    text.join(", ")
 }
 
 /// The format line of one tensor.
@@ -108,34 +128,34 @@ fn describe(
         },
     };
     let nb = t.len();
-    // A row of C stored columns holds I = C values at one per column, and I = 2C − 1 or 2C
-    // (4C − 3 … 4C) at two (four) per byte: the last byte's padding hides which.
-    let widths: &[(u64, &str)] = match t.dtype.as_str() {
-        "F32" => &[(1, "")],
-        _ => &[(1, " (I = C)"), (2, " (I = 2C − 1 or 2C)"), (4, " (I = 4C − 3 … 4C)")],
-    };
-    let mut readings: Vec<String> = Vec::new();
-    for &(k, label) in widths {
-        let top = c.saturating_mul(k);
-        let mut runs: Vec<(String, u64, u64)> = Vec::new();
-        for i in top.saturating_sub(k - 1).max(1)..=top {
-            let Ok(r) = resolve(o, i, nb, ns, stamp) else { continue };
-            let r = r.to_string();
-            match runs.last_mut() {
-                Some((last, _, hi)) if *last == r && *hi + 1 == i => *hi = i,
-                _ => runs.push((r, i, i)),
-            }
+    // The file does not record I, only C stored columns: a row holds I = C values at one per
+    // column, I = 2C − 1 or 2C (4C − 3 … 4C) at two (four) per byte, the last byte's padding
+    // hiding which, and, in int3-g64's 24-byte groups of 64 values, any I in the last group.
+    let mut cands = std::collections::BTreeSet::new();
+    cands.insert(c);
+    if t.dtype != "F32" {
+        for k in [2, 4] {
+            let top = c.saturating_mul(k);
+            cands.extend(top.saturating_sub(k - 1).max(1)..=top);
         }
-        let n = runs.len();
-        for (j, (r, lo, hi)) in runs.into_iter().enumerate() {
-            let at = match hi - lo {
-                0 => format!("{lo}"),
-                1 => format!("{lo} or {hi}"),
-                _ => format!("{lo} … {hi}"),
-            };
-            readings.push(format!("{r} if I = {at}{}", if j + 1 == n { label } else { "" }));
+        if c % 24 == 0
+            && let Some(top) = (c / 24).checked_mul(64)
+        {
+            cands.extend(top.saturating_sub(63).max(1)..=top);
         }
     }
+    // Each reading with the I values that give it, in order of its smallest I.
+    let mut by_reading: Vec<(String, Vec<u64>)> = Vec::new();
+    for i in cands {
+        let Ok(r) = resolve(o, i, nb, ns, stamp) else { continue };
+        let r = r.to_string();
+        match by_reading.iter_mut().find(|(s, _)| *s == r) {
+            Some((_, is)) => is.push(i),
+            None => by_reading.push((r, vec![i])),
+        }
+    }
+    let readings: Vec<String> =
+        by_reading.iter().map(|(r, is)| format!("{r} if I = {}", ranges(is))).collect();
     if !readings.is_empty() {
         let s = if stamp.is_some() { " (stamped, verified)" } else { "" };
         let head = if readings.len() == 1 { "one reading" } else { "readings" };
