@@ -683,6 +683,18 @@ fn sum_opt(it: impl Iterator<Item = Option<u64>>) -> Option<u64> {
 
 /// Measures the collected streams: counts, the pooled int4-rans256-g0 table and every codec.
 pub fn measure(measured: Vec<Measured>, skipped: Vec<Skipped>, opts: &StatsOptions) -> Report {
+    measure_with_progress(measured, skipped, opts, &|_| {})
+}
+
+/// [`measure`], calling `done(bytes)` as each tensor's codecs finish with its code bytes (from
+/// the worker threads, in no particular order), for a progress bar: the codecs, zstd level 19
+/// above all, are the long part.
+pub fn measure_with_progress(
+    measured: Vec<Measured>,
+    skipped: Vec<Skipped>,
+    opts: &StatsOptions,
+    done: &(dyn Fn(u64) + Sync),
+) -> Report {
     let counts: Vec<Counts> =
         measured.par_iter().map(|m| count(m.symbols, &m.data, m.row_bytes).compact()).collect();
     // The pooled tables, counted again per class (a table per thread, not per tensor).
@@ -743,6 +755,7 @@ pub fn measure(measured: Vec<Measured>, skipped: Vec<Skipped>, opts: &StatsOptio
                 .zstd
                 .then(|| zstd::bulk::compress(&m.data, 19).ok().map(|v| v.len() as u64))
                 .flatten();
+            done(m.data.len() as u64);
             TensorStats {
                 name: m.name,
                 file: m.file,

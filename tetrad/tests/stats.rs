@@ -803,3 +803,47 @@ fn gguf_messages_name_the_actual_problem() {
     );
     assert_eq!(v["tensors"][0]["name"], "q");
 }
+
+/// The progress hook sees every tensor once, with its code bytes, and the report is the one
+/// `measure` gives; `--quiet` is accepted (a pipe draws no bar either way).
+#[test]
+fn measure_reports_progress_per_tensor() {
+    use std::sync::Mutex;
+    use tetrad::stats::{Measured, StatsOptions, Symbols, measure, measure_with_progress};
+    let ms: Vec<Measured> = (0..5u8)
+        .map(|k| Measured {
+            name: format!("t{k}"),
+            file: "f".into(),
+            format: "int4-row".into(),
+            format_source: "stamp",
+            shape: vec![2, 10 + u64::from(k)],
+            symbols: if k == 4 { Symbols::Byte } else { Symbols::Nibble },
+            data: (0..2 * (10 + usize::from(k))).map(|j| (j * 37 + usize::from(k)) as u8).collect(),
+            row_bytes: 10 + usize::from(k),
+        })
+        .collect();
+    let opts =
+        StatsOptions { quantize: tetrad::quantize_container::QuantFormat::Int4Row, zstd: true };
+    let seen = Mutex::new(Vec::new());
+    let report = measure_with_progress(ms.clone(), Vec::new(), &opts, &|n| {
+        seen.lock().unwrap().push(n);
+    });
+    let mut seen = seen.into_inner().unwrap();
+    seen.sort_unstable();
+    assert_eq!(seen, [20, 22, 24, 26, 28]);
+    let plain = measure(ms, Vec::new(), &opts);
+    assert_eq!(format!("{:?}", report.tensors), format!("{:?}", plain.tensors));
+
+    let t = tempfile::tempdir().unwrap();
+    let (codes, scales) = int4_rows(4, 64, Dist::Gaussian, 9);
+    let qs: Vec<u8> = scales.iter().flat_map(|s| s.to_le_bytes()).collect();
+    let p = t.path().join("m.safetensors");
+    let ts = [
+        OutTensor { name: "w", dtype: "U8", shape: &[4, 32], data: &codes },
+        OutTensor { name: "w.qs", dtype: "F32", shape: &[4], data: &qs },
+    ];
+    std::fs::write(&p, shard_bytes(&BTreeMap::new(), &ts, HeaderStyle::EscapedUnpadded).unwrap())
+        .unwrap();
+    let v = stats(&["--json", "--quiet", "--no-zstd"], &[&p]);
+    assert_eq!(v["total"]["bytes"], 128);
+}

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use crate::quantize_container::QuantFormat;
 use crate::stats::plot::PlotFormat;
 use crate::stats::{
-    StatsOptions, Symbols, TensorStats, Total, collect, measure, ratio, ratio_bound, verdict,
+    StatsOptions, Symbols, TensorStats, Total, collect, measure_with_progress, ratio, ratio_bound,
+    verdict,
 };
 
 /// Options of `tetrad stats`.
@@ -52,6 +53,9 @@ pub struct StatsArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// No progress bar (it is drawn on stderr only when stderr is a terminal).
+    #[arg(long)]
+    pub quiet: bool,
     /// Files or directories.
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
@@ -185,7 +189,10 @@ pub fn run(args: &StatsArgs) -> ExitCode {
         Ok(v) => v,
         Err(r) => return super::refused_as(&r, args.json),
     };
-    let report = measure(measured, skipped, &opts);
+    let total: u64 = measured.iter().map(|m| m.data.len() as u64).sum();
+    let bar = crate::progress::bytes(total, "measuring", args.quiet);
+    let report = measure_with_progress(measured, skipped, &opts, &|n| bar.inc(n));
+    bar.finish_and_clear();
     if let Some(p) = &args.plot
         && let Err(e) = crate::stats::plot::write(&report, p)
     {
