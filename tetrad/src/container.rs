@@ -171,6 +171,16 @@ impl TensorView<'_> {
         }
     }
 
+    /// `[O, I]`, as the caller asked for it.
+    pub fn shape(&self) -> (u64, u64) {
+        match self {
+            Self::Dense { o, i, .. }
+            | Self::Rans256 { o, i, .. }
+            | Self::Rans64 { o, i, .. }
+            | Self::Cfs1Int4Row { o, i, .. } => (*o, *i),
+        }
+    }
+
     /// Bytes [`decode_into`](Self::decode_into) writes: the dense weight bytes (int4-row bytes
     /// for a record).
     pub fn decoded_len(&self) -> u64 {

@@ -50,6 +50,74 @@ fn records_and_dense_weights_decode_to_the_same_bytes() {
     assert!(dense.tensor(W, 32, 100).is_err());
 }
 
+/// `TensorView::matmul`, the engine's one call: the record's product is the dense tensor's bit
+/// for bit on every thread count; wrong shapes and a corrupt record are named refusals, the
+/// corrupt record's output all zeros.
+#[test]
+fn tensor_views_multiply_whatever_their_format() {
+    let t = tempfile::tempdir().unwrap();
+    let (input, packed) = (t.path().join("in"), t.path().join("packed"));
+    tetrad::synth::write_expert_checkpoint(&input, 1, 2, 96, 777, 4).unwrap();
+    pack(&PackOptions {
+        indir: input.clone(),
+        outdir: packed.clone(),
+        layers: None,
+        select: None,
+        force: false,
+        threads: Some(1),
+        quiet: true,
+    })
+    .unwrap();
+    let (o, i, s) = (96usize, 777usize, 3usize);
+    let x: Vec<f32> = (0..s * i).map(|k| ((k * 37 % 101) as f32 - 50.0) / 25.0).collect();
+    let isa = tetrad_quant::isa::best();
+    let dense = Container::open(&input).unwrap();
+    let coded = Container::open(&packed).unwrap();
+    let d = dense.tensor(W, o as u64, i as u64).unwrap();
+    let c = coded.tensor(W, o as u64, i as u64).unwrap();
+    assert_eq!(d.shape(), (96, 777));
+    let mut yd = vec![f32::NAN; s * o];
+    assert_eq!(d.matmul(W, isa, &x, s, &mut yd, 1).unwrap(), "int4-row");
+    for threads in [1, 2, 3] {
+        let mut yc = vec![f32::NAN; s * o];
+        let how = c.matmul(W, isa, &x, s, &mut yc, threads).unwrap();
+        assert_eq!(how, "int4-rans256-g0 (fused decode + int4-row kernel)");
+        assert_eq!(
+            yc.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            yd.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{threads} threads"
+        );
+        let mut yb = vec![0f32; s * o];
+        assert_eq!(d.matmul(W, isa, &x, s, &mut yb, threads).unwrap(), "int4-row");
+        assert_eq!(yb, yd, "dense in {threads} bands");
+    }
+    // Shapes: y one short, x one short — refused by name, for both kinds of view.
+    for v in [&d, &c] {
+        let mut short = vec![0f32; s * o - 1];
+        let e = v.matmul(W, isa, &x, s, &mut short, 2).unwrap_err();
+        assert_eq!(e.class, "E_KERNEL_LENGTH", "{e}");
+        assert!(e.detail.starts_with(&format!("{W}: ")), "{e}");
+        assert!(e.detail.ends_with("y has 287 elements, expected 288"), "{e}");
+        let mut y = vec![0f32; s * o];
+        let e = v.matmul(W, isa, &x[1..], s, &mut y, 1).unwrap_err();
+        assert_eq!(e.class, "E_KERNEL_LENGTH", "{e}");
+    }
+    // A corrupt record: a named decoder refusal and nothing partial in y.
+    let shard = packed.join("out-rans-00000.safetensors");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let h = tetrad::shard::ShardHeader::parse(&bytes, bytes.len() as u64).unwrap();
+    let e = h.tensor(W).unwrap();
+    let at = (h.data_start + e.begin) as usize + (e.len() as usize) / 2;
+    bytes[at] ^= 0x5A;
+    std::fs::write(&shard, &bytes).unwrap();
+    let coded = Container::open(&packed).unwrap();
+    let c = coded.tensor(W, o as u64, i as u64).unwrap();
+    let mut y = vec![f32::NAN; s * o];
+    let e = c.matmul(W, isa, &x, s, &mut y, 2).unwrap_err();
+    assert!(e.class.starts_with("E_"), "{e}");
+    assert!(y.iter().all(|&v| v == 0.0), "{e}");
+}
+
 fn shard_with_stamp(path: &std::path::Path, stamp: &str) {
     let w = vec![0x88u8; 4 * 8];
     let qs = vec![0u8; 16];

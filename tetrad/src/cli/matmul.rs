@@ -4,17 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use tetrad_quant::adapter::{Acts, Cfs1Matrix, Rans256Matrix};
-use tetrad_quant::adapter_rans64::Rans64Matrix;
 use tetrad_quant::isa::{self, Isa};
-use tetrad_quant::kernels::{Matrix, Scales, matmul_rows_with};
-use tetrad_rans::Arm;
 
-use crate::container::{Container, TensorView};
+use crate::container::Container;
 use crate::rans256::Refusal;
-
-/// One thread's row band and its outputs (`S × band` floats).
-type Band = (std::ops::Range<usize>, Result<Vec<f32>, Refusal>);
 
 /// Options of `tetrad matmul`.
 #[derive(Debug, Args)]
@@ -109,83 +102,11 @@ pub fn compute(args: &MatmulArgs) -> Result<(Vec<f32>, usize, Isa, &'static str)
         xb.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
     let c = Container::open(&args.container)?;
     let view = c.tensor(&args.tensor, args.o, args.i)?;
-    let mut y = vec![0f32; s * o];
-    let name = &args.tensor;
-    let kerr = |e: tetrad_quant::KernelError| refuse(e.class(), format!("{name}: {e}"));
-    let threads = usize::from(args.threads);
-    let how = match view {
-        TensorView::Rans256 { record, table, scales, .. } => {
-            let sc = scales
-                .to_f32()
-                .ok_or_else(|| refuse("E_SCALE_DTYPE", format!("{name}.qs is {}", scales.dtype)))?;
-            let m = Rans256Matrix::new(record.blob(), &table, &sc, o, i)
-                .map_err(|e| refuse(e.class(), format!("{name}: {e}")))?;
-            crate::adapter::matmul(&m, isa, Arm::best(), Acts::F32 { x: &x, s }, &mut y, threads)
-                .map_err(|e| refuse(e.class(), format!("{name}: {e}")))?;
-            "int4-rans256-g0 (fused decode + int4-row kernel)"
-        }
-        TensorView::Rans64 { blob, scales, .. } => {
-            let sc = scales
-                .to_f32()
-                .ok_or_else(|| refuse("E_SCALE_DTYPE", format!("{name}.qs is {}", scales.dtype)))?;
-            let m = Rans64Matrix::new(blob.bytes(), &sc, o, i)
-                .map_err(|e| refuse(e.class(), format!("{name}: {e}")))?;
-            let arm = tetrad_rans::rans64::Arm::best();
-            crate::rans64::matmul(&m, isa, arm, Acts::F32 { x: &x, s }, &mut y, threads)
-                .map_err(|e| refuse(e.class(), format!("{name}: {e}")))?;
-            "int4-rans64-t1 (fused decode + int4-row kernel)"
-        }
-        TensorView::Cfs1Int4Row { blob, scales, .. } => {
-            let m = Cfs1Matrix::new(blob, &scales, o, i)
-                .map_err(|e| refuse(e.class(), format!("{name}: {e}")))?;
-            crate::adapter::matmul_cfs1(&m, isa, Acts::F32 { x: &x, s }, &mut y, threads)
-                .map_err(|e| refuse(e.class(), format!("{name}: {e}")))?;
-            "int4-row in CFS1 (fused decode + int4-row kernel)"
-        }
-        TensorView::Dense { resolved, weights, scales, .. } => {
-            let widened = scales.and_then(|s| s.to_f32());
-            let sc = match (&scales, &widened) {
-                (None, _) => Scales::None,
-                (Some(_), Some(f)) => Scales::F32(f),
-                (Some(st), None) => Scales::Ue8m0(st.bytes),
-            };
-            let gs = resolved.group_size.map_or(0, |g| g as usize);
-            let m = Matrix::new(resolved.format, weights, sc, o, i, gs).map_err(kerr)?;
-            let band = o.div_ceil(threads).max(1);
-            let parts: Vec<Band> = std::thread::scope(|sc| {
-                let handles: Vec<_> = (0..o)
-                    .step_by(band)
-                    .map(|r0| {
-                        let rows = r0..(r0 + band).min(o);
-                        let (m, x) = (&m, &x);
-                        let h = sc.spawn({
-                            let rows = rows.clone();
-                            move || {
-                                let mut yb = vec![0f32; s * rows.len()];
-                                matmul_rows_with(isa, m, x, s, rows, &mut yb)
-                                    .map(|()| yb)
-                                    .map_err(kerr)
-                            }
-                        });
-                        (rows, h)
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|(r, h)| (r, h.join().expect("kernel thread panicked")))
-                    .collect()
-            });
-            for (rows, part) in parts {
-                let part = part?;
-                let n = rows.len();
-                for si in 0..s {
-                    y[si * o + rows.start..si * o + rows.end]
-                        .copy_from_slice(&part[si * n..(si + 1) * n]);
-                }
-            }
-            resolved.format.name()
-        }
-    };
+    let outputs = s
+        .checked_mul(o)
+        .ok_or_else(|| refuse("E_SHAPE", format!("S × O = {s} × {o} outputs overflow")))?;
+    let mut y = vec![0f32; outputs];
+    let how = view.matmul(&args.tensor, isa, &x, s, &mut y, usize::from(args.threads))?;
     Ok((y, s, isa, how))
 }
 

@@ -1,0 +1,144 @@
+//! [`TensorView::matmul`]: multiply f32 activations with a container's tensor, whatever its
+//! format — the one call an engine needs after [`Container::tensor`](crate::container::Container::tensor).
+//!
+//! The view already says what the tensor is (its stamp verified, or byte arithmetic); this
+//! picks the matching path, exactly as `tetrad matmul` does (it calls this):
+//! - a dense registry format: [`tetrad_quant::kernels`] on a [`Matrix`] of the stored bytes
+//!   (BF16/F16 scales widened to f32, UE8M0 bytes as they are), `threads` row bands;
+//! - `int4-rans256-g0`: the fused adapter ([`Rans256Matrix`]), decoded tile by tile into the
+//!   int4-row kernel, with `threads ≥ 2` pipelining decode and multiply
+//!   ([`crate::adapter::matmul`]);
+//! - `int4-rans64-t1`: [`Rans64Matrix`], row bands of independent chunks across `threads`
+//!   ([`crate::rans64::matmul`]);
+//! - int4-row in a CFS1 container: [`Cfs1Matrix`] ([`crate::adapter::matmul_cfs1`]).
+//!
+//! Every compressed path is bit-identical to dense int4-row on the decoded bytes (same arm),
+//! and a corrupt record or blob is refused with `y` all zeros: nothing partial is left behind.
+//! Refusals name the tensor and keep the kernel's or decoder's class (`E_SHAPE`,
+//! `E_FINAL_STATE`, …).
+
+use tetrad_quant::adapter::{Acts, Cfs1Matrix, Rans256Matrix};
+use tetrad_quant::adapter_rans64::Rans64Matrix;
+use tetrad_quant::isa::Isa;
+use tetrad_quant::kernels::{Matrix, Scales, matmul_rows_with};
+use tetrad_rans::Arm;
+
+use crate::container::TensorView;
+use crate::rans256::Refusal;
+
+/// One thread's row band and its outputs (`S × band` floats).
+type Band = (std::ops::Range<usize>, Result<Vec<f32>, Refusal>);
+
+impl TensorView<'_> {
+    /// `y = x · Wᵀ` for this tensor on kernel arm `isa` (the best decode arm for compressed
+    /// formats): `x` is `S × I`, `y` is `S × O` (row-major, f32), `threads ≥ 1`. Returns how it
+    /// was multiplied (`"int4-row"`, `"int4-rans256-g0 (fused decode + int4-row kernel)"`, …).
+    /// `name` is the tensor's name, for the refusals.
+    pub fn matmul(
+        &self,
+        name: &str,
+        isa: Isa,
+        x: &[f32],
+        s: usize,
+        y: &mut [f32],
+        threads: usize,
+    ) -> Result<&'static str, Refusal> {
+        let refuse = |class: &'static str, e: &dyn std::fmt::Display| {
+            Refusal::new(class, format!("{name}: {e}"))
+        };
+        let (o, i) = self.shape();
+        let (o, i) = (
+            usize::try_from(o).map_err(|_| refuse("E_SHAPE", &"O does not fit this machine"))?,
+            usize::try_from(i).map_err(|_| refuse("E_SHAPE", &"I does not fit this machine"))?,
+        );
+        let threads = threads.max(1);
+        let f32_scales = |sc: &crate::container::StoredScales<'_>| {
+            sc.to_f32()
+                .ok_or_else(|| Refusal::new("E_SCALE_DTYPE", format!("{name}.qs is {}", sc.dtype)))
+        };
+        match self {
+            TensorView::Rans256 { record, table, scales, .. } => {
+                let sc = f32_scales(scales)?;
+                let m = Rans256Matrix::new(record.blob(), table, &sc, o, i)
+                    .map_err(|e| refuse(e.class(), &e))?;
+                crate::adapter::matmul(&m, isa, Arm::best(), Acts::F32 { x, s }, y, threads)
+                    .map_err(|e| refuse(e.class(), &e))?;
+                Ok("int4-rans256-g0 (fused decode + int4-row kernel)")
+            }
+            TensorView::Rans64 { blob, scales, .. } => {
+                let sc = f32_scales(scales)?;
+                let m = Rans64Matrix::new(blob.bytes(), &sc, o, i)
+                    .map_err(|e| refuse(e.class(), &e))?;
+                let arm = tetrad_rans::rans64::Arm::best();
+                crate::rans64::matmul(&m, isa, arm, Acts::F32 { x, s }, y, threads)
+                    .map_err(|e| refuse(e.class(), &e))?;
+                Ok("int4-rans64-t1 (fused decode + int4-row kernel)")
+            }
+            TensorView::Cfs1Int4Row { blob, scales, .. } => {
+                let m = Cfs1Matrix::new(blob, scales, o, i).map_err(|e| refuse(e.class(), &e))?;
+                crate::adapter::matmul_cfs1(&m, isa, Acts::F32 { x, s }, y, threads)
+                    .map_err(|e| refuse(e.class(), &e))?;
+                Ok("int4-row in CFS1 (fused decode + int4-row kernel)")
+            }
+            TensorView::Dense { resolved, weights, scales, .. } => {
+                let widened = scales.and_then(|s| s.to_f32());
+                let sc = match (scales, &widened) {
+                    (None, _) => Scales::None,
+                    (Some(_), Some(f)) => Scales::F32(f),
+                    (Some(st), None) => Scales::Ue8m0(st.bytes),
+                };
+                let gs = resolved.group_size.map_or(0, |g| g as usize);
+                let kerr = |e: tetrad_quant::KernelError| refuse(e.class(), &e);
+                let m = Matrix::new(resolved.format, weights, sc, o, i, gs).map_err(kerr)?;
+                if s.checked_mul(o) != Some(y.len()) || s.checked_mul(i) != Some(x.len()) {
+                    // The kernel's own shape refusal, on the whole matrix.
+                    tetrad_quant::kernels::matmul_with(isa, &m, x, s, y).map_err(kerr)?;
+                }
+                dense_bands(&m, isa, x, s, y, threads, &kerr)?;
+                Ok(resolved.format.name())
+            }
+        }
+    }
+}
+
+/// Dense `y = x · Wᵀ` in `threads` row bands (each band's outputs gathered into `y`).
+fn dense_bands(
+    m: &Matrix<'_>,
+    isa: Isa,
+    x: &[f32],
+    s: usize,
+    y: &mut [f32],
+    threads: usize,
+    kerr: &(dyn Fn(tetrad_quant::KernelError) -> Refusal + Sync),
+) -> Result<(), Refusal> {
+    let o = m.o();
+    if threads <= 1 || o < 2 {
+        return matmul_rows_with(isa, m, x, s, 0..o, y).map_err(kerr);
+    }
+    let band = o.div_ceil(threads).max(1);
+    let parts: Vec<Band> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..o)
+            .step_by(band)
+            .map(|r0| {
+                let rows = r0..(r0 + band).min(o);
+                let h = sc.spawn({
+                    let rows = rows.clone();
+                    move || {
+                        let mut yb = vec![0f32; s * rows.len()];
+                        matmul_rows_with(isa, m, x, s, rows, &mut yb).map(|()| yb).map_err(kerr)
+                    }
+                });
+                (rows, h)
+            })
+            .collect();
+        handles.into_iter().map(|(r, h)| (r, h.join().expect("kernel thread panicked"))).collect()
+    });
+    for (rows, part) in parts {
+        let part = part?;
+        let n = rows.len();
+        for si in 0..s {
+            y[si * o + rows.start..si * o + rows.end].copy_from_slice(&part[si * n..(si + 1) * n]);
+        }
+    }
+    Ok(())
+}
