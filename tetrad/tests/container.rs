@@ -11,11 +11,16 @@ use tetrad_quant::Format;
 
 const W: &str = "model.layers.0.mlp.experts.1.up_proj.weight";
 
-#[test]
-fn records_and_dense_weights_decode_to_the_same_bytes() {
-    let t = tempfile::tempdir().unwrap();
+/// `in/`: a one-shard checkpoint of two experts' `[o, i]` int4-row weights; `packed/`: it as
+/// `int4-rans256-g0` records.
+fn checkpoint_and_records(
+    t: &tempfile::TempDir,
+    o: usize,
+    i: usize,
+    seed: u64,
+) -> (std::path::PathBuf, std::path::PathBuf) {
     let (input, packed) = (t.path().join("in"), t.path().join("packed"));
-    tetrad::synth::write_expert_checkpoint(&input, 1, 2, 32, 777, 9).unwrap();
+    tetrad::synth::write_expert_checkpoint(&input, 1, 2, o, i, seed).unwrap();
     pack(&PackOptions {
         indir: input.clone(),
         outdir: packed.clone(),
@@ -26,6 +31,13 @@ fn records_and_dense_weights_decode_to_the_same_bytes() {
         quiet: true,
     })
     .unwrap();
+    (input, packed)
+}
+
+#[test]
+fn records_and_dense_weights_decode_to_the_same_bytes() {
+    let t = tempfile::tempdir().unwrap();
+    let (input, packed) = checkpoint_and_records(&t, 32, 777, 9);
 
     let dense = Container::open(&input).unwrap();
     let coded = Container::open(&packed.join("out-rans-00000.safetensors")).unwrap();
@@ -56,18 +68,7 @@ fn records_and_dense_weights_decode_to_the_same_bytes() {
 #[test]
 fn tensor_views_multiply_whatever_their_format() {
     let t = tempfile::tempdir().unwrap();
-    let (input, packed) = (t.path().join("in"), t.path().join("packed"));
-    tetrad::synth::write_expert_checkpoint(&input, 1, 2, 96, 777, 4).unwrap();
-    pack(&PackOptions {
-        indir: input.clone(),
-        outdir: packed.clone(),
-        layers: None,
-        select: None,
-        force: false,
-        threads: Some(1),
-        quiet: true,
-    })
-    .unwrap();
+    let (input, packed) = checkpoint_and_records(&t, 96, 777, 4);
     let (o, i, s) = (96usize, 777usize, 3usize);
     let x: Vec<f32> = (0..s * i).map(|k| ((k * 37 % 101) as f32 - 50.0) / 25.0).collect();
     let isa = tetrad_quant::isa::best();
