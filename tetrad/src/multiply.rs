@@ -1,4 +1,4 @@
-//! [`TensorView::matmul`]: multiply f32 activations with a container's tensor, whatever its
+//! [`TensorView::matmul`]: multiply activations with a container's tensor, whatever its
 //! format — the one call an engine needs after [`Container::tensor`](crate::container::Container::tensor).
 //!
 //! The view already says what the tensor is (its stamp verified, or byte arithmetic); this
@@ -17,17 +17,23 @@
 //! Refusals name the tensor and keep the kernel's or decoder's class (`E_SHAPE`,
 //! `E_FINAL_STATE`, …).
 
+use std::ops::Range;
+
+use tetrad_quant::KernelError;
 use tetrad_quant::adapter::{Acts, Cfs1Matrix, Rans256Matrix};
 use tetrad_quant::adapter_rans64::Rans64Matrix;
 use tetrad_quant::isa::Isa;
-use tetrad_quant::kernels::{Matrix, Scales, matmul_rows_with};
+use tetrad_quant::kernels::{Matrix, Scales, matmul_q8_rows_with, matmul_rows_with};
 use tetrad_rans::Arm;
 
 use crate::container::TensorView;
 use crate::rans256::Refusal;
 
+/// Multiplies one row band into its `S × band` outputs.
+type BandKernel<'a> = dyn Fn(Range<usize>, &mut [f32]) -> Result<(), KernelError> + Sync + 'a;
+
 /// One thread's row band and its outputs (`S × band` floats).
-type Band = (std::ops::Range<usize>, Result<Vec<f32>, Refusal>);
+type Band = (Range<usize>, Result<Vec<f32>, KernelError>);
 
 impl TensorView<'_> {
     /// `y = x · Wᵀ` for this tensor on kernel arm `isa` (the best decode arm for compressed
@@ -40,6 +46,21 @@ impl TensorView<'_> {
         isa: Isa,
         x: &[f32],
         s: usize,
+        y: &mut [f32],
+        threads: usize,
+    ) -> Result<&'static str, Refusal> {
+        self.matmul_acts(name, isa, Acts::F32 { x, s }, y, threads)
+    }
+
+    /// [`matmul`](Self::matmul) with either kind of activations: f32, or int8-quantized
+    /// ([`Acts::Q8`], from `tetrad_quant::kernels::quantize_activations`: exact integer dot
+    /// products, for the integer formats and every compressed one; a format without an int8
+    /// path, f32 or fp8, refuses them by name).
+    pub fn matmul_acts(
+        &self,
+        name: &str,
+        isa: Isa,
+        acts: Acts<'_>,
         y: &mut [f32],
         threads: usize,
     ) -> Result<&'static str, Refusal> {
@@ -61,7 +82,7 @@ impl TensorView<'_> {
                 let sc = f32_scales(scales)?;
                 let m = Rans256Matrix::new(record.blob(), table, &sc, o, i)
                     .map_err(|e| refuse(e.class(), &e))?;
-                crate::adapter::matmul(&m, isa, Arm::best(), Acts::F32 { x, s }, y, threads)
+                crate::adapter::matmul(&m, isa, Arm::best(), acts, y, threads)
                     .map_err(|e| refuse(e.class(), &e))?;
                 Ok("int4-rans256-g0 (fused decode + int4-row kernel)")
             }
@@ -70,13 +91,13 @@ impl TensorView<'_> {
                 let m = Rans64Matrix::new(blob.bytes(), &sc, o, i)
                     .map_err(|e| refuse(e.class(), &e))?;
                 let arm = tetrad_rans::rans64::Arm::best();
-                crate::rans64::matmul(&m, isa, arm, Acts::F32 { x, s }, y, threads)
+                crate::rans64::matmul(&m, isa, arm, acts, y, threads)
                     .map_err(|e| refuse(e.class(), &e))?;
                 Ok("int4-rans64-t1 (fused decode + int4-row kernel)")
             }
             TensorView::Cfs1Int4Row { blob, scales, .. } => {
                 let m = Cfs1Matrix::new(blob, scales, o, i).map_err(|e| refuse(e.class(), &e))?;
-                crate::adapter::matmul_cfs1(&m, isa, Acts::F32 { x, s }, y, threads)
+                crate::adapter::matmul_cfs1(&m, isa, acts, y, threads)
                     .map_err(|e| refuse(e.class(), &e))?;
                 Ok("int4-row in CFS1 (fused decode + int4-row kernel)")
             }
@@ -88,32 +109,34 @@ impl TensorView<'_> {
                     (Some(st), None) => Scales::Ue8m0(st.bytes),
                 };
                 let gs = resolved.group_size.map_or(0, |g| g as usize);
-                let kerr = |e: tetrad_quant::KernelError| refuse(e.class(), &e);
+                let kerr = |e: KernelError| refuse(e.class(), &e);
                 let m = Matrix::new(resolved.format, weights, sc, o, i, gs).map_err(kerr)?;
-                if s.checked_mul(o) != Some(y.len()) || s.checked_mul(i) != Some(x.len()) {
-                    // The kernel's own shape refusal, on the whole matrix.
-                    tetrad_quant::kernels::matmul_with(isa, &m, x, s, y).map_err(kerr)?;
+                let run = |rows: Range<usize>, y: &mut [f32]| match acts {
+                    Acts::F32 { x, s } => matmul_rows_with(isa, &m, x, s, rows, y),
+                    Acts::Q8(xq) => matmul_q8_rows_with(isa, &m, xq, rows, y),
+                };
+                if acts.s().checked_mul(o) != Some(y.len()) || acts.check(i).is_err() {
+                    // The kernel's own refusal of the shapes, on the whole matrix.
+                    return run(0..o, y).map_err(kerr).map(|()| resolved.format.name());
                 }
-                dense_bands(&m, isa, x, s, y, threads, &kerr)?;
+                dense_bands(o, acts.s(), y, threads, &run).map_err(kerr)?;
                 Ok(resolved.format.name())
             }
         }
     }
 }
 
-/// Dense `y = x · Wᵀ` in `threads` row bands (each band's outputs gathered into `y`).
+/// Dense `y = x · Wᵀ` in `threads` row bands: `run(rows, y_band)` multiplies one band
+/// (`S × band` outputs), and the bands' outputs are gathered into `y` (`S × O`).
 fn dense_bands(
-    m: &Matrix<'_>,
-    isa: Isa,
-    x: &[f32],
+    o: usize,
     s: usize,
     y: &mut [f32],
     threads: usize,
-    kerr: &(dyn Fn(tetrad_quant::KernelError) -> Refusal + Sync),
-) -> Result<(), Refusal> {
-    let o = m.o();
+    run: &BandKernel<'_>,
+) -> Result<(), KernelError> {
     if threads <= 1 || o < 2 {
-        return matmul_rows_with(isa, m, x, s, 0..o, y).map_err(kerr);
+        return run(0..o, y);
     }
     let band = o.div_ceil(threads).max(1);
     let parts: Vec<Band> = std::thread::scope(|sc| {
@@ -125,7 +148,7 @@ fn dense_bands(
                     let rows = rows.clone();
                     move || {
                         let mut yb = vec![0f32; s * rows.len()];
-                        matmul_rows_with(isa, m, x, s, rows, &mut yb).map(|()| yb).map_err(kerr)
+                        run(rows, &mut yb).map(|()| yb)
                     }
                 });
                 (rows, h)

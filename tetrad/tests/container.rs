@@ -8,6 +8,7 @@ use tetrad::container::{Container, TensorView};
 use tetrad::rans256::pack::{PackOptions, pack};
 use tetrad::shard::{HeaderStyle, OutTensor, shard_bytes};
 use tetrad_quant::Format;
+use tetrad_quant::adapter::Acts;
 
 const W: &str = "model.layers.0.mlp.experts.1.up_proj.weight";
 
@@ -92,6 +93,18 @@ fn tensor_views_multiply_whatever_their_format() {
         assert_eq!(d.matmul(W, isa, &x, s, &mut yb, threads).unwrap(), "int4-row");
         assert_eq!(yb, yd, "dense in {threads} bands");
     }
+    // int8-quantized activations: exact integer dot products, the record's equal to dense.
+    let (mut q, mut sx) = (vec![0i8; s * i], vec![0f32; s]);
+    let xq = tetrad_quant::kernels::quantize_activations(&x, s, i, &mut q, &mut sx).unwrap();
+    let mut yq = vec![f32::NAN; s * o];
+    d.matmul_acts(W, isa, Acts::Q8(&xq), &mut yq, 1).unwrap();
+    for threads in [1, 2, 3] {
+        let mut yc = vec![f32::NAN; s * o];
+        c.matmul_acts(W, isa, Acts::Q8(&xq), &mut yc, threads).unwrap();
+        assert_eq!(yc, yq, "q8, {threads} threads");
+        d.matmul_acts(W, isa, Acts::Q8(&xq), &mut yc, threads).unwrap();
+        assert_eq!(yc, yq, "q8 dense in {threads} bands");
+    }
     // Shapes: y one short, x one short — refused by name, for both kinds of view.
     for v in [&d, &c] {
         let mut short = vec![0f32; s * o - 1];
@@ -103,6 +116,25 @@ fn tensor_views_multiply_whatever_their_format() {
         let e = v.matmul(W, isa, &x[1..], s, &mut y, 1).unwrap_err();
         assert_eq!(e.class, "E_KERNEL_LENGTH", "{e}");
     }
+    // A format without an int8 path (plain f32 weights) refuses int8 activations by name.
+    let f: Vec<u8> = (0..6u32).flat_map(|k| (k as f32).to_le_bytes()).collect();
+    let ts = [OutTensor { name: "w", dtype: "F32", shape: &[3, 2], data: &f }];
+    let plain = t.path().join("plain.safetensors");
+    std::fs::write(
+        &plain,
+        shard_bytes(&BTreeMap::new(), &ts, HeaderStyle::EscapedUnpadded).unwrap(),
+    )
+    .unwrap();
+    let pc = Container::open(&plain).unwrap();
+    let pv = pc.tensor("w", 3, 2).unwrap();
+    let (mut q2, mut s2) = (vec![0i8; 2], vec![0f32; 1]);
+    let xq2 =
+        tetrad_quant::kernels::quantize_activations(&[1.0, 2.0], 1, 2, &mut q2, &mut s2).unwrap();
+    let mut y3 = vec![0f32; 3];
+    let e = pv.matmul_acts("w", isa, Acts::Q8(&xq2), &mut y3, 2).unwrap_err();
+    assert!(e.class.starts_with("E_") && e.detail.starts_with("w: "), "{e}");
+    assert_eq!(pv.matmul("w", isa, &[1.0, 2.0], 1, &mut y3, 2).unwrap(), "f32");
+    assert_eq!(y3, [2.0, 8.0, 14.0]);
     // A corrupt record: a named decoder refusal and nothing partial in y.
     let shard = packed.join("out-rans-00000.safetensors");
     let mut bytes = std::fs::read(&shard).unwrap();
