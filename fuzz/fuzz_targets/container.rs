@@ -10,7 +10,9 @@
 //!   manifest): `Ok` or a named refusal; on `Ok` the restored bytes are a strictly valid shard;
 //! - `tetrad::container::Container::open` and `tensor(..)` / `decode_into` for every tensor, at
 //!   its stored shape and, for an `int4-rans64-t1` blob, at the `[O, I]` its scales and byte
-//!   count give (the shape an engine would ask for, so the stamp-gated decode is reached).
+//!   count give (the shape an engine would ask for, so the stamp-gated decode is reached);
+//!   and `TensorView::matmul` on one activation row (weights ≤ 1 MiB): 1 and 2 threads give
+//!   the same bits or the same named refusal.
 //!
 //! Memory bound (run with `-malloc_limit_mb=1100 -rss_limit_mb=3072`, see fuzz/README.md): the
 //! readers allocate O(file) plus the decoded output. CFS1 blobs and rANS records can legally
@@ -96,6 +98,32 @@ fn rans64_shape(h: &ShardHeader, data: &[u8], name: &str) -> Option<(u64, u64)> 
     (stride * o == n_bytes).then_some((*o, i))
 }
 
+/// Largest weight bytes, `O` and `I` this target multiplies with (one activation row).
+const MATMUL_BOUND: u64 = 1 << 20;
+
+/// `TensorView::matmul` (the engine's call) on one activation row: on 1 and 2 threads the same
+/// bits, or the same named refusal.
+fn multiply_agrees(v: &tetrad::container::TensorView<'_>, name: &str, o: u64, i: u64) {
+    #[allow(clippy::cast_possible_truncation)] // ≤ MATMUL_BOUND
+    let (o, i) = (o as usize, i as usize);
+    #[allow(clippy::cast_precision_loss)]
+    let x: Vec<f32> = (0..i).map(|k| (k % 17) as f32 - 8.0).collect();
+    let isa = tetrad_quant::isa::best();
+    let run = |threads| {
+        let mut y = vec![0f32; o];
+        v.matmul(name, isa, &x, 1, &mut y, threads)
+            .map(|how| (how, y.iter().map(|f| f.to_bits()).collect::<Vec<u32>>()))
+    };
+    match (run(1), run(2)) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "{name}: 1 and 2 threads differ"),
+        (Err(a), Err(b)) => {
+            assert_class(a.class);
+            assert_eq!((a.class, &a.detail), (b.class, &b.detail), "{name}");
+        }
+        (a, b) => panic!("{name}: 1 thread {:?}, 2 threads {:?}", a.err(), b.err()),
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let header = ShardHeader::parse(data, data.len() as u64);
     match &header {
@@ -176,6 +204,9 @@ fuzz_target!(|data: &[u8]| {
                                 if let Err(e) = v.decode_into(&mut buf) {
                                     assert_class(e.class);
                                 }
+                            }
+                            if n <= MATMUL_BOUND && o <= MATMUL_BOUND && i <= MATMUL_BOUND {
+                                multiply_agrees(&v, name, o, i);
                             }
                         }
                         Err(e) => assert_class(e.class),
