@@ -83,6 +83,83 @@ fn compressed_equals_dense_and_threads_agree() {
     }
 }
 
+/// `--acts int8`: the record and the dense tensor give the same bits on 1 and 2 threads, close
+/// to the f32 product (int8 activations round each value by at most half a step); f32 weights
+/// have no int8 path and refuse it by name.
+#[test]
+fn int8_activations_compressed_equals_dense() {
+    let t = tempfile::tempdir().unwrap();
+    let (input, packed, xp) = setup(t.path(), 3);
+    let (o, i) = (O.to_string(), I.to_string());
+    let run = |dir: &Path, threads: &str, acts: &str, name: &str| {
+        let out = t.path().join(name);
+        let (code, text) = tetrad(&[
+            "matmul",
+            s(dir),
+            W,
+            "--o",
+            &o,
+            "--i",
+            &i,
+            "--x",
+            s(&xp),
+            "--out",
+            s(&out),
+            "--threads",
+            threads,
+            "--acts",
+            acts,
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{text}");
+        assert!(text.contains(&format!("\"acts\":\"{acts}\"")), "{text}");
+        let y = std::fs::read(&out).unwrap();
+        y.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect::<Vec<_>>()
+    };
+    let dense = run(&input, "1", "int8", "d1");
+    assert_eq!(run(&packed, "1", "int8", "p1"), dense);
+    assert_eq!(run(&packed, "2", "int8", "p2"), dense);
+    assert_eq!(run(&input, "2", "int8", "d2"), dense);
+    let exact = run(&input, "1", "f32", "f1");
+    assert_ne!(exact, dense, "int8 activations are a different (rounded) product");
+    for (a, b) in exact.iter().zip(&dense) {
+        assert!((a - b).abs() <= 0.05 * a.abs().max(1.0), "{a} vs {b}");
+    }
+    // f32 weights: no int8 path.
+    let f: Vec<u8> = (0..6u32).flat_map(|k| (k as f32).to_le_bytes()).collect();
+    let ts = [tetrad::shard::OutTensor { name: "w", dtype: "F32", shape: &[3, 2], data: &f }];
+    let plain = t.path().join("plain.safetensors");
+    let bytes = tetrad::shard::shard_bytes(
+        &std::collections::BTreeMap::new(),
+        &ts,
+        tetrad::shard::HeaderStyle::EscapedUnpadded,
+    )
+    .unwrap();
+    std::fs::write(&plain, bytes).unwrap();
+    let x2 = t.path().join("x2.f32");
+    std::fs::write(&x2, [1f32, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>())
+        .unwrap();
+    let out = t.path().join("yf");
+    let (code, text) = tetrad(&[
+        "matmul",
+        s(&plain),
+        "w",
+        "--o",
+        "3",
+        "--i",
+        "2",
+        "--x",
+        s(&x2),
+        "--out",
+        s(&out),
+        "--acts",
+        "int8",
+    ]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.starts_with("REFUSED E_") && text.contains(": w: "), "{text}");
+    assert!(!out.exists());
+}
+
 #[test]
 fn refusals_write_nothing() {
     let t = tempfile::tempdir().unwrap();

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use tetrad_quant::adapter::Acts;
 use tetrad_quant::isa::{self, Isa};
+use tetrad_quant::kernels::quantize_activations;
 
 use crate::container::Container;
 use crate::rans256::Refusal;
@@ -20,7 +22,8 @@ weights in a CFS1 (cfse_pack) container, are decoded tile by tile straight into 
 kernel (checked: a corrupt record or blob writes nothing). An existing --out is refused
 (E_OUTPUT_EXISTS) unless --force, and an --out that is an input (--x, the container or one of
 its shards) always (E_OUTPUT_IS_INPUT).
-Use it to sanity-check a container against a reference.
+--acts int8 quantizes each activation row to int8 first (the kernels' exact integer mode;
+integer and compressed formats only). Use it to sanity-check a container against a reference.
 
 Examples:
   tetrad matmul packed/ model.layers.3.mlp.experts.7.up_proj.weight --o 1408 --i 2048 \\
@@ -52,9 +55,23 @@ pub struct MatmulArgs {
     /// Threads (dense and int4-rans64-t1: row bands; other compressed: decode/multiply pipeline).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: u16,
+    /// Activations as given (`f32`), or quantized per row to int8 first (`int8`: exact
+    /// integer dot products, the kernels' second mode; integer and compressed formats only).
+    #[arg(long, value_enum, default_value_t = ActsKind::F32)]
+    pub acts: ActsKind,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--acts`: how the activations meet the weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ActsKind {
+    /// f32 activations, weights dequantized in registers.
+    F32,
+    /// Activations quantized per row to int8 (`sx = max|x| / 127`, round half to even), exact
+    /// i32 dot products.
+    Int8,
 }
 
 fn refuse(class: &'static str, detail: impl Into<String>) -> Refusal {
@@ -106,7 +123,16 @@ pub fn compute(args: &MatmulArgs) -> Result<(Vec<f32>, usize, Isa, &'static str)
         .checked_mul(o)
         .ok_or_else(|| refuse("E_SHAPE", format!("S × O = {s} × {o} outputs overflow")))?;
     let mut y = vec![0f32; outputs];
-    let how = view.matmul(&args.tensor, isa, &x, s, &mut y, usize::from(args.threads))?;
+    let threads = usize::from(args.threads);
+    let how = match args.acts {
+        ActsKind::F32 => view.matmul(&args.tensor, isa, &x, s, &mut y, threads)?,
+        ActsKind::Int8 => {
+            let (mut q, mut sx) = (vec![0i8; x.len()], vec![0f32; s]);
+            let xq = quantize_activations(&x, s, i, &mut q, &mut sx)
+                .map_err(|e| refuse(e.class(), format!("{}: {e}", args.x.display())))?;
+            view.matmul_acts(&args.tensor, isa, Acts::Q8(&xq), &mut y, threads)?
+        }
+    };
     Ok((y, s, isa, how))
 }
 
@@ -134,17 +160,18 @@ pub fn run(args: &MatmulArgs) -> ExitCode {
             if args.json {
                 println!(
                     "{}",
-                    serde_json::json!({"tensor": args.tensor, "format": how, "s": s, "o": args.o, "i": args.i, "isa": isa.name(), "out": args.out})
+                    serde_json::json!({"tensor": args.tensor, "format": how, "s": s, "o": args.o, "i": args.i, "isa": isa.name(), "acts": if args.acts == ActsKind::Int8 { "int8" } else { "f32" }, "out": args.out})
                 );
             } else {
                 println!(
-                    "{}: [{s}, {}] x [{}, {}]^T -> {} ({how}, arm {})",
+                    "{}: [{s}, {}] x [{}, {}]^T -> {} ({how}, arm {}{})",
                     args.tensor,
                     args.i,
                     args.o,
                     args.i,
                     args.out.display(),
-                    isa.name()
+                    isa.name(),
+                    if args.acts == ActsKind::Int8 { ", int8 activations" } else { "" }
                 );
             }
             ExitCode::SUCCESS
