@@ -32,9 +32,6 @@ use crate::rans256::Refusal;
 /// Multiplies one row band into its `S × band` outputs.
 type BandKernel<'a> = dyn Fn(Range<usize>, &mut [f32]) -> Result<(), KernelError> + Sync + 'a;
 
-/// One thread's row band and its outputs (`S × band` floats).
-type Band = (Range<usize>, Result<Vec<f32>, KernelError>);
-
 impl TensorView<'_> {
     /// `y = x · Wᵀ` for this tensor on kernel arm `isa` (the best decode arm for compressed
     /// formats): `x` is `S × I`, `y` is `S × O` (row-major, f32), `threads ≥ 1`. Returns how it
@@ -127,7 +124,7 @@ impl TensorView<'_> {
 }
 
 /// Dense `y = x · Wᵀ` in `threads` row bands: `run(rows, y_band)` multiplies one band
-/// (`S × band` outputs), and the bands' outputs are gathered into `y` (`S × O`).
+/// (`S × band` outputs).
 fn dense_bands(
     o: usize,
     s: usize,
@@ -138,23 +135,41 @@ fn dense_bands(
     if threads <= 1 || o < 2 {
         return run(0..o, y);
     }
-    let band = o.div_ceil(threads).max(1);
-    let parts: Vec<Band> = std::thread::scope(|sc| {
+    row_bands(o, s, y, threads, |rows| {
+        let mut yb = vec![0f32; s * rows.len()];
+        run(rows, &mut yb).map(|()| yb)
+    })
+}
+
+/// One thread's row band and its outputs (`S × band` floats), or its error.
+type Band<E> = (Range<usize>, Result<Vec<f32>, E>);
+
+/// Splits `O ≥ 2` rows into `threads ≥ 2` bands, one scoped thread each: `band(rows)` returns
+/// that band's `S × band` outputs, gathered into `y` (`S × O`, row-major). The first error in
+/// row order is returned (`y` then holds whatever bands came before it); a band's panic is
+/// resumed here. Used by the dense bands above and `crate::rans64::matmul`.
+pub(crate) fn row_bands<E: Send>(
+    o: usize,
+    s: usize,
+    y: &mut [f32],
+    threads: usize,
+    band: impl Fn(Range<usize>) -> Result<Vec<f32>, E> + Sync,
+) -> Result<(), E> {
+    debug_assert!(o >= 2 && threads >= 2);
+    let len = o.div_ceil(threads.min(o));
+    let band = &band;
+    let parts: Vec<Band<E>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..o)
-            .step_by(band)
+            .step_by(len)
             .map(|r0| {
-                let rows = r0..(r0 + band).min(o);
-                let h = sc.spawn({
-                    let rows = rows.clone();
-                    move || {
-                        let mut yb = vec![0f32; s * rows.len()];
-                        run(rows, &mut yb).map(|()| yb)
-                    }
-                });
-                (rows, h)
+                let rows = r0..(r0 + len).min(o);
+                (rows.clone(), scope.spawn(move || band(rows)))
             })
             .collect();
-        handles.into_iter().map(|(r, h)| (r, h.join().expect("kernel thread panicked"))).collect()
+        handles
+            .into_iter()
+            .map(|(r, h)| (r, h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))))
+            .collect()
     });
     for (rows, part) in parts {
         let part = part?;

@@ -18,8 +18,6 @@
 //! time proportional to that size but never more memory. [`decode_all`] (what `unpack` runs)
 //! materialises the tensor, as it must to write it back.
 
-use std::ops::Range;
-
 use sha2::{Digest as _, Sha256};
 use tetrad_quant::adapter::Acts;
 use tetrad_quant::adapter_rans64::{Rans64AdapterError, Rans64Matrix};
@@ -120,9 +118,6 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-/// One thread's row band and its outputs (`S × band` floats).
-type Band = (Range<usize>, Result<Vec<f32>, Rans64AdapterError>);
-
 /// `y = acts · Wᵀ` for an `int4-rans64-t1` matrix on `threads` threads: the rows are split
 /// into `threads` bands, each decoded from its own first chunk and multiplied by the fused
 /// adapter ([`Rans64Matrix::band_with`]); the bands together decode every chunk to its end,
@@ -143,38 +138,12 @@ pub fn matmul(
         // The single-threaded path also reports shape errors.
         return m.matmul_with(isa, arm, acts, y);
     }
-    let band = o.div_ceil(threads.min(o));
-    let parts: Vec<Band> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..o)
-            .step_by(band)
-            .map(|r0| {
-                let rows = r0..(r0 + band).min(o);
-                let h = scope.spawn({
-                    let rows = rows.clone();
-                    move || m.band_with(isa, arm, acts, rows)
-                });
-                (rows, h)
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|(r, h)| (r, h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))))
-            .collect()
-    });
-    for (rows, part) in parts {
-        let part = match part {
-            Ok(p) => p,
-            Err(e) => {
-                y.fill(0.0);
-                return Err(e);
-            }
-        };
-        let n = rows.len();
-        for si in 0..s {
-            y[si * o + rows.start..si * o + rows.end].copy_from_slice(&part[si * n..(si + 1) * n]);
-        }
+    let out =
+        crate::multiply::row_bands(o, s, y, threads, |rows| m.band_with(isa, arm, acts, rows));
+    if out.is_err() {
+        y.fill(0.0);
     }
-    Ok(())
+    out
 }
 
 /// Lowercase hex of a digest.
