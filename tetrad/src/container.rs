@@ -24,7 +24,7 @@
 //! scales, its blob's header and chunk index must parse, and it must decode to exactly
 //! `O · ceil(I/2)` bytes; it becomes [`TensorView::Rans64`], never a dense view.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tetrad_quant::format::ScaleElem;
 use tetrad_quant::stamp::StampSet;
@@ -33,7 +33,7 @@ use tetrad_rans::{Record, Table, decode_record};
 
 use crate::rans256::{FORMAT_NAME, Refusal, STAMP_KEY, TABLE_KEY, table_from_parts};
 use crate::shard::ShardHeader;
-use crate::shardset::{Loc, Shard, ShardSet, list_shards};
+use crate::shardset::{Loc, Shard, ShardSet, shards_of};
 use crate::table_json;
 
 /// An opened checkpoint.
@@ -228,18 +228,7 @@ impl Container {
     /// Opens a shard file or every `*.safetensors` of a directory (plain shards with the
     /// strict reader checks, CFS1 shards with the CFS1 container checks).
     pub fn open(path: &Path) -> Result<Self, Refusal> {
-        let paths = if path.is_dir() {
-            let p = list_shards(path)?;
-            if p.is_empty() {
-                return Err(Refusal::new(
-                    "E_NO_INPUT",
-                    format!("no *.safetensors files in {}", path.display()),
-                ));
-            }
-            p
-        } else {
-            vec![PathBuf::from(path)]
-        };
+        let paths = shards_of(path)?;
         let shards = paths.iter().map(|p| open_shard(p)).collect::<Result<Vec<_>, _>>()?;
         let mut index = std::collections::BTreeMap::new();
         for (si, s) in shards.iter().enumerate() {

@@ -31,7 +31,7 @@ use crate::container::StoredScales;
 use crate::json::sorted_string_map;
 use crate::rans256::{Refusal, STAMP_KEY};
 use crate::shard::{HeaderStyle, OutTensor, shard_bytes};
-use crate::shardset::{Shard, list_shards};
+use crate::shardset::{Shard, shards_of};
 
 /// A format `tetrad quantize` can write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -387,17 +387,7 @@ pub fn quantize_path(
     outdir: &Path,
     opts: &QuantizeOptions,
 ) -> Result<QuantizeReport, Refusal> {
-    let paths = if input.is_dir() {
-        list_shards(input).map_err(|e| Refusal::new(e.class, e.detail))?
-    } else {
-        vec![input.to_owned()]
-    };
-    if paths.is_empty() {
-        return Err(Refusal::new(
-            "E_NO_INPUT",
-            format!("no *.safetensors files in {}", input.display()),
-        ));
-    }
+    let paths = shards_of(input).map_err(|e| Refusal::new(e.class, e.detail))?;
     if outdir.is_file() {
         return Err(Refusal::new(
             "E_OUTPUT_NOT_DIR",

@@ -85,6 +85,22 @@ pub fn list_shards(dir: &Path) -> Result<Vec<PathBuf>, SetError> {
     Ok(out)
 }
 
+/// The shard files a command-line path stands for: a directory is its [`list_shards`] (none
+/// is `E_NO_INPUT`), anything else is itself (opening it says what is wrong with it).
+pub fn shards_of(path: &Path) -> Result<Vec<PathBuf>, SetError> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let paths = list_shards(path)?;
+    if paths.is_empty() {
+        return Err(SetError {
+            class: "E_NO_INPUT",
+            detail: format!("no *.safetensors files in {}", path.display()),
+        });
+    }
+    Ok(paths)
+}
+
 /// Where a tensor lives: shard index and entry index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Loc {
@@ -104,16 +120,9 @@ pub struct ShardSet {
 }
 
 impl ShardSet {
-    /// Opens every shard of `dir` (see [`list_shards`]).
+    /// Opens every shard of `dir` (see [`shards_of`]).
     pub fn open_dir(dir: &Path) -> Result<Self, SetError> {
-        let paths = list_shards(dir)?;
-        if paths.is_empty() {
-            return Err(SetError {
-                class: "E_NO_INPUT",
-                detail: format!("no *.safetensors files in {}", dir.display()),
-            });
-        }
-        Self::open_files(&paths)
+        Self::open_files(&shards_of(dir)?)
     }
 
     /// Opens the given shard files (indexed in the order given).

@@ -2,6 +2,7 @@
 //! regex that does not compile, an unknown arm name) exits 2 like clap's own; with `--json`,
 //! a refusal is printed as `{"refused": {"class", "detail"}}`, never as plain text.
 
+use std::path::Path;
 use std::process::Command;
 
 fn tetrad(args: &[&str]) -> (Option<i32>, String) {
@@ -117,4 +118,35 @@ fn a_fifo_input_is_refused_not_waited_on() {
         assert_eq!(status.code(), Some(1), "{args:?}: {text}");
         assert!(text.contains("not a regular file"), "{args:?}: {text}");
     }
+}
+
+/// An empty directory where a checkpoint directory is expected is `E_NO_INPUT` naming the
+/// directory, in every command that reads one (verify and inspect report it as that
+/// argument's verdict and still exit 1).
+#[test]
+fn an_empty_directory_is_no_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let e = empty.to_str().unwrap().to_owned();
+    let x = dir.path().join("x.f32");
+    std::fs::write(&x, 1f32.to_le_bytes()).unwrap();
+    let x = x.to_str().unwrap().to_owned();
+    let out = dir.path().join("out").to_str().unwrap().to_owned();
+    let y = dir.path().join("y.f32").to_str().unwrap().to_owned();
+    let runs: [Vec<&str>; 7] = [
+        vec!["inspect", &e],
+        vec!["verify", &e],
+        vec!["stats", &e],
+        vec!["quantize", &e, &out],
+        vec!["pack", "--indir", &e, "--outdir", &out],
+        vec!["matmul", &e, "w", "--o", "1", "--i", "1", "--x", &x, "--out", &y],
+        vec!["bench", "--input", &e],
+    ];
+    for args in runs {
+        let (code, text) = tetrad(&args);
+        assert_eq!(code, Some(1), "{args:?}: {text}");
+        assert!(text.contains("E_NO_INPUT") && text.contains(&e), "{args:?}: {text}");
+    }
+    assert!(!Path::new(&out).exists() && !Path::new(&y).exists());
 }

@@ -120,7 +120,7 @@ fn pack_verify_unpack_round_trip_is_byte_exact() {
     assert_eq!(out.matches("TRUST (").count(), 2, "{out}");
     assert!(
         out.lines().any(|l| l.starts_with(&format!(
-            "REFUSE {} - E_NO_INPUT: {}: no *.safetensors files",
+            "REFUSE {} - E_NO_INPUT: no *.safetensors files in {}",
             empty.display(),
             empty.display()
         ))),

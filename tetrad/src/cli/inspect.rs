@@ -19,8 +19,9 @@ table summarised), and one line per tensor: dtype, shape, bytes and format. A st
 shows its stamp, verified against the bytes; an unstamped quantized tensor `X` (with scales
 in `X.qs`) shows the formats byte arithmetic gives for each I its stored row of C columns
 allows (C; 2C − 1 or 2C for nibbles; 4C − 3 … 4C for crumbs; a last int3-g64 group) — the
-file does not record I, so pass the model's real [O, I] to `tetrad resolve` when it matters. A CFS1 container (`tetrad cfs1 pack`) shows each tensor's blob: raw or rANS, and its
-size against the bytes it decodes to (the blobs' framing is checked, not decoded). A directory
+file does not record I, so pass the model's real [O, I] to `tetrad resolve` when it matters.
+A CFS1 container (`tetrad cfs1 pack`) shows each tensor's blob: raw or rANS, and its size
+against the bytes it decodes to (the blobs' framing is checked, not decoded). A directory
 stands for its *.safetensors files, in name order.
 
 Examples:
@@ -175,19 +176,8 @@ pub fn run(args: &InspectArgs) -> ExitCode {
     // Each argument's shards (a directory's *.safetensors), or why there are none.
     let mut paths: Vec<(PathBuf, Option<Refusal>)> = Vec::new();
     for path in &args.shards {
-        if !path.is_dir() {
-            paths.push((path.clone(), None));
-            continue;
-        }
-        match crate::shardset::list_shards(path) {
-            Ok(v) if !v.is_empty() => paths.extend(v.into_iter().map(|p| (p, None))),
-            Ok(_) => paths.push((
-                path.clone(),
-                Some(Refusal::new(
-                    "E_NO_INPUT",
-                    format!("{}: no *.safetensors files", path.display()),
-                )),
-            )),
+        match crate::shardset::shards_of(path) {
+            Ok(v) => paths.extend(v.into_iter().map(|p| (p, None))),
             Err(e) => paths.push((path.clone(), Some(Refusal::new(e.class, e.detail)))),
         }
     }

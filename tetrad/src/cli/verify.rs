@@ -41,19 +41,8 @@ pub struct VerifyArgs {
 pub fn run(args: &VerifyArgs) -> ExitCode {
     let mut verdicts = Vec::new();
     for path in &args.shards {
-        if !path.is_dir() {
-            verdicts.push(verify_shard(path, args.max_tensors));
-            continue;
-        }
-        match crate::shardset::list_shards(path) {
-            Ok(v) if !v.is_empty() => {
-                verdicts.extend(v.iter().map(|p| verify_shard(p, args.max_tensors)));
-            }
-            Ok(_) => verdicts.push(ShardVerdict::refused(
-                path,
-                "E_NO_INPUT",
-                format!("{}: no *.safetensors files", path.display()),
-            )),
+        match crate::shardset::shards_of(path) {
+            Ok(v) => verdicts.extend(v.iter().map(|p| verify_shard(p, args.max_tensors))),
             Err(e) => verdicts.push(ShardVerdict::refused(path, e.class, e.detail)),
         }
     }
