@@ -20,6 +20,16 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// `tetrad matmul DIR W --o O --i I --x X --out OUT --threads N EXTRA…`.
+fn matmul(dir: &Path, x: &Path, out: &Path, threads: &str, extra: &[&str]) -> (i32, String) {
+    let (o, i) = (O.to_string(), I.to_string());
+    let mut args =
+        vec!["matmul", s(dir), W, "--o", &o, "--i", &i, "--x", s(x), "--out", s(out), "--threads"];
+    args.push(threads);
+    args.extend_from_slice(extra);
+    tetrad(&args)
+}
+
 fn setup(t: &Path, s_rows: usize) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
     let (input, packed) = (t.join("in"), t.join("packed"));
     tetrad::synth::write_expert_checkpoint(&input, 1, 2, O, I, 4).unwrap();
@@ -45,29 +55,13 @@ fn compressed_equals_dense_and_threads_agree() {
     let t = tempfile::tempdir().unwrap();
     for s_rows in [1usize, 3, 16] {
         let (input, packed, xp) = setup(&t.path().join(format!("s{s_rows}")), s_rows);
-        let o = O.to_string();
-        let i = I.to_string();
         let mut outs = Vec::new();
         for (dir, threads) in [(&input, "1"), (&packed, "1"), (&packed, "2"), (&input, "2")] {
             let out = t.path().join(format!(
                 "y-{s_rows}-{}-{threads}.f32",
                 dir.file_name().unwrap().to_string_lossy()
             ));
-            let (code, text) = tetrad(&[
-                "matmul",
-                s(dir),
-                W,
-                "--o",
-                &o,
-                "--i",
-                &i,
-                "--x",
-                s(&xp),
-                "--out",
-                s(&out),
-                "--threads",
-                threads,
-            ]);
+            let (code, text) = matmul(dir, &xp, &out, threads, &[]);
             assert_eq!(code, 0, "{text}");
             let y = std::fs::read(&out).unwrap();
             assert_eq!(y.len(), 4 * s_rows * O);
@@ -90,27 +84,9 @@ fn compressed_equals_dense_and_threads_agree() {
 fn int8_activations_compressed_equals_dense() {
     let t = tempfile::tempdir().unwrap();
     let (input, packed, xp) = setup(t.path(), 3);
-    let (o, i) = (O.to_string(), I.to_string());
     let run = |dir: &Path, threads: &str, acts: &str, name: &str| {
         let out = t.path().join(name);
-        let (code, text) = tetrad(&[
-            "matmul",
-            s(dir),
-            W,
-            "--o",
-            &o,
-            "--i",
-            &i,
-            "--x",
-            s(&xp),
-            "--out",
-            s(&out),
-            "--threads",
-            threads,
-            "--acts",
-            acts,
-            "--json",
-        ]);
+        let (code, text) = matmul(dir, &xp, &out, threads, &["--acts", acts, "--json"]);
         assert_eq!(code, 0, "{text}");
         assert!(text.contains(&format!("\"acts\":\"{acts}\"")), "{text}");
         let y = std::fs::read(&out).unwrap();
@@ -202,21 +178,7 @@ fn refusals_write_nothing() {
     bytes[at] ^= 0x5A;
     std::fs::write(&shard, &bytes).unwrap();
     for threads in ["1", "2"] {
-        let (code, text) = tetrad(&[
-            "matmul",
-            s(&packed),
-            W,
-            "--o",
-            &o,
-            "--i",
-            &i,
-            "--x",
-            s(&xp),
-            "--out",
-            s(&out),
-            "--threads",
-            threads,
-        ]);
+        let (code, text) = matmul(&packed, &xp, &out, threads, &[]);
         assert_eq!(code, 1, "{text}");
         assert!(
             text.starts_with("REFUSED E_STREAM_") || text.starts_with("REFUSED E_DECODE"),

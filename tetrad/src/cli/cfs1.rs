@@ -13,9 +13,9 @@ use crate::cfse::{self, PackReport, TensorReport};
 Every tensor of a safetensors file becomes one CFS1 blob (two-state nibble rANS, or raw when
 that would not shrink it); names, dtypes and shapes are kept. The input's __metadata__ is not:
 the container's is {\"cfse\":\"1\"} (pack and cert name the keys left behind on stderr, and in
---json as dropped_metadata), so colibri.fmt stamps do not survive pack + unpack. pack and unpack write OUT
-atomically (temporary file, then rename); they refuse an OUT that is IN (E_OUTPUT_IS_INPUT)
-and an existing OUT unless --force (E_OUTPUT_EXISTS).
+--json as dropped_metadata), so colibri.fmt stamps do not survive pack + unpack. pack and
+unpack write OUT atomically (temporary file, then rename); they refuse an OUT that is IN
+(E_OUTPUT_IS_INPUT) and an existing OUT unless --force (E_OUTPUT_EXISTS).
 
 Examples:
   tetrad cfs1 pack model.safetensors model.cfse.safetensors
