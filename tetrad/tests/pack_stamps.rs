@@ -341,6 +341,59 @@ fn nothing_left_out_means_no_line_and_an_empty_list() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["left_out"], serde_json::json!([]));
     assert_eq!(v["input_tensors"], 12);
+    assert_eq!(v["dropped_metadata"], serde_json::json!([]));
+    assert!(!out.contains("not kept"), "no metadata, no line: {out}");
+}
+
+/// The input's `__metadata__` is not carried into the packed container (its metadata is its
+/// own stamps and table): the report names every key, once, sorted, in text and JSON, and
+/// unpack's output has none of them.
+#[test]
+fn dropped_metadata_is_named() {
+    let t = tempfile::tempdir().unwrap();
+    let input = int4_checkpoint(&t.path().join("in"), [None, None]);
+    let w = expert(0, 0, "gate");
+    let value = stamps(&[(&w, "int4-row")]);
+    write_shard(
+        &input.join("model-00001-of-00002.safetensors"),
+        &[("format", "pt"), ("colibri.fmt", &value)],
+        &int4_experts(0),
+    );
+    write_shard(
+        &input.join("model-00002-of-00002.safetensors"),
+        &[("format", "pt"), ("origin", "test")],
+        &int4_experts(1),
+    );
+    let out = t.path().join("out");
+    let (code, stdout, err) =
+        tetrad(&["pack", "--indir", s(&input), "--outdir", s(&out), "--quiet"]);
+    assert_eq!(code, 0, "{stdout}{err}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[lines.len() - 2],
+        "not kept: the input's __metadata__ (colibri.fmt, format, origin); the packed shards \
+         carry only their own stamps and table, and unpack will not restore it"
+    );
+    let (code, stdout, _) = tetrad(&[
+        "pack",
+        "--indir",
+        s(&input),
+        "--outdir",
+        s(&t.path().join("out2")),
+        "--json",
+        "--codec",
+        "int4-rans64-t1",
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["dropped_metadata"], serde_json::json!(["colibri.fmt", "format", "origin"]));
+    let restored = t.path().join("restored");
+    let (code, o, e) = tetrad(&["unpack", "--indir", s(&out), "--outdir", s(&restored)]);
+    assert_eq!(code, 0, "{o}{e}");
+    for shard in tetrad::shardset::ShardSet::open_dir(&restored).unwrap().shards {
+        let meta = shard.header.metadata.unwrap_or_default();
+        assert!(!meta.contains_key("format") && !meta.contains_key("origin"), "{meta:?}");
+    }
 }
 
 #[test]

@@ -21,7 +21,9 @@ Only the selected weights and their .qs scales are written. Every other tensor o
 (norms, attention, embeddings, the router, other layers, non-U8 tensors, a name shadowed by a
 later shard) is LEFT OUT: it is not copied, and tetrad unpack will not restore it; keep the
 original files for it. The report counts them; --json lists each (tensor, shard, dtype,
-reason).
+reason). The input's __metadata__ (e.g. {\"format\": \"pt\"}) is not kept either: the packed
+shards carry only their own stamps and table; the report names the keys (--json:
+dropped_metadata).
 
 Stamps: a selected weight must be unstamped (its bytes are taken as packed int4-row, one F32
 scale per row, checked by the geometry guard) or stamped int4-row in colibri.fmt. Any other
@@ -120,6 +122,7 @@ pub fn run(args: &PackArgs) -> ExitCode {
                 "removed": report.removed,
                 "input_tensors": report.input_tensors,
                 "left_out": left_out,
+                "dropped_metadata": report.dropped_metadata,
             })
         );
         return ExitCode::SUCCESS;
@@ -135,6 +138,9 @@ pub fn run(args: &PackArgs) -> ExitCode {
             println!("wrote repack-manifest.json (table crc32 {})", report.table_crc32);
         }
         Codec::Rans64T1 => println!("wrote repack-manifest.json ({})", report.codec.name()),
+    }
+    if let Some(line) = report.dropped_metadata_line() {
+        println!("{line}");
     }
     if let Some(line) = report.left_out_line() {
         println!("{line}");

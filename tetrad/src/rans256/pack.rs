@@ -122,6 +122,10 @@ pub struct PackReport {
     /// Every input tensor that is not in the output (neither a selected weight nor the `.qs`
     /// of one), in shard order, then by name. `unpack` cannot restore them.
     pub left_out: Vec<LeftOut>,
+    /// The input shards' `__metadata__` keys, sorted, each once. The output's metadata is the
+    /// container's own (`colibri.fmt` stamps of the records, the table), so none of them is
+    /// kept, and `unpack` cannot restore them.
+    pub dropped_metadata: Vec<String>,
 }
 
 /// Why an input tensor is not in `pack`'s output.
@@ -202,6 +206,19 @@ impl PackReport {
             why.join(", "),
             first.tensor,
             first.shard
+        ))
+    }
+
+    /// One line naming the input `__metadata__` keys the output does not keep, if any.
+    pub fn dropped_metadata_line(&self) -> Option<String> {
+        if self.dropped_metadata.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "not kept: the input's __metadata__ ({}); the packed shards carry only their own \
+             stamps{}, and unpack will not restore it",
+            self.dropped_metadata.join(", "),
+            if self.codec == Codec::Rans256G0 { " and table" } else { "" }
         ))
     }
 
@@ -510,7 +527,19 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
         removed,
         input_tensors,
         left_out,
+        dropped_metadata: dropped_metadata(&set),
     })
+}
+
+/// Every `__metadata__` key of the input shards, sorted, each once.
+fn dropped_metadata(set: &ShardSet) -> Vec<String> {
+    let keys: std::collections::BTreeSet<&String> = set
+        .shards
+        .iter()
+        .filter_map(|s| s.header.metadata.as_ref())
+        .flat_map(|m| m.keys())
+        .collect();
+    keys.into_iter().cloned().collect()
 }
 
 /// Every input tensor that is neither a selected weight nor the `.qs` of one, with the reason,
