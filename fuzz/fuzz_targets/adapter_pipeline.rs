@@ -1,8 +1,10 @@
 //! The two-thread decode/multiply pipeline of `tetrad::adapter` (`matmul` for
 //! `int4-rans256-g0` records, `matmul_cfs1` for CFS1 blobs) against its single-threaded path.
-//! The pipeline engages only when a matrix spans more than one 24 KiB tile, beyond the
-//! `adapter` target's shapes, so the shapes here are chosen for it: rows of 4–24 KiB, one to
-//! four rows a tile, two to four tiles (the last often partial). The record (or blob) is valid
+//! The pipeline engages only when a matrix spans more than one tile, so the shapes here are
+//! chosen for it: one to four rows a tile, two to four tiles (the last often partial). Most
+//! inputs use small tiles (`matmul_tiled`, 32–287 bytes: rows of 7–287 bytes), which reach the
+//! same pipeline code a hundred times faster; one in eight uses the real 24 KiB tile
+//! (`TILE_BYTES`, rows of 4–24 KiB) through `matmul` itself. The record (or blob) is valid
 //! or carries a few byte mutations anywhere, so decode errors land in any tile. On 2 and 3
 //! threads the result equals the single-threaded one exactly — the same `Ok` and the same bits,
 //! or the same named refusal with `y` all zeros — and the single-threaded result agrees with a
@@ -20,9 +22,11 @@ use tetrad_rans::{Arm, encode_record_packed, max_record_len};
 
 #[derive(Debug, Arbitrary)]
 struct Input {
-    /// Rows per tile (`% 4 + 1`), row length within the range that gives it, rows in all.
+    /// Rows per tile (`% 4 + 1`), row length within the range that gives it (low byte) and a
+    /// small tile's budget (high byte), rows in all.
     shape: (u8, u16, u8),
-    /// Bit 0: an odd `I` (a padding nibble per row); bit 1: int8 activations; bits 2–3: `S − 1`.
+    /// Bit 0: an odd `I` (a padding nibble per row); bit 1: int8 activations; bits 2–3: `S − 1`;
+    /// bits 4–6 all set: the real 24 KiB tile.
     flags: u8,
     hist: [u16; 16],
     codes: Vec<u8>,
@@ -36,8 +40,10 @@ struct Input {
 fuzz_target!(|inp: Input| {
     let (t_sel, len_sel, o_sel) = inp.shape;
     let t = usize::from(t_sel % 4) + 1;
-    // A row of `stride` bytes puts `TILE_BYTES / stride` = t rows in a tile.
-    let (lo, hi) = (TILE_BYTES / (t + 1) + 1, TILE_BYTES / t);
+    let real_tile = inp.flags >> 4 & 7 == 7;
+    let tile = if real_tile { TILE_BYTES } else { 32 + usize::from(len_sel >> 8) };
+    // A row of `stride` bytes puts `tile / stride` = t rows in a tile.
+    let (lo, hi) = (tile / (t + 1) + 1, tile / t);
     let stride = lo + usize::from(len_sel) % (hi - lo + 1);
     let i = 2 * stride - usize::from(inp.flags & 1);
     let o = t + 1 + usize::from(o_sel) % (2 * t + 1);
@@ -68,11 +74,15 @@ fuzz_target!(|inp: Input| {
     match Rans256Matrix::new(&blob, &table, &scales, o, i) {
         Err(e) => assert!(e.class().starts_with("E_"), "{e}"),
         Ok(m) => {
-            assert!(m.o() > m.tile_rows(TILE_BYTES), "the shape spans several tiles");
+            assert!(m.o() > m.tile_rows(tile), "the shape spans several tiles");
             let mut dense = vec![0u8; m.dense_len()];
             let decoded = m.decode_into(arm, &mut dense);
             agree("record", s * o, decoded, |y, threads| {
-                tetrad::adapter::matmul(&m, isa, arm, acts, y, threads)
+                if real_tile {
+                    tetrad::adapter::matmul(&m, isa, arm, acts, y, threads)
+                } else {
+                    tetrad::adapter::matmul_tiled(&m, isa, arm, acts, y, threads, tile)
+                }
             });
         }
     }
@@ -85,11 +95,15 @@ fuzz_target!(|inp: Input| {
     match Cfs1Matrix::new(&blob, &scales, o, i) {
         Err(e) => assert!(e.class().starts_with("E_"), "{e}"),
         Ok(m) => {
-            assert!(m.o() > m.tile_rows(TILE_BYTES), "the shape spans several tiles");
+            assert!(m.o() > m.tile_rows(tile), "the shape spans several tiles");
             let mut dense = vec![0u8; m.dense_len()];
             let decoded = m.decode_into(&mut dense);
             agree("cfs1", s * o, decoded, |y, threads| {
-                tetrad::adapter::matmul_cfs1(&m, isa, acts, y, threads)
+                if real_tile {
+                    tetrad::adapter::matmul_cfs1(&m, isa, acts, y, threads)
+                } else {
+                    tetrad::adapter::matmul_cfs1_tiled(&m, isa, acts, y, threads, tile)
+                }
             });
         }
     }

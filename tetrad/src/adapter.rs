@@ -29,13 +29,30 @@ pub fn matmul(
     y: &mut [f32],
     threads: usize,
 ) -> Result<(), AdapterError> {
+    matmul_tiled(m, isa, arm, acts, y, threads, TILE_BYTES)
+}
+
+/// [`matmul`] with pipeline tiles of `tile_bytes` int4 bytes (whole rows, at least one)
+/// instead of [`TILE_BYTES`]. Every row goes through the same kernel whatever tile holds it,
+/// so the result is the same bits for any tile size; a matrix of one tile or less is not
+/// pipelined. Small tiles let tests and fuzzing reach the pipeline with small matrices.
+pub fn matmul_tiled(
+    m: &Rans256Matrix<'_>,
+    isa: Isa,
+    arm: Arm,
+    acts: Acts<'_>,
+    y: &mut [f32],
+    threads: usize,
+    tile_bytes: usize,
+) -> Result<(), AdapterError> {
     let shapes_ok = acts.s().checked_mul(m.o()) == Some(y.len()) && acts.check(m.i()).is_ok();
-    if threads <= 1 || m.o() <= m.tile_rows(TILE_BYTES) || !shapes_ok {
+    let rows = m.tile_rows(tile_bytes);
+    if threads <= 1 || m.o() <= rows || !shapes_ok {
         // The single-threaded path also reports shape errors.
         return m.matmul_with(isa, arm, acts, y);
     }
     let r = m.decoder(arm).and_then(|dec| {
-        let geo = Geometry { o: m.o(), rows: m.tile_rows(TILE_BYTES), stride: m.row_bytes() };
+        let geo = Geometry { o: m.o(), rows, stride: m.row_bytes() };
         pipelined(geo, RansTiles(dec), acts.s(), y, |tile, rows, ybuf, y| {
             m.multiply_tile(isa, acts, tile, rows, ybuf, y)
         })
@@ -55,13 +72,26 @@ pub fn matmul_cfs1(
     y: &mut [f32],
     threads: usize,
 ) -> Result<(), AdapterError> {
+    matmul_cfs1_tiled(m, isa, acts, y, threads, TILE_BYTES)
+}
+
+/// [`matmul_cfs1`] with pipeline tiles of `tile_bytes` int4 bytes (see [`matmul_tiled`]).
+pub fn matmul_cfs1_tiled(
+    m: &Cfs1Matrix<'_>,
+    isa: Isa,
+    acts: Acts<'_>,
+    y: &mut [f32],
+    threads: usize,
+    tile_bytes: usize,
+) -> Result<(), AdapterError> {
     let shapes_ok = acts.s().checked_mul(m.o()) == Some(y.len()) && acts.check(m.i()).is_ok();
-    if threads <= 1 || m.o() <= m.tile_rows(TILE_BYTES) || !shapes_ok {
+    let rows = m.tile_rows(tile_bytes);
+    if threads <= 1 || m.o() <= rows || !shapes_ok {
         return m.matmul_with(isa, acts, y);
     }
     let mut table = Box::new(DecodeTable::new());
     let r = m.decoder(&mut table).and_then(|dec| {
-        let geo = Geometry { o: m.o(), rows: m.tile_rows(TILE_BYTES), stride: m.row_bytes() };
+        let geo = Geometry { o: m.o(), rows, stride: m.row_bytes() };
         pipelined(geo, Cfs1Tiles(dec), acts.s(), y, |tile, rows, ybuf, y| {
             m.multiply_tile(isa, acts, tile, rows, ybuf, y)
         })
