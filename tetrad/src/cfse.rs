@@ -212,7 +212,7 @@ const PIECE: usize = 1 << 20;
 pub fn decode_growing(blob: &[u8]) -> Result<Vec<u8>, Option<tetrad_fse::DecodeError>> {
     let mut table = tetrad_fse::DecodeTable::new();
     let mut dec = tetrad_fse::Decoder::new(&mut table, blob).map_err(Some)?;
-    let rawlen = tetrad_fse::Header::parse(blob).map_err(Some)?.rawlen as usize;
+    let rawlen = dec.header().rawlen as usize;
     let mut out: Vec<u8> = Vec::new();
     while !dec.is_finished() {
         let at = out.len();
