@@ -69,6 +69,23 @@ fn pack_verify_cert_unpack_round_trip() {
 
     let (code, out, _) = tetrad(&["cfs1", "verify", s(&input), s(&packed)]);
     assert_eq!(code, 0, "{out}");
+    // The container alone: every blob decoded and checked; the raw ones counted apart.
+    let (code, out, _) = tetrad(&["cfs1", "check", s(&packed), "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((v["tensors"].as_u64(), v["bytes"].as_u64()), (Some(4), Some(16384 + 5000 + 400)));
+    assert_eq!(v["rans"].as_u64().unwrap() + v["raw"].as_u64().unwrap(), 4);
+    assert!(v["raw"].as_u64().unwrap() >= 1 && v["rans"].as_u64().unwrap() >= 1, "{v}");
+    let (code, out, _) = tetrad(&["cfs1", "check", s(&packed)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with("[check] 4 tensor(s), 21784 bytes decoded: ") && out.ends_with(": OK\n")
+    );
+    // `tetrad verify` (the int4-rans256-g0 validator) refuses it as the spec says, and points
+    // to the check that applies.
+    let (code, out, _) = tetrad(&["verify", s(&packed)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("E_STAMP_MISSING") && out.contains("`tetrad cfs1 check`"), "{out}");
     let (code, out, _) = tetrad(&["cfs1", "cert", s(&input), "--json"]);
     assert_eq!(code, 0, "{out}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -191,7 +208,13 @@ fn hostile_containers_are_refused_without_output() {
         assert!(!out_path.exists(), "{what}: no output on failure");
         let (code, _, _) = tetrad(&["cfs1", "verify", s(&input), s(&packed)]);
         assert_eq!(code, 1, "{what}");
+        let (code, out, _) = tetrad(&["cfs1", "check", s(&packed)]);
+        assert_eq!(code, 1, "{what}: {out}");
+        assert!(out.starts_with("REFUSED E_"), "{what}: {out}");
     }
+    // A plain shard is not a container.
+    let (code, out, _) = tetrad(&["cfs1", "check", s(&input)]);
+    assert_eq!((code, out.starts_with("REFUSED E_NOT_CFSE")), (1, true), "{out}");
 }
 
 #[test]

@@ -15,11 +15,14 @@ that would not shrink it); names, dtypes and shapes are kept. The input's __meta
 the container's is {\"cfse\":\"1\"} (pack and cert name the keys left behind on stderr, and in
 --json as dropped_metadata), so colibri.fmt stamps do not survive pack + unpack. pack and
 unpack write OUT atomically (temporary file, then rename); they refuse an OUT that is IN
-(E_OUTPUT_IS_INPUT) and an existing OUT unless --force (E_OUTPUT_EXISTS).
+(E_OUTPUT_IS_INPUT) and an existing OUT unless --force (E_OUTPUT_EXISTS). check needs no
+original: it decodes every blob with every check (a rANS blob's seal; raw blobs carry no
+integrity check, and are counted apart) and writes nothing.
 
 Examples:
   tetrad cfs1 pack model.safetensors model.cfse.safetensors
   tetrad cfs1 verify model.safetensors model.cfse.safetensors
+  tetrad cfs1 check model.cfse.safetensors
   tetrad cfs1 cert model.safetensors
   tetrad cfs1 unpack model.cfse.safetensors restored.safetensors")]
 pub struct Cfs1Args {
@@ -51,6 +54,12 @@ pub enum Cfs1Action {
         input: PathBuf,
         /// The container to check.
         output: PathBuf,
+    },
+    /// Decode every blob of the container (checked; no original needed): each rANS blob's
+    /// seal and every blob's size against its dtype and shape.
+    Check {
+        /// The container to check.
+        container: PathBuf,
     },
     /// Round-trip every tensor of IN in memory and print the ratio; writes nothing. Refuses
     /// what `pack` would refuse.
@@ -127,6 +136,20 @@ pub fn run(args: &Cfs1Args) -> ExitCode {
                 );
             } else {
                 println!("[verify] {n} tensor(s) decode to the input bytes: OK");
+            }
+        }),
+        Cfs1Action::Check { container } => cfse::check(container).map(|r| {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"action": "check", "tensors": r.tensors, "rans": r.rans, "raw": r.raw, "bytes": r.bytes, "result": "OK"})
+                );
+            } else {
+                println!(
+                    "[check] {} tensor(s), {} bytes decoded: {} rANS blob(s) sealed, {} raw \
+                     (no integrity check in the format): OK",
+                    r.tensors, r.bytes, r.rans, r.raw
+                );
             }
         }),
         Cfs1Action::Unpack { input, output, force } => {

@@ -204,7 +204,16 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
     };
     let meta = header.metadata.clone().unwrap_or_default();
     let Some(fmt_text) = meta.get(STAMP_KEY) else {
-        return ctx.refuse(None, "E_STAMP_MISSING", format!("no {STAMP_KEY} in __metadata__"));
+        let hint = if crate::cfse::is_cfse(&header) {
+            ": this is a CFS1 container ({\"cfse\":\"1\"}), which `tetrad cfs1 check` verifies"
+        } else {
+            ""
+        };
+        return ctx.refuse(
+            None,
+            "E_STAMP_MISSING",
+            format!("no {STAMP_KEY} in __metadata__{hint}"),
+        );
     };
     let stamps = match super::stamp_map(fmt_text) {
         Ok(s) => s,
