@@ -150,3 +150,64 @@ fn an_empty_directory_is_no_input() {
     }
     assert!(!Path::new(&out).exists() && !Path::new(&y).exists());
 }
+
+/// A shard of many small tensors, so that `inspect` writes far more than a pipe holds.
+fn many_tensors(dir: &Path) -> String {
+    let names: Vec<String> = (0..4000).map(|k| format!("layer.{k}.norm.weight")).collect();
+    let data = [0u8; 8];
+    let ts: Vec<tetrad::shard::OutTensor<'_>> = names
+        .iter()
+        .map(|n| tetrad::shard::OutTensor { name: n, dtype: "F32", shape: &[2], data: &data })
+        .collect();
+    let bytes = tetrad::shard::shard_bytes(
+        &std::collections::BTreeMap::new(),
+        &ts,
+        tetrad::shard::HeaderStyle::EscapedUnpadded,
+    )
+    .unwrap();
+    let p = dir.join("many.safetensors");
+    std::fs::write(&p, bytes).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+/// `tetrad inspect … | head`: the reader goes away; tetrad stops quietly with 141 (what a
+/// tool killed by SIGPIPE reports), no panic message or backtrace.
+#[test]
+fn a_closed_output_pipe_stops_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = many_tensors(dir.path());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+        .args(["inspect", &shard])
+        .env("RUST_BACKTRACE", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    assert!(first.starts_with(b"== "), "{first:?}");
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(141), "{err}");
+    assert!(err.is_empty(), "nothing on stderr: {err}");
+}
+
+/// Output that cannot be written for another reason (a full disk behind `> file`) is one
+/// line on stderr and exit 1, not a panic.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unwritable_output_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = many_tensors(dir.path());
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+        .args(["inspect", &shard])
+        .env("RUST_BACKTRACE", "1")
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err, "tetrad: failed printing to stdout: No space left on device (os error 28)\n");
+}

@@ -76,9 +76,48 @@ pub fn printable(name: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Parses the process arguments and runs the chosen command.
+/// Exit status when the reader of the output went away (`tetrad inspect … | head`): what a
+/// Unix tool killed by `SIGPIPE` reports (128 + 13).
+pub const EXIT_BROKEN_PIPE: u8 = 141;
+
+/// The message of the panic `println!`/`eprintln!` raise when writing the stream fails (its
+/// reader has gone, the disk behind it is full), or `None` for any other panic.
+fn print_failure(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
+    let msg = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())?;
+    msg.starts_with("failed printing to std").then_some(msg)
+}
+
+/// Parses the process arguments and runs the chosen command. Output that cannot be written
+/// is not a crash: when the reader goes away (`… | head`) the command stops quietly with
+/// [`EXIT_BROKEN_PIPE`], like any Unix tool, and any other write error (a full disk behind
+/// `> file`) is one line on stderr and exit 1 — no panic message, no backtrace, and the
+/// unwinding runs the destructors that remove temporary files.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if print_failure(info.payload()).is_none() {
+            hook(info);
+        }
+    }));
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
+        Ok(code) => code,
+        Err(payload) => match print_failure(&*payload) {
+            Some(msg) if msg.contains("Broken pipe") => ExitCode::from(EXIT_BROKEN_PIPE),
+            Some(msg) => {
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr(), "tetrad: {msg}");
+                ExitCode::from(EXIT_FAILURE)
+            }
+            None => std::panic::resume_unwind(payload),
+        },
+    }
+}
+
+fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Demo(args) => report(demo::run(&args)),
         Command::Pack(args) => pack::run(&args),
