@@ -245,6 +245,137 @@ pub fn quantize_int3_g64(
     })
 }
 
+/// The index of the entry of `table` (ascending, non-negative) nearest to `a ≥ 0`, ties to
+/// the even index; `a` beyond the last entry saturates to it. The distances are taken in f64,
+/// where the difference of two f32 values in these tables' range is exact, so a tie is seen
+/// as a tie.
+fn nearest_even(table: &[f32], a: f32) -> usize {
+    let k = table.partition_point(|&t| t < a);
+    if k == 0 {
+        return 0;
+    }
+    if k == table.len() {
+        return k - 1;
+    }
+    let below = f64::from(a) - f64::from(table[k - 1]);
+    let above = f64::from(table[k]) - f64::from(a);
+    if below < above || (below == above && (k - 1).is_multiple_of(2)) { k - 1 } else { k }
+}
+
+/// The UE8M0 exponent byte of one mxfp4 group (OCP MX): `floor(log2(max|w|)) − 2 + 127`, the
+/// shared scale that puts the group's largest magnitude in e2m1's top binade `[4, 8)`
+/// (values in `[6, 8)` saturate to 6), clamped to `[1, 254]` (byte 0 reads as `+0.0` and 255
+/// as NaN). An all-zero group gets 127 (scale 1; every code is 0).
+pub fn mxfp4_group_exponent(w: &[f32]) -> u8 {
+    let amax = w.iter().fold(0.0f32, |m, &v| if v.abs() > m { v.abs() } else { m });
+    if amax == 0.0 {
+        return 127;
+    }
+    // The biased f32 exponent is floor(log2) + 127 for a normal value; a subnormal amax (field
+    // 0) is far below the clamp either way.
+    #[allow(clippy::cast_possible_wrap)] // an 8-bit field
+    let biased = ((amax.to_bits() >> 23) & 0xFF) as i32;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // clamped to [1, 254]
+    let e = (biased - 2).clamp(1, 254) as u8;
+    e
+}
+
+/// The mxfp4 code of `v` (a weight over its group scale): sign in bit 3, the nearest e2m1
+/// magnitude's index in bits 0..2, ties to the even index, `|v| > 6` saturating to 6; a value
+/// that rounds to zero is `+0` (code 0, never `0x8`).
+pub fn e2m1_code(v: f32) -> u8 {
+    #[allow(clippy::cast_possible_truncation)] // an index into 8 entries
+    let idx = nearest_even(&crate::scalar::E2M1, v.abs()) as u8;
+    if idx != 0 && v < 0.0 { idx | 8 } else { idx }
+}
+
+/// `mxfp4`: per row, per 32-column group, a UE8M0 exponent byte `e`
+/// ([`mxfp4_group_exponent`]) and each weight's [`e2m1_code`] of `w / 2^(e−127)`, packed two
+/// to a byte (low nibble = even column; an odd `I` leaves its last high nibble 0). `codes`
+/// holds `O · ceil(I/2)` bytes, `scales` `O · ceil(I/32)` exponent bytes. Not in the shared
+/// spec's quantizer list: DECISION in `docs/FORMATS.md`.
+pub fn quantize_mxfp4(
+    w: &[f32],
+    o: usize,
+    i: usize,
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> Result<(), QuantizeError> {
+    check_len("weights", mul(o, i, o, i)?, w.len())?;
+    let (stride, groups) = (i.div_ceil(2), i.div_ceil(32));
+    check_len("codes", mul(o, i, o, stride)?, codes.len())?;
+    check_len("scales", mul(o, i, o, groups)?, scales.len())?;
+    check_finite(w)?;
+    codes.fill(0);
+    for row in 0..o {
+        let wr = &w[row * i..(row + 1) * i];
+        let cr = &mut codes[row * stride..(row + 1) * stride];
+        for g in 0..groups {
+            let cols = g * 32..(g * 32 + 32).min(i);
+            let e = mxfp4_group_exponent(&wr[cols.clone()]);
+            scales[row * groups + g] = e;
+            let x = crate::scalar::ue8m0_to_f32(e);
+            for c in cols {
+                let nib = e2m1_code(wr[c] / x);
+                cr[c / 2] |= if c.is_multiple_of(2) { nib } else { nib << 4 };
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The non-negative finite E4M3FN values, codes `0x00..=0x7E` (ascending).
+fn e4m3_magnitudes() -> [f32; 127] {
+    let mut t = [0f32; 127];
+    for (code, v) in (0u8..).zip(t.iter_mut()) {
+        *v = crate::scalar::e4m3_to_f32(code);
+    }
+    t
+}
+
+/// `fp8-e4m3-b128`: per 128 × 128 block (row-major over `[ceil(O/128)][ceil(I/128)]`) an f32
+/// scale `s = max(max|w| / 448, 1e-8)`, and each weight the E4M3FN byte nearest to `w / s`
+/// (ties to the even code, `|w / s| > 448` saturating to 448, never a NaN code; a value that
+/// rounds to zero is `+0`, byte 0). `codes` holds `O · I` bytes, `scales`
+/// `ceil(O/128) · ceil(I/128)` floats. Not in the shared spec's quantizer list: DECISION in
+/// `docs/FORMATS.md`.
+pub fn quantize_fp8_e4m3_b128(
+    w: &[f32],
+    o: usize,
+    i: usize,
+    codes: &mut [u8],
+    scales: &mut [f32],
+) -> Result<(), QuantizeError> {
+    let n = mul(o, i, o, i)?;
+    check_len("weights", n, w.len())?;
+    check_len("codes", n, codes.len())?;
+    let (bo, bi) = (o.div_ceil(128), i.div_ceil(128));
+    check_len("scales", mul(o, i, bo, bi)?, scales.len())?;
+    check_finite(w)?;
+    let mags = e4m3_magnitudes();
+    for (b, scale) in scales.iter_mut().enumerate() {
+        let (rows, cols) = (
+            (b / bi) * 128..((b / bi) * 128 + 128).min(o),
+            (b % bi) * 128..((b % bi) * 128 + 128).min(i),
+        );
+        let amax = rows.clone().fold(0.0f32, |m, r| {
+            w[r * i..][cols.clone()].iter().fold(m, |m, &v| if v.abs() > m { v.abs() } else { m })
+        });
+        let s = amax / 448.0;
+        let s = if s > SCALE_FLOOR { s } else { SCALE_FLOOR };
+        *scale = s;
+        for r in rows {
+            for c in cols.clone() {
+                let v = w[r * i + c] / s;
+                #[allow(clippy::cast_possible_truncation)] // an index into 127 entries
+                let idx = nearest_even(&mags, v.abs()) as u8;
+                codes[r * i + c] = if idx != 0 && v < 0.0 { idx | 0x80 } else { idx };
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,8 @@
 //! A float checkpoint (F32, BF16 or F16 tensors) becomes a container every other tetrad tool
 //! reads: each selected 2-D float tensor `X` of shape `[O, I]` is replaced by its codes `X`
 //! (dtype `U8`, shape `[O, row_bytes]`) followed by its scales `X.qs` (dtype `F32`, one per
-//! row or per group), produced by the reference quantizers of [`tetrad_quant::quantize`]
+//! row, group or fp8 block; `U8` UE8M0 exponents for mxfp4), produced by the reference
+//! quantizers of [`tetrad_quant::quantize`]
 //! (the spec's bytes, not a fast path). Everything else — 1-D tensors, integer tensors,
 //! unselected tensors — is copied byte for byte, in header order. Each output shard stamps
 //! what it wrote in `__metadata__["colibri.fmt"]` (sorted keys, `", "`/`": "` separators),
@@ -23,8 +24,8 @@ use std::path::{Path, PathBuf};
 use regex::Regex;
 use tetrad_quant::format::GROUP_SIZE_CANDIDATES;
 use tetrad_quant::quantize::{
-    QuantizeError, quantize_int2_row, quantize_int3_g64, quantize_int4_grouped, quantize_int4_row,
-    quantize_int8_row,
+    QuantizeError, quantize_fp8_e4m3_b128, quantize_int2_row, quantize_int3_g64,
+    quantize_int4_grouped, quantize_int4_row, quantize_int8_row, quantize_mxfp4,
 };
 
 use crate::container::StoredScales;
@@ -46,10 +47,30 @@ pub enum QuantFormat {
     Int2Row,
     /// `int3-g64`: 24-byte groups of 64 values, one scale per group.
     Int3G64,
+    /// `mxfp4`: e2m1 nibbles, one UE8M0 exponent byte per 32 columns of a row.
+    Mxfp4,
+    /// `fp8-e4m3-b128`: E4M3FN bytes, one f32 scale per 128 × 128 block.
+    Fp8E4m3B128,
+}
+
+/// One tensor's quantized bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quantized {
+    /// The codes, `O · row_bytes` bytes.
+    pub codes: Vec<u8>,
+    /// Bytes of a code row.
+    pub row_bytes: usize,
+    /// The scales as stored in `X.qs` (little-endian f32, or UE8M0 bytes for mxfp4).
+    pub scales: Vec<u8>,
+    /// The dtype of `X.qs`: `F32`, or `U8` for mxfp4.
+    pub scale_dtype: &'static str,
+    /// Number of scales (the shape of `X.qs`).
+    pub scale_count: usize,
 }
 
 impl QuantFormat {
-    /// Parses `int4-row`, `int4-grouped:GS`, `int8-row`, `int2-row` or `int3-g64`. GS must be
+    /// Parses `int4-row`, `int4-grouped:GS`, `int8-row`, `int2-row`, `int3-g64`, `mxfp4` or
+    /// `fp8-e4m3-b128`. GS must be
     /// one of the group sizes readers detect from the scale count
     /// ([`GROUP_SIZE_CANDIDATES`]).
     pub fn parse(s: &str) -> Result<Self, String> {
@@ -58,6 +79,8 @@ impl QuantFormat {
             "int8-row" => Self::Int8Row,
             "int2-row" => Self::Int2Row,
             "int3-g64" => Self::Int3G64,
+            "mxfp4" => Self::Mxfp4,
+            "fp8-e4m3-b128" => Self::Fp8E4m3B128,
             _ => match s.strip_prefix("int4-grouped:") {
                 Some(gs) => match gs.parse::<u32>() {
                     Ok(g) if GROUP_SIZE_CANDIDATES.contains(&g) => Self::Int4Grouped(g as usize),
@@ -69,7 +92,7 @@ impl QuantFormat {
                 },
                 None => {
                     return Err(format!(
-                        "unknown format {s:?}, expected int4-row, int4-grouped:GS, int8-row, int2-row or int3-g64"
+                        "unknown format {s:?}, expected int4-row, int4-grouped:GS, int8-row, int2-row, int3-g64, mxfp4 or fp8-e4m3-b128"
                     ));
                 }
             },
@@ -85,6 +108,8 @@ impl QuantFormat {
             Self::Int8Row => "int8-row",
             Self::Int2Row => "int2-row",
             Self::Int3G64 => "int3-g64",
+            Self::Mxfp4 => "mxfp4",
+            Self::Fp8E4m3B128 => "fp8-e4m3-b128",
         }
     }
 
@@ -97,39 +122,59 @@ impl QuantFormat {
         }
     }
 
-    /// True for the two nibble formats.
-    pub fn is_int4(self) -> bool {
-        matches!(self, Self::Int4Row | Self::Int4Grouped(_))
+    /// True for the formats whose codes are nibbles (int4-row, int4-grouped, mxfp4).
+    pub fn is_nibbles(self) -> bool {
+        matches!(self, Self::Int4Row | Self::Int4Grouped(_) | Self::Mxfp4)
     }
 
-    /// Codes (`O · row_bytes`) and scales of `w[O, I]`, with `row_bytes`.
-    pub fn quantize(
-        self,
-        w: &[f32],
-        o: usize,
-        i: usize,
-    ) -> Result<(Vec<u8>, Vec<f32>, usize), QuantizeError> {
+    /// True where the shared spec's byte arithmetic can infer the format. mxfp4 it never
+    /// infers (its one-byte scales fit none of its steps): a reader that follows the spec to
+    /// the letter refuses an mxfp4 tensor, stamped or not, and only a stamp-trusting reader
+    /// (tetrad) reads it. It is written anyway when asked for, and said so.
+    pub fn spec_infers(self) -> bool {
+        self != Self::Mxfp4
+    }
+
+    /// The codes and scales of `w[O, I]`.
+    pub fn quantize(self, w: &[f32], o: usize, i: usize) -> Result<Quantized, QuantizeError> {
         let ovf = QuantizeError::Overflow { o, i };
-        let (row_bytes, groups) = match self {
-            Self::Int4Row => (i.div_ceil(2), 1),
-            Self::Int4Grouped(gs) => (i.div_ceil(2), i.div_ceil(gs.max(1))),
-            Self::Int8Row => (i, 1),
-            Self::Int2Row => (i.div_ceil(4), 1),
+        let (row_bytes, scale_count) = match self {
+            Self::Int4Row => (i.div_ceil(2), o),
+            Self::Int4Grouped(gs) => {
+                (i.div_ceil(2), o.checked_mul(i.div_ceil(gs.max(1))).ok_or(ovf)?)
+            }
+            Self::Int8Row => (i, o),
+            Self::Int2Row => (i.div_ceil(4), o),
             Self::Int3G64 => (
                 i.div_ceil(64).checked_mul(tetrad_quant::quantize::INT3_GROUP_BYTES).ok_or(ovf)?,
-                i.div_ceil(64),
+                o.checked_mul(i.div_ceil(64)).ok_or(ovf)?,
             ),
+            Self::Mxfp4 => (i.div_ceil(2), o.checked_mul(i.div_ceil(32)).ok_or(ovf)?),
+            Self::Fp8E4m3B128 => (i, o.div_ceil(128).checked_mul(i.div_ceil(128)).ok_or(ovf)?),
         };
         let mut codes = vec![0u8; o.checked_mul(row_bytes).ok_or(ovf)?];
-        let mut scales = vec![0f32; o.checked_mul(groups).ok_or(ovf)?];
+        if self == Self::Mxfp4 {
+            let mut scales = vec![0u8; scale_count];
+            quantize_mxfp4(w, o, i, &mut codes, &mut scales)?;
+            return Ok(Quantized { codes, row_bytes, scales, scale_dtype: "U8", scale_count });
+        }
+        let mut scales = vec![0f32; scale_count];
         match self {
             Self::Int4Row => quantize_int4_row(w, o, i, &mut codes, &mut scales)?,
             Self::Int4Grouped(gs) => quantize_int4_grouped(w, o, i, gs, &mut codes, &mut scales)?,
             Self::Int8Row => quantize_int8_row(w, o, i, &mut codes, &mut scales)?,
             Self::Int2Row => quantize_int2_row(w, o, i, &mut codes, &mut scales)?,
             Self::Int3G64 => quantize_int3_g64(w, o, i, &mut codes, &mut scales)?,
+            Self::Fp8E4m3B128 => quantize_fp8_e4m3_b128(w, o, i, &mut codes, &mut scales)?,
+            Self::Mxfp4 => unreachable!("handled above"),
         }
-        Ok((codes, scales, row_bytes))
+        Ok(Quantized {
+            codes,
+            row_bytes,
+            scales: scales.iter().flat_map(|s| s.to_le_bytes()).collect(),
+            scale_dtype: "F32",
+            scale_count,
+        })
     }
 }
 
@@ -210,13 +255,12 @@ fn stamp_for(
     o: u64,
     i: u64,
     codes: usize,
-    scales: usize,
+    scale_bytes: usize,
 ) -> Result<&'static str, Refusal> {
     let stamp = fmt.stamp_for_columns(i);
-    let r =
-        tetrad_quant::resolve(o, i, codes as u64, 4 * scales as u64, Some(stamp)).map_err(|e| {
-            Refusal::new(e.class(), format!("{file}: {name}: {fmt} output does not resolve: {e}"))
-        })?;
+    let r = tetrad_quant::resolve(o, i, codes as u64, scale_bytes as u64, Some(stamp)).map_err(
+        |e| Refusal::new(e.class(), format!("{file}: {name}: {fmt} output does not resolve: {e}")),
+    )?;
     let same_group = match fmt {
         QuantFormat::Int4Grouped(gs) if stamp == "int4-grouped" => {
             r.group_size.and_then(|g| usize::try_from(g).ok()) == Some(gs)
@@ -246,10 +290,15 @@ pub(crate) fn portable(
     o: u64,
     i: u64,
     codes: usize,
-    scales: usize,
+    scale_bytes: usize,
 ) -> Result<(), String> {
-    match tetrad_quant::resolve::resolve_literal(o, i, codes as u64, 4 * scales as u64, Some(stamp))
-    {
+    match tetrad_quant::resolve::resolve_literal(
+        o,
+        i,
+        codes as u64,
+        scale_bytes as u64,
+        Some(stamp),
+    ) {
         Ok(_) => Ok(()),
         Err(e) => Err(format!(
             "as {stamp} its bytes collide with another layout, and a reader that follows the spec literally refuses it ({}: {e})",
@@ -277,6 +326,7 @@ pub fn quantize_shard(
         code_shape: [u64; 2],
         scales: Vec<u8>,
         scale_shape: [u64; 1],
+        scale_dtype: &'static str,
         qs_name: String,
     }
     let mut built: Vec<Option<Built>> = Vec::with_capacity(shard.header.tensors.len());
@@ -315,12 +365,14 @@ pub fn quantize_shard(
             usize::try_from(i).map_err(|_| too_big())?,
         );
         let w = float_values(&t.dtype, shard.data(t)).ok_or_else(too_big)?;
-        let (codes, scales, row_bytes) = opts
+        let q = opts
             .format
             .quantize(&w, ou, iu)
             .map_err(|e| Refusal::new(e.class(), format!("{file}: {}: {e}", t.name)))?;
-        let stamp = stamp_for(opts.format, &file, &t.name, o, i, codes.len(), scales.len())?;
-        if let Err(why) = portable(stamp, o, i, codes.len(), scales.len()) {
+        let stamp = stamp_for(opts.format, &file, &t.name, o, i, q.codes.len(), q.scales.len())?;
+        if opts.format.spec_infers()
+            && let Err(why) = portable(stamp, o, i, q.codes.len(), q.scales.len())
+        {
             if let Some(a) = actions.last_mut() {
                 a.quantized = false;
                 a.kept = Some(why);
@@ -333,10 +385,11 @@ pub fn quantize_shard(
             a.stamp = Some(stamp);
         }
         built.push(Some(Built {
-            code_shape: [o, row_bytes as u64],
-            scale_shape: [scales.len() as u64],
-            scales: scales.iter().flat_map(|s| s.to_le_bytes()).collect(),
-            codes,
+            code_shape: [o, q.row_bytes as u64],
+            scale_shape: [q.scale_count as u64],
+            scale_dtype: q.scale_dtype,
+            scales: q.scales,
+            codes: q.codes,
             qs_name,
         }));
     }
@@ -364,7 +417,7 @@ pub fn quantize_shard(
                 });
                 out.push(OutTensor {
                     name: &b.qs_name,
-                    dtype: "F32",
+                    dtype: b.scale_dtype,
                     shape: &b.scale_shape,
                     data: &b.scales,
                 });

@@ -354,23 +354,26 @@ fn quantized(
         usize::try_from(*i).map_err(|e| e.to_string())?,
     );
     let w = float_values(dtype, data).ok_or("not a float tensor")?;
-    let (codes, scales, row_bytes) = fmt.quantize(&w, o, i).map_err(|e| e.to_string())?;
+    let q = fmt.quantize(&w, o, i).map_err(|e| e.to_string())?;
     // What `tetrad quantize` keeps as floats is not measured as codes either.
-    crate::quantize_container::portable(
-        fmt.stamp_for_columns(i as u64),
-        o as u64,
-        i as u64,
-        codes.len(),
-        scales.len(),
-    )
-    .map_err(|why| format!("tetrad quantize keeps it as {dtype}: {why}"))?;
+    if fmt.spec_infers() {
+        crate::quantize_container::portable(
+            fmt.stamp_for_columns(i as u64),
+            o as u64,
+            i as u64,
+            q.codes.len(),
+            q.scales.len(),
+        )
+        .map_err(|why| format!("tetrad quantize keeps it as {dtype}: {why}"))?;
+    }
+    let (codes, row_bytes) = (q.codes, q.row_bytes);
     Ok(Measured {
         name: name.to_owned(),
         file: file.to_owned(),
         format: fmt.to_string(),
         format_source: "quantize",
         shape: shape.to_vec(),
-        symbols: if fmt.is_int4() { Symbols::Nibble } else { Symbols::Byte },
+        symbols: if fmt.is_nibbles() { Symbols::Nibble } else { Symbols::Byte },
         data: codes,
         row_bytes,
     })

@@ -132,6 +132,7 @@ fn expected_codes(fmt: QuantFormat, w: &[f32], o: usize, i: usize) -> (Vec<u8>, 
             }
             (out, s)
         }
+        other => unreachable!("{other}: see mxfp4_and_fp8_match_the_independent_quantizer"),
     }
 }
 
@@ -168,7 +169,7 @@ fn every_format_matches_the_independent_quantizer() {
         let meta = set.shards[0].header.metadata.clone().unwrap();
         let stamp = fmt.stamp_name();
         // A grouped format with one group per row (I = 9 ≤ GS) is int4-row, stamped so.
-        let stamp_a = if fmt.is_int4() { "int4-row" } else { stamp };
+        let stamp_a = fmt.stamp_for_columns(9);
         assert_eq!(
             meta["colibri.fmt"],
             format!(r#"{{"layer.a.weight": "{stamp_a}", "layer.b.weight": "{stamp}"}}"#)
@@ -180,6 +181,126 @@ fn every_format_matches_the_independent_quantizer() {
         assert_eq!(v.format().name(), stamp_a, "{spec}");
         let v = c.tensor("layer.b.weight", 3, 130).unwrap();
         assert_eq!(v.format().name(), stamp, "{spec}");
+    }
+}
+
+/// The value nearest `a` among `values` (index = code magnitude), ties to the even index,
+/// by brute force: the independent rounding the mxfp4 and fp8 quantizers must match.
+fn nearest_code(values: &[f64], a: f64) -> usize {
+    let mut best = 0;
+    for k in 1..values.len() {
+        let (d, db) = ((values[k] - a).abs(), (values[best] - a).abs());
+        if d < db || (d == db && k % 2 == 0) {
+            best = k;
+        }
+    }
+    best
+}
+
+/// mxfp4 by the OCP MX rule, computed independently: e = floor(log2(max|w|)) − 2 + 127 per 32
+/// columns (127 for an all-zero group), codes the nearest e2m1 value of w / 2^(e−127).
+fn expected_mxfp4(w: &[f32], o: usize, i: usize) -> (Vec<u8>, Vec<u8>) {
+    let grid = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+    let (stride, groups) = (i.div_ceil(2), i.div_ceil(32));
+    let (mut codes, mut scales) = (vec![0u8; o * stride], vec![0u8; o * groups]);
+    for r in 0..o {
+        for g in 0..groups {
+            let cols = g * 32..(g * 32 + 32).min(i);
+            let amax = cols.clone().map(|c| f64::from(w[r * i + c]).abs()).fold(0.0, f64::max);
+            let e =
+                if amax == 0.0 { 127 } else { (amax.log2().floor() as i32 + 125).clamp(1, 254) };
+            scales[r * groups + g] = e as u8;
+            for c in cols {
+                let v = f64::from(w[r * i + c]) / 2f64.powi(e - 127);
+                let k = nearest_code(&grid, v.abs().min(6.0)) as u8;
+                let nib = if k != 0 && v < 0.0 { k | 8 } else { k };
+                codes[r * stride + c / 2] |= if c % 2 == 0 { nib } else { nib << 4 };
+            }
+        }
+    }
+    (codes, scales)
+}
+
+/// fp8-e4m3-b128 computed independently: s = max|w| / 448 per 128 × 128 block (floor 1e-8),
+/// each byte the nearest E4M3FN value of w / s (ties to the even code, saturating at 448).
+fn expected_fp8(w: &[f32], o: usize, i: usize) -> (Vec<u8>, Vec<f32>) {
+    let vals: Vec<f64> = (0u32..127)
+        .map(|c| {
+            let (e, m) = ((c >> 3) as i32, f64::from(c & 7));
+            if e == 0 { m * 2f64.powi(-9) } else { (1.0 + m / 8.0) * 2f64.powi(e - 7) }
+        })
+        .collect();
+    let bi = i.div_ceil(128);
+    let mut scales = vec![0f32; o.div_ceil(128) * bi];
+    for (b, s) in scales.iter_mut().enumerate() {
+        let mut amax = 0f32;
+        for r in (b / bi) * 128..((b / bi) * 128 + 128).min(o) {
+            for c in (b % bi) * 128..((b % bi) * 128 + 128).min(i) {
+                amax = amax.max(w[r * i + c].abs());
+            }
+        }
+        *s = (amax / 448.0).max(1e-8);
+    }
+    let codes = (0..o * i)
+        .map(|k| {
+            let (r, c) = (k / i, k % i);
+            let v = w[k] / scales[(r / 128) * bi + c / 128];
+            let code = nearest_code(&vals, f64::from(v.abs()).min(448.0)) as u8;
+            if code != 0 && v < 0.0 { code | 0x80 } else { code }
+        })
+        .collect();
+    (codes, scales)
+}
+
+/// `--format mxfp4` and `--format fp8-e4m3-b128`: the bytes of an independent computation,
+/// mxfp4 scales stored as U8 exponents, stamps written, the Container reads each tensor as its
+/// format and multiplies with it.
+#[test]
+fn mxfp4_and_fp8_match_the_independent_quantizer() {
+    for spec in ["mxfp4", "fp8-e4m3-b128"] {
+        let fmt = QuantFormat::parse(spec).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("model.safetensors");
+        let src = write_input(&input);
+        let out = dir.path().join("q");
+        let opts = QuantizeOptions { format: fmt, only: None, force: false, quiet: true };
+        let report = quantize_path(&input, &out, &opts).unwrap();
+        assert_eq!(report.tensors.iter().filter(|t| t.quantized).count(), 2, "{spec}");
+        let set = ShardSet::open_dir(&out).unwrap();
+        for (name, (w, o, i)) in &src {
+            let (want_codes, want_scales, scale_dtype) = if fmt == QuantFormat::Mxfp4 {
+                let (c, s) = expected_mxfp4(w, *o, *i);
+                (c, s, "U8")
+            } else {
+                let (c, s) = expected_fp8(w, *o, *i);
+                (c, f32_bytes(&s), "F32")
+            };
+            let (loc, e) = set.get(name).unwrap();
+            assert_eq!((e.dtype.as_str(), e.shape[0]), ("U8", *o as u64), "{spec} {name}");
+            assert_eq!(set.data(loc), &want_codes[..], "{spec} {name} codes");
+            let (qloc, qe) = set.get(&format!("{name}.qs")).unwrap();
+            assert_eq!(qe.dtype, scale_dtype, "{spec} {name}");
+            assert_eq!(set.data(qloc), &want_scales[..], "{spec} {name} scales");
+        }
+        let meta = set.shards[0].header.metadata.clone().unwrap();
+        assert_eq!(
+            meta["colibri.fmt"],
+            format!(r#"{{"layer.a.weight": "{spec}", "layer.b.weight": "{spec}"}}"#)
+        );
+        let c = tetrad::container::Container::open(&out).unwrap();
+        for (name, (w, o, i)) in &src {
+            let v = c.tensor(name, *o as u64, *i as u64).unwrap();
+            assert_eq!(v.format().name(), spec);
+            // The product with the quantized weights is close to the float one.
+            let x: Vec<f32> = (0..*i).map(|k| ((k as f32) * 0.7).cos()).collect();
+            let mut y = vec![0f32; *o];
+            v.matmul(name, tetrad_quant::isa::Isa::Scalar, &x, 1, &mut y, 1).unwrap();
+            for r in 0..*o {
+                let exact: f32 = (0..*i).map(|k| w[r * i + k] * x[k]).sum();
+                let mag: f32 = (0..*i).map(|k| (w[r * i + k] * x[k]).abs()).sum();
+                assert!((y[r] - exact).abs() <= 0.2 * mag + 1e-6, "{spec} {name} row {r}");
+            }
+        }
     }
 }
 

@@ -13,22 +13,29 @@ use crate::quantize_container::{QuantFormat, QuantizeOptions, quantize_path};
 #[command(after_help = "\
 IN is one *.safetensors file or a directory of them (F32, BF16 or F16 tensors). OUT is a
 directory (created if missing) that receives one shard per input shard, same file name.
-Every selected 2-D float tensor X [O, I] becomes X (U8 codes, shape [O, row_bytes]) followed by
-X.qs (F32 scales) with the reference quantizers of docs/FORMATS.md; every other tensor is copied
-byte for byte. A selected tensor whose quantized bytes would collide with another format's
-(e.g. int4-row [O, 1] has int8-row's byte counts, int3-g64 [O, 48] int4-row's) is copied too,
-and the report says so: readers that follow the spec literally could not tell them apart. Each shard stamps what it wrote in __metadata__[\"colibri.fmt\"]. A shard is built
-in memory (about its input size plus the codes) and written to a temporary file; the files are
-renamed into OUT only when every shard succeeded, so a refusal (named with its shard file)
-writes nothing and leaves no new OUT directory. An existing output shard is refused
-(E_OUTPUT_EXISTS) unless --force; an output shard that is an input always (E_OUTPUT_IS_INPUT).
+Every selected 2-D float tensor X [O, I] becomes X (U8 codes, shape [O, row_bytes]) followed
+by X.qs (F32 scales; U8 UE8M0 exponents for mxfp4) with the reference quantizers of
+docs/FORMATS.md; every other tensor is copied byte for byte. A selected tensor whose quantized
+bytes would collide with another format's (e.g. int4-row [O, 1] has int8-row's byte counts,
+int3-g64 [O, 48] int4-row's) is copied too, and the report says so: readers that follow the
+spec literally could not tell them apart. mxfp4 (per 32 columns a power-of-two scale, the OCP
+MX rule; e2m1 codes) is the exception: the spec's byte arithmetic never infers it, so only a
+reader that trusts the stamp (tetrad does) reads it, and a literal one refuses it.
+fp8-e4m3-b128 takes one f32 scale per 128 x 128 block (max|w| / 448) and the nearest E4M3FN
+byte, ties to even. Each shard stamps what it wrote in __metadata__[\"colibri.fmt\"]. A
+shard is built in memory (about its input size plus the codes) and written to a temporary
+file; the files are renamed into OUT only when every shard succeeded, so a refusal (named
+with its shard file) writes nothing and leaves no new OUT directory. An existing output shard
+is refused (E_OUTPUT_EXISTS) unless --force; an output shard that is an input always
+(E_OUTPUT_IS_INPUT).
 
 Examples:
   tetrad quantize --format int4-row model.safetensors q/
   tetrad quantize --format int4-grouped:64 --only 'mlp|attn' ckpt/ q/
+  tetrad quantize --format fp8-e4m3-b128 model.safetensors q8/
   tetrad pack --indir q/ --outdir packed/ --select '\\.weight$'")]
 pub struct QuantizeArgs {
-    /// int4-row, int4-grouped:GS, int8-row, int2-row or int3-g64.
+    /// int4-row, int4-grouped:GS, int8-row, int2-row, int3-g64, mxfp4 or fp8-e4m3-b128.
     #[arg(long, value_parser = QuantFormat::parse, default_value = "int4-row")]
     pub format: QuantFormat,
     /// Only quantize 2-D float tensors whose name matches this regex (the rest is copied).

@@ -37,7 +37,8 @@ pub struct StatsArgs {
     /// Print one line per tensor (always included in --json).
     #[arg(long)]
     pub per_tensor: bool,
-    /// Format float tensors are measured in: int4-row, int4-grouped:GS or int8-row.
+    /// Format float tensors are measured in: int4-row, int4-grouped:GS, int8-row, mxfp4 or
+    /// fp8-e4m3-b128.
     #[arg(long, value_parser = parse_measurable, default_value = "int4-row")]
     pub quantize: QuantFormat,
     /// Write a chart (nibble histogram, per-tensor bits/weight) to this file: PNG or SVG,
@@ -70,8 +71,14 @@ fn parse_plot_path(s: &str) -> Result<PathBuf, String> {
 fn parse_measurable(s: &str) -> Result<QuantFormat, String> {
     let f = QuantFormat::parse(s)?;
     match f {
-        QuantFormat::Int4Row | QuantFormat::Int4Grouped(_) | QuantFormat::Int8Row => Ok(f),
-        _ => Err(format!("{s}: stats measures int4-row, int4-grouped:GS or int8-row codes")),
+        QuantFormat::Int4Row
+        | QuantFormat::Int4Grouped(_)
+        | QuantFormat::Int8Row
+        | QuantFormat::Mxfp4
+        | QuantFormat::Fp8E4m3B128 => Ok(f),
+        _ => Err(format!(
+            "{s}: stats measures int4-row, int4-grouped:GS, int8-row, mxfp4 or fp8-e4m3-b128 codes"
+        )),
     }
 }
 
