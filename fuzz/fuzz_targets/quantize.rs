@@ -1,14 +1,26 @@
 //! Arbitrary f32 matrices (NaN, infinities, subnormals, huge values included) through every
 //! reference quantizer: never a panic; finite input always quantizes; codes stay in range and
 //! never use the most negative code; every weight is within half a scale step of its code.
+//! mxfp4 and fp8-e4m3-b128: scales in range, no NaN or `-0` code, and each code is the one
+//! nearest the weight over its scale (saturated), ties to the even code.
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use tetrad_quant::quantize::{
-    QuantizeError, quantize_int2_row, quantize_int3_g64, quantize_int4_grouped, quantize_int4_row,
-    quantize_int8_row,
+    QuantizeError, quantize_fp8_e4m3_b128, quantize_int2_row, quantize_int3_g64,
+    quantize_int4_grouped, quantize_int4_row, quantize_int8_row, quantize_mxfp4,
 };
+use tetrad_quant::scalar::{E2M1, e4m3_to_f32, ue8m0_to_f32};
+
+/// True when `code` (a magnitude index into `values`) is the nearest to `a`, ties to even.
+fn is_nearest(values: &[f64], code: usize, a: f64) -> bool {
+    let d = (values[code] - a).abs();
+    values.iter().enumerate().all(|(k, v)| {
+        let dk = (v - a).abs();
+        dk > d || (dk == d && (k == code || code % 2 == 0))
+    })
+}
 
 #[derive(Debug, Arbitrary)]
 struct Input {
@@ -52,6 +64,37 @@ fuzz_target!(|inp: Input| {
     let mut c3 = vec![0u8; o * i.div_ceil(64) * 24];
     let mut s3 = vec![0f32; o * i.div_ceil(64)];
     assert_eq!(quantize_int3_g64(w, o, i, &mut c3, &mut s3).is_ok(), finite);
+
+    let mut cm = vec![0u8; o * i.div_ceil(2)];
+    let mut em = vec![0u8; o * i.div_ceil(32)];
+    assert_eq!(quantize_mxfp4(w, o, i, &mut cm, &mut em).is_ok(), finite);
+    if finite {
+        let grid: Vec<f64> = E2M1.iter().map(|&v| f64::from(v)).collect();
+        assert!(em.iter().all(|e| (1..=254).contains(e)), "UE8M0 byte out of range");
+        for r in 0..o {
+            for c in 0..i {
+                let nib = (cm[r * i.div_ceil(2) + c / 2] >> (4 * (c % 2))) & 15;
+                assert_ne!(nib, 8, "-0 emitted");
+                let v = w[r * i + c] / ue8m0_to_f32(em[r * i.div_ceil(32) + c / 32]);
+                let a = f64::from(v.abs()).min(6.0);
+                assert!(is_nearest(&grid, usize::from(nib & 7), a), "w {} nib {nib}", w[r * i + c]);
+                assert!(nib & 7 == 0 || (nib & 8 != 0) == (v < 0.0), "sign");
+            }
+        }
+    }
+    let mut cf = vec![0u8; o * i];
+    let mut sf = vec![0f32; o.div_ceil(128) * i.div_ceil(128)];
+    assert_eq!(quantize_fp8_e4m3_b128(w, o, i, &mut cf, &mut sf).is_ok(), finite);
+    if finite {
+        let mags: Vec<f64> = (0u8..0x7F).map(|b| f64::from(e4m3_to_f32(b))).collect();
+        for (k, &b) in cf.iter().enumerate() {
+            assert!(b & 0x7F != 0x7F && b != 0x80, "NaN or -0 code {b:#04x}");
+            let s = sf[(k / i / 128) * i.div_ceil(128) + (k % i) / 128];
+            assert!(s.is_finite() && s >= 1e-8, "scale {s}");
+            let a = f64::from((w[k] / s).abs()).min(448.0);
+            assert!(is_nearest(&mags, usize::from(b & 0x7F), a), "w {} byte {b:#04x} s {s}", w[k]);
+        }
+    }
 
     let groups = if gs == 0 { 0 } else { i.div_ceil(gs) };
     let mut sg = vec![0f32; o * groups];
