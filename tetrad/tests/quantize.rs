@@ -287,6 +287,11 @@ fn mxfp4_and_fp8_match_the_independent_quantizer() {
             meta["colibri.fmt"],
             format!(r#"{{"layer.a.weight": "{spec}", "layer.b.weight": "{spec}"}}"#)
         );
+        // `tetrad verify` (entropy-coded records) says what the stamps name instead.
+        let o = bin().arg("verify").arg(&out).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(1), "{text}");
+        assert!(text.contains(&format!("E_STAMP_MISSING: no tensor is stamped \"int4-rans256-g0\" or \"int4-rans64-t1\" (its stamps name 2 {spec}: `tetrad inspect` checks")), "{text}");
         let c = tetrad::container::Container::open(&out).unwrap();
         for (name, (w, o, i)) in &src {
             let v = c.tensor(name, *o as u64, *i as u64).unwrap();

@@ -228,10 +228,24 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
         })
         .collect();
     if stamped.is_empty() {
+        // Say what the stamps do name: a quantized (dense) container is checked elsewhere.
+        let mut named: BTreeMap<&str, usize> = BTreeMap::new();
+        for f in stamps.values() {
+            *named.entry(f.as_str()).or_default() += 1;
+        }
+        let hint = if named.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = named.iter().map(|(f, n)| format!("{n} {f}")).collect();
+            format!(
+                " (its stamps name {}: `tetrad inspect` checks dense stamps against their bytes)",
+                list.join(", ")
+            )
+        };
         return ctx.refuse(
             None,
             "E_STAMP_MISSING",
-            format!("no tensor is stamped {FORMAT_NAME:?} or {RANS64_NAME:?}"),
+            format!("no tensor is stamped {FORMAT_NAME:?} or {RANS64_NAME:?}{hint}"),
         );
     }
     // The shared table: needed (and checked) only for int4-rans256-g0 records.
