@@ -14,7 +14,9 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use tetrad_fuzz::{cyclic_byte, lcg_activations, same_bits, table_from_hist, to_codable};
+use tetrad_fuzz::{
+    cyclic_byte, lcg_activations, rotating_arm, same_bits, table_from_hist, to_codable,
+};
 use tetrad_quant::Format;
 use tetrad_quant::adapter::{Acts, AdapterError, Cfs1Matrix, Rans256Matrix};
 use tetrad_quant::kernels::QuantizedActs;
@@ -96,11 +98,8 @@ fuzz_target!(|inp: Input| {
     let mut dense_bytes = vec![0u8; m.dense_len()];
     let decoded = m.decode_into(Arm::Scalar, &mut dense_bytes);
     let arms: Vec<Arm> = Arm::ALL.iter().copied().filter(|a| a.is_available()).collect();
-    // One decode arm per kernel arm, rotating with the input: the instrumented decode is most
-    // of a run's time, and every arm pair still meets across inputs.
-    let turn = (inp.x_seed >> 8) as usize;
     for (k, isa) in tetrad_quant::isa::available().enumerate() {
-        let arm = arms[(k + turn) % arms.len()];
+        let arm = rotating_arm(&arms, k, inp.x_seed);
         let mut y = vec![f32::NAN; s * o];
         let mut yq = vec![f32::NAN; s * o];
         let r = m.matmul_with(isa, arm, Acts::F32 { x: &x, s }, &mut y);

@@ -17,7 +17,9 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use tetrad_fuzz::{assert_class, cyclic_byte, reseal_rans64, table_from_hist, to_codable};
+use tetrad_fuzz::{
+    assert_class, cyclic_byte, reseal_rans64, rotating_arm, table_from_hist, to_codable,
+};
 use tetrad_quant::Format;
 use tetrad_quant::adapter::Acts;
 use tetrad_quant::adapter_rans64::{Rans64Matrix, SCRATCH_SLACK};
@@ -133,11 +135,8 @@ fuzz_target!(|inp: Input| {
         want_q.push(w);
     }
 
-    // One decode arm per kernel arm, rotating with the input: the instrumented decode is most
-    // of a run's time, and every arm pair still meets across inputs.
-    let turn = (inp.x_seed >> 8) as usize;
     for (k, &isa) in isas.iter().enumerate() {
-        let arm = arms[(k + turn) % arms.len()];
+        let arm = rotating_arm(&arms, k, inp.x_seed);
         let mut y = vec![f32::NAN; s * o];
         let mut yq = vec![f32::NAN; s * o];
         let r = m.matmul_with(isa, arm, Acts::F32 { x: &x, s }, &mut y);

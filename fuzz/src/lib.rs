@@ -155,6 +155,13 @@ pub fn lcg_activations(seed: u32, n: usize) -> Vec<f32> {
         .collect()
 }
 
+/// The decode arm paired with the `k`-th kernel ISA, the pairing rotating with `seed >> 8`:
+/// the sanitizer-instrumented decode is most of an adapter run's time, so a run decodes once
+/// per ISA instead of once per pair, and across inputs every pair still meets.
+pub fn rotating_arm<A: Copy>(arms: &[A], k: usize, seed: u32) -> A {
+    arms[(k + (seed >> 8) as usize) % arms.len()]
+}
+
 /// Whether two float slices are the same length and equal bit for bit (NaN payloads and the
 /// sign of zero included).
 pub fn same_bits(a: &[f32], b: &[f32]) -> bool {

@@ -67,12 +67,23 @@ fn round_half_even_small(v: f32) -> f32 {
     (v + MAGIC) - MAGIC
 }
 
+/// The largest magnitude in `w` (0 when empty). Callers check their weights finite first.
+#[inline]
+fn amax(w: &[f32]) -> f32 {
+    w.iter().fold(0.0f32, |m, &v| if v.abs() > m { v.abs() } else { m })
+}
+
+/// `max(amax / qmax, 1e-8)`: the symmetric scale of values whose largest magnitude is `amax`.
+#[inline]
+fn floored_scale(amax: f32, qmax: f32) -> f32 {
+    let s = amax / qmax;
+    if s > SCALE_FLOOR { s } else { SCALE_FLOOR }
+}
+
 /// The symmetric scale of one group: `max(max|w| / qmax, 1e-8)`.
 #[inline]
 pub fn group_scale(w: &[f32], qmax: f32) -> f32 {
-    let amax = w.iter().fold(0.0f32, |m, &v| if v.abs() > m { v.abs() } else { m });
-    let s = amax / qmax;
-    if s > SCALE_FLOOR { s } else { SCALE_FLOOR }
+    floored_scale(amax(w), qmax)
 }
 
 /// Quantizes one weight with scale `s` to an integer in `[-qmax, qmax]`, half to even.
@@ -267,7 +278,7 @@ fn nearest_even(table: &[f32], a: f32) -> usize {
 /// (values in `[6, 8)` saturate to 6), clamped to `[1, 254]` (byte 0 reads as `+0.0` and 255
 /// as NaN). An all-zero group gets 127 (scale 1; every code is 0).
 pub fn mxfp4_group_exponent(w: &[f32]) -> u8 {
-    let amax = w.iter().fold(0.0f32, |m, &v| if v.abs() > m { v.abs() } else { m });
+    let amax = amax(w);
     if amax == 0.0 {
         return 127;
     }
@@ -358,11 +369,8 @@ pub fn quantize_fp8_e4m3_b128(
             (b / bi) * 128..((b / bi) * 128 + 128).min(o),
             (b % bi) * 128..((b % bi) * 128 + 128).min(i),
         );
-        let amax = rows.clone().fold(0.0f32, |m, r| {
-            w[r * i..][cols.clone()].iter().fold(m, |m, &v| if v.abs() > m { v.abs() } else { m })
-        });
-        let s = amax / 448.0;
-        let s = if s > SCALE_FLOOR { s } else { SCALE_FLOOR };
+        let block_amax = rows.clone().map(|r| amax(&w[r * i..][cols.clone()])).fold(0.0, f32::max);
+        let s = floored_scale(block_amax, 448.0);
         *scale = s;
         for r in rows {
             for c in cols.clone() {

@@ -3,7 +3,7 @@
 #![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_possible_wrap)]
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tetrad::quantize_container::{QuantFormat, QuantizeOptions, quantize_path};
@@ -136,20 +136,37 @@ fn expected_codes(fmt: QuantFormat, w: &[f32], o: usize, i: usize) -> (Vec<u8>, 
     }
 }
 
+/// The test input quantized with one `--format` spec, in a temporary directory.
+struct Quantized {
+    fmt: QuantFormat,
+    /// Kept so the directory lives as long as the paths below.
+    dir: tempfile::TempDir,
+    input: PathBuf,
+    src: BTreeMap<&'static str, (Vec<f32>, usize, usize)>,
+    out: PathBuf,
+    set: ShardSet,
+}
+
+/// Writes [`write_input`]'s container and quantizes it with `spec` (both weights quantized).
+fn quantized(spec: &str) -> Quantized {
+    let fmt = QuantFormat::parse(spec).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("model.safetensors");
+    let src = write_input(&input);
+    let out = dir.path().join("q");
+    let opts = QuantizeOptions { format: fmt, only: None, force: false, quiet: true };
+    let report = quantize_path(&input, &out, &opts).unwrap();
+    assert_eq!(report.tensors.iter().filter(|t| t.quantized).count(), 2, "{spec}");
+    let set = ShardSet::open_dir(&out).unwrap();
+    Quantized { fmt, dir, input, src, out, set }
+}
+
 #[test]
 fn every_format_matches_the_independent_quantizer() {
     for spec in
         ["int4-row", "int4-grouped:16", "int4-grouped:32", "int8-row", "int2-row", "int3-g64"]
     {
-        let fmt = QuantFormat::parse(spec).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let input = dir.path().join("model.safetensors");
-        let src = write_input(&input);
-        let out = dir.path().join("q");
-        let opts = QuantizeOptions { format: fmt, only: None, force: false, quiet: true };
-        let report = quantize_path(&input, &out, &opts).unwrap();
-        assert_eq!(report.tensors.iter().filter(|t| t.quantized).count(), 2, "{spec}");
-        let set = ShardSet::open_dir(&out).unwrap();
+        let Quantized { fmt, dir: _dir, input, src, out, set } = quantized(spec);
         let inset = ShardSet::open_files(std::slice::from_ref(&input)).unwrap();
         for (name, (w, o, i)) in &src {
             let (want_codes, want_scales) = expected_codes(fmt, w, *o, *i);
@@ -258,15 +275,7 @@ fn expected_fp8(w: &[f32], o: usize, i: usize) -> (Vec<u8>, Vec<f32>) {
 #[test]
 fn mxfp4_and_fp8_match_the_independent_quantizer() {
     for spec in ["mxfp4", "fp8-e4m3-b128"] {
-        let fmt = QuantFormat::parse(spec).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let input = dir.path().join("model.safetensors");
-        let src = write_input(&input);
-        let out = dir.path().join("q");
-        let opts = QuantizeOptions { format: fmt, only: None, force: false, quiet: true };
-        let report = quantize_path(&input, &out, &opts).unwrap();
-        assert_eq!(report.tensors.iter().filter(|t| t.quantized).count(), 2, "{spec}");
-        let set = ShardSet::open_dir(&out).unwrap();
+        let Quantized { fmt, dir: _dir, src, out, set, .. } = quantized(spec);
         for (name, (w, o, i)) in &src {
             let (want_codes, want_scales, scale_dtype) = if fmt == QuantFormat::Mxfp4 {
                 let (c, s) = expected_mxfp4(w, *o, *i);
