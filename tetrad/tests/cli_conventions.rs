@@ -211,3 +211,45 @@ fn an_unwritable_output_is_an_error_not_a_panic() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert_eq!(err, "tetrad: failed printing to stdout: No space left on device (os error 28)\n");
 }
+
+/// Every command's `--help` fits 100 columns (clap wraps prose, but not a literal it is given
+/// whole), and the default `pack` selection is shown as the regex it is, ready to copy (it was
+/// once printed Debug-escaped, every backslash doubled).
+#[test]
+fn help_fits_100_columns_and_shows_the_expert_pattern_verbatim() {
+    let commands: &[&[&str]] = &[
+        &[],
+        &["demo"],
+        &["pack"],
+        &["verify"],
+        &["unpack"],
+        &["cfs1"],
+        &["cfs1", "pack"],
+        &["cfs1", "verify"],
+        &["cfs1", "check"],
+        &["cfs1", "cert"],
+        &["cfs1", "unpack"],
+        &["inspect"],
+        &["resolve"],
+        &["quantize"],
+        &["stats"],
+        &["matmul"],
+        &["bench"],
+    ];
+    for args in commands {
+        let o = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+            .args(*args)
+            .arg("--help")
+            .env_remove("COLUMNS")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        let text = String::from_utf8(o.stdout).unwrap();
+        for line in text.lines() {
+            assert!(line.chars().count() <= 100, "tetrad {args:?} --help: {line:?}");
+        }
+    }
+    let (_, text) = tetrad(&["pack", "--help"]);
+    let pattern = tetrad::rans256::pack::EXPERT_PATTERN;
+    assert!(text.lines().any(|l| l.trim() == pattern), "{text}");
+}

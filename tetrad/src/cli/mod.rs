@@ -48,7 +48,7 @@ pub enum Command {
     Matmul(matmul::MatmulArgs),
     /// Probe format inference: which format do these byte counts (and stamp) resolve to?
     Resolve(resolve::ResolveArgs),
-    /// Quantize float safetensors (F32/BF16/F16) into a stamped int4/int8/int2/int3 container.
+    /// Quantize float safetensors (F32/BF16/F16) to one registry format, stamped.
     Quantize(quantize::QuantizeArgs),
     /// Entropy, bounds and codec sizes of quantized weights (safetensors and GGUF).
     Stats(stats::StatsArgs),

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::rans256::pack::{Codec, EXPERT_PATTERN, PackOptions, pack_with};
+use crate::rans256::pack::{Codec, PackOptions, pack_with};
 
 /// Options of `tetrad pack`.
 #[derive(Debug, Args)]
@@ -39,6 +39,9 @@ back; the manifest says \"format\": \"int4-rans64-t1\" and also records the sha2
 original weight, which verify and unpack check after decoding. The default stays
 int4-rans256-g0, the reference tools' format.
 
+The expert pattern (the default selection; --select replaces it):
+  ^model\\.layers\\.(\\d+)\\.mlp\\.experts\\.(\\d+)\\.(gate|up|down)_proj\\.weight$
+
 Examples:
   tetrad pack --indir ckpt/ --outdir packed/
   tetrad pack --indir ckpt/ --outdir packed/ --layers 20,55 --threads 2
@@ -55,8 +58,8 @@ pub struct PackArgs {
     /// Only pack these layers (comma list of N in `model.layers.N.`).
     #[arg(long, value_delimiter = ',')]
     pub layers: Option<Vec<u64>>,
-    /// Select tensors by this regex instead of the expert pattern.
-    #[arg(long, value_name = "REGEX", default_value = None, help = format!("Select tensors by this regex instead of the expert pattern {EXPERT_PATTERN:?}"))]
+    /// Select tensors by this regex instead of the expert pattern (below).
+    #[arg(long, value_name = "REGEX")]
     pub select: Option<String>,
     /// Replace existing output (out-rans-*.safetensors, repack-manifest.json) in --outdir.
     #[arg(long)]
