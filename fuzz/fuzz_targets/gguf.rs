@@ -41,7 +41,8 @@ fuzz_target!(|bytes: &[u8]| {
                 #[allow(clippy::cast_possible_truncation)]
                 let data = &bytes[a as usize..b as usize];
                 if let Some(codes) = gguf::code_bytes(t.ggml_type, data) {
-                    let per_block = if t.ggml_type == 12 {
+                    // Q4_K and IQ4_XS: 128 code bytes per 256; Q8_0: 32 per 32; the rest 16.
+                    let per_block = if matches!(t.ggml_type, 12 | 23) {
                         128
                     } else if t.ggml_type == 8 {
                         32

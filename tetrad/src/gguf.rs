@@ -238,12 +238,24 @@ pub fn type_info(t: u32) -> Option<(&'static str, u64, u64)> {
         13 => ("Q5_K", 256, 176),
         14 => ("Q6_K", 256, 210),
         15 => ("Q8_K", 256, 292),
+        16 => ("IQ2_XXS", 256, 66),
+        17 => ("IQ2_XS", 256, 74),
+        18 => ("IQ3_XXS", 256, 98),
+        19 => ("IQ1_S", 256, 50),
+        20 => ("IQ4_NL", 32, 18),
+        21 => ("IQ3_S", 256, 110),
+        22 => ("IQ2_S", 256, 82),
+        23 => ("IQ4_XS", 256, 136),
         24 => ("I8", 1, 1),
         25 => ("I16", 1, 2),
         26 => ("I32", 1, 4),
         27 => ("I64", 1, 8),
         28 => ("F64", 1, 8),
+        29 => ("IQ1_M", 256, 56),
         30 => ("BF16", 1, 2),
+        34 => ("TQ1_0", 256, 54),
+        35 => ("TQ2_0", 256, 66),
+        39 => ("MXFP4", 32, 17),
         _ => return None,
     })
 }
@@ -455,17 +467,30 @@ pub fn parse(bytes: &[u8]) -> Result<Gguf, GgufError> {
     Ok(Gguf { version, alignment, data_start, tensors })
 }
 
-/// The nibble bytes of a Q4_0 / Q4_1 / Q4_K tensor's blocks, or the i8 code bytes of a Q8_0
-/// tensor, concatenated in storage order; `None` for other types. `data` is the tensor's
-/// bytes (a whole number of blocks, as [`parse`] checked).
+/// The GGML types whose codes are one nibble a weight, packed two to a byte in a `qs` field:
+/// Q4_0 (`d`, `qs[16]`), Q4_1 (`d`, `m`, `qs[16]`), Q4_K (`d`, `dmin`, `scales[12]`,
+/// `qs[128]`), IQ4_NL (`d`, `qs[16]`: indices into a fixed non-linear table), IQ4_XS (`d`,
+/// `scales_h`, `scales_l[4]`, `qs[128]`) and MXFP4 (`e`, a UE8M0 exponent, `qs[16]`: e2m1
+/// codes) — as `(type, block bytes, offset of qs, qs bytes)`.
+const NIBBLE_TYPES: [(u32, usize, usize, usize); 6] = [
+    (2, 18, 2, 16),
+    (3, 20, 4, 16),
+    (12, 144, 16, 128),
+    (20, 18, 2, 16),
+    (23, 136, 8, 128),
+    (39, 17, 1, 16),
+];
+
+/// The nibble bytes of a [`NIBBLE_TYPES`] tensor's blocks (Q4_0, Q4_1, Q4_K, IQ4_NL, IQ4_XS,
+/// MXFP4), or the i8 code bytes of a Q8_0 tensor, concatenated in storage order; `None` for
+/// other types (their codes are not whole nibbles or bytes). `data` is the tensor's bytes (a
+/// whole number of blocks, as [`parse`] checked).
 pub fn code_bytes(ggml_type: u32, data: &[u8]) -> Option<Vec<u8>> {
     // (block bytes, offset of the codes in the block, code bytes per block)
-    let (bs, off, n) = match ggml_type {
-        2 => (18, 2, 16),
-        3 => (20, 4, 16),
-        12 => (144, 16, 128),
-        8 => (34, 2, 32),
-        _ => return None,
+    let (bs, off, n) = match NIBBLE_TYPES.iter().find(|t| t.0 == ggml_type) {
+        Some(&(_, bs, off, n)) => (bs, off, n),
+        None if ggml_type == 8 => (34, 2, 32),
+        None => return None,
     };
     let mut out = Vec::with_capacity(data.len() / bs * n);
     for b in data.chunks_exact(bs) {
@@ -474,7 +499,7 @@ pub fn code_bytes(ggml_type: u32, data: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// True when [`code_bytes`] yields nibbles (Q4_0, Q4_1, Q4_K), false for bytes (Q8_0).
+/// True when [`code_bytes`] yields nibbles ([`NIBBLE_TYPES`]), false for bytes (Q8_0).
 pub fn is_nibble_type(ggml_type: u32) -> bool {
-    matches!(ggml_type, 2 | 3 | 12)
+    NIBBLE_TYPES.iter().any(|t| t.0 == ggml_type)
 }

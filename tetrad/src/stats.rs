@@ -2,9 +2,9 @@
 //!
 //! For every quantized weight of safetensors containers and GGUF files this measures the code
 //! stream a lossless coder would see — nibbles for the int4 formats (int4-row, int4-grouped,
-//! decoded int4-rans256-g0 records, GGUF Q4_0/Q4_1/Q4_K), bytes for int8-row and GGUF Q8_0 —
-//! and reports, per tensor and in total (the stored codes, as a coder sees them: a nibble row
-//! of odd `I` counts its padding nibble):
+//! decoded int4-rans256-g0 records, GGUF Q4_0/Q4_1/Q4_K/IQ4_NL/IQ4_XS/MXFP4), bytes for
+//! int8-row and GGUF Q8_0 — and reports, per tensor and in total (the stored codes, as a coder
+//! sees them: a nibble row of odd `I` counts its padding nibble):
 //! - order-0 entropy `H0` (bits per symbol) and the ratio bound `symbol_bits / H0`;
 //! - order-1 conditional entropy `H1 = H(s_t | s_{t−1})` over pairs of neighbouring symbols
 //!   of the same row (storage order; the first symbol of a row has no context and is not
@@ -652,10 +652,19 @@ pub fn collect_gguf(
                         row_bytes,
                     });
                 }
-                None => skipped.push(skip(format!(
-                    "GGML {}: only Q4_0, Q4_1, Q4_K nibbles and Q8_0 bytes are measured",
-                    t.type_name()
-                ))),
+                None => {
+                    let blocked = gguf::type_info(ty).is_some_and(|(_, block, _)| block > 1);
+                    let what = if blocked {
+                        "its codes are not whole nibbles or bytes"
+                    } else {
+                        "not a quantized type"
+                    };
+                    skipped.push(skip(format!(
+                        "GGML {}: {what} (measured: Q4_0, Q4_1, Q4_K, IQ4_NL, IQ4_XS, MXFP4 \
+                         nibbles, Q8_0 bytes)",
+                        t.type_name()
+                    )));
+                }
             },
         }
     }

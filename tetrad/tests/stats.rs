@@ -472,6 +472,69 @@ fn gguf_q4_1_q4_k_q8_0_are_measured_and_uniform_codes_are_called_incompressible(
     assert!(chart.contains(">these codes barely compress: an order-0 coder saves at most"));
 }
 
+/// The tail of the reason a GGUF tensor of another type is skipped.
+const MEASURED: &str = "(measured: Q4_0, Q4_1, Q4_K, IQ4_NL, IQ4_XS, MXFP4 nibbles, Q8_0 bytes)";
+
+/// The other nibble types of llama.cpp files: IQ4_NL and IQ4_XS (indices into a non-linear
+/// table) and MXFP4 (e2m1 codes under a UE8M0 exponent, gpt-oss) are measured from their
+/// `qs` bytes alone; types whose codes are not whole nibbles or bytes (Q6_K, IQ2_XXS, TQ2_0)
+/// are skipped with that reason, their sizes still checked against the file.
+#[test]
+fn gguf_iq4_and_mxfp4_nibbles_are_measured_other_types_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut nib = (0u32..).map(|k| ((k * 5 % 16) | ((k * 3 + k / 7) % 11) << 4) as u8);
+    // IQ4_NL: [2 rows × 64] = 4 blocks of 18 bytes (d, 16 code bytes).
+    let (nl, cnl) = blocks(4, 18, 2, &mut nib);
+    // IQ4_XS: [2 rows × 256] = 2 blocks of 136 bytes (d, scales_h, scales_l[4], 128 code bytes).
+    let (xs, cxs) = blocks(2, 136, 8, &mut nib);
+    // MXFP4: [3 rows × 64] = 6 blocks of 17 bytes (e, 16 code bytes).
+    let (mx, cmx) = blocks(6, 17, 1, &mut nib);
+    let (q6k, iq2, tq2) = (vec![0x11u8; 210], vec![0x22u8; 66], vec![0x33u8; 66]);
+    let file = gguf_file(&[
+        ("a.iq4_nl", [64, 2], 20, &nl),
+        ("b.iq4_xs", [256, 2], 23, &xs),
+        ("c.mxfp4", [64, 3], 39, &mx),
+        ("d.q6_k", [256, 1], 14, &q6k),
+        ("e.iq2_xxs", [256, 1], 16, &iq2),
+        ("f.tq2_0", [256, 1], 35, &tq2),
+    ]);
+    let path = dir.path().join("m.gguf");
+    std::fs::write(&path, &file).unwrap();
+    let v = stats(&["--json", "--no-zstd"], &[&path]);
+    let ts = v["tensors"].as_array().unwrap();
+    assert_eq!(ts.len(), 3, "{v}");
+    for (t, (format, shape, codes, row_bytes)) in ts.iter().zip([
+        ("gguf:IQ4_NL", [2u64, 64], &cnl, 32usize),
+        ("gguf:IQ4_XS", [2, 256], &cxs, 128),
+        ("gguf:MXFP4", [3, 64], &cmx, 32),
+    ]) {
+        assert_eq!(t["format"], format);
+        assert_eq!(t["shape"], serde_json::json!(shape));
+        assert_eq!(t["symbols"], "nibble");
+        assert_eq!(t["bytes"], codes.len() as u64, "{format}: only the code bytes");
+        assert_eq!(t["nibbles"], 2 * codes.len() as u64);
+        let rows: Vec<&[u8]> = codes.chunks(row_bytes).collect();
+        let (h0, h1, _) = entropies(&rows);
+        close(&t["entropy_bits"], h0);
+        close(&t["entropy_bits_order1"], h1);
+    }
+    let skipped = v["skipped"].as_array().unwrap();
+    let names: Vec<&str> = skipped.iter().map(|k| k["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["d.q6_k", "e.iq2_xxs", "f.tq2_0"], "{v}");
+    for (k, ty) in skipped.iter().zip(["Q6_K", "IQ2_XXS", "TQ2_0"]) {
+        let reason = k["reason"].as_str().unwrap();
+        let want = format!("GGML {ty}: its codes are not whole nibbles or bytes {MEASURED}");
+        assert_eq!(reason, want);
+    }
+    // Their sizes are known, so a file that ends inside one is refused, not skipped.
+    let short = &file[..file.len() - 1];
+    let e = tetrad::gguf::parse(short).unwrap_err();
+    assert_eq!(e.class(), "E_GGUF_RANGE", "{e}");
+    // A row that is not a whole number of blocks is refused by name.
+    let e = tetrad::gguf::parse(&gguf_file(&[("x", [128, 2], 23, &xs)])).unwrap_err();
+    assert_eq!(e.class(), "E_GGUF_BLOCK", "{e}");
+}
+
 /// f32 → IEEE binary16 for values that are exact in it (normal range or zero), written here
 /// independently of the crate's converters.
 fn f16_bits(v: f32) -> u16 {
@@ -791,14 +854,8 @@ fn gguf_messages_name_the_actual_problem() {
         reasons,
         [
             ("empty".into(), "F32 [4, 0]: an empty matrix, nothing to measure".into()),
-            (
-                "i".into(),
-                "GGML I32: only Q4_0, Q4_1, Q4_K nibbles and Q8_0 bytes are measured".into()
-            ),
-            (
-                "d".into(),
-                "GGML F64: only Q4_0, Q4_1, Q4_K nibbles and Q8_0 bytes are measured".into()
-            ),
+            ("i".into(), format!("GGML I32: not a quantized type {MEASURED}")),
+            ("d".into(), format!("GGML F64: not a quantized type {MEASURED}")),
         ]
     );
     assert_eq!(v["tensors"][0]["name"], "q");

@@ -18,10 +18,11 @@ use crate::stats::{
 #[command(after_help = "\
 PATHs are safetensors shards, GGUF files, or directories of either (a directory's
 *.safetensors are one container). Measured: int4-row, int4-grouped and int4-rans256-g0
-(decoded) nibbles, int8-row bytes, GGUF Q4_0/Q4_1/Q4_K nibbles and Q8_0 bytes; 2-D float
-tensors as they would be after `tetrad quantize --format FORMAT`. Ratios are code bytes /
-compressed bytes. int4-rans256-g0 uses one table pooled over every nibble tensor (the total
-includes the table's JSON). zstd level 19 is slow (a few MB/s per core); --no-zstd skips it.
+(decoded) nibbles, int8-row bytes, GGUF Q4_0/Q4_1/Q4_K/IQ4_NL/IQ4_XS/MXFP4 nibbles and Q8_0
+bytes; 2-D float tensors as they would be after `tetrad quantize --format FORMAT`. Ratios are
+code bytes / compressed bytes. int4-rans256-g0 uses one table pooled over every nibble tensor
+(the total includes the table's JSON). zstd level 19 is slow (a few MB/s per core); --no-zstd
+skips it.
 --plot writes the chart (histogram, per-tensor bits/weight) as PNG or SVG, by extension,
 atomically; an existing file is refused (E_OUTPUT_EXISTS, checked before anything is measured)
 unless --force, and one of the PATHs always (E_OUTPUT_IS_INPUT).
