@@ -5,8 +5,8 @@
 //! - On `Ok`: the alignment is a power of two; tensor names are unique and have at most 4
 //!   dimensions; every tensor of a known type has its data range inside the file, after the
 //!   data section's start, aligned, and exactly `blocks × block bytes` long; `code_bytes`
-//!   extracts exactly the codes of those blocks for the measured types (Q4_0, Q4_1, Q4_K,
-//!   Q8_0).
+//!   and `split_codes` extract one code per weight for the measured types (the nibble types,
+//!   Q8_0, and the 2–6-bit codes, each below `2^bits`, from `bits/8` stored bytes a weight).
 //! - Appending bytes to an accepted file (more data after the last tensor) keeps it accepted
 //!   with the same directory: nothing is read from the end of the file.
 #![no_main]
@@ -41,15 +41,15 @@ fuzz_target!(|bytes: &[u8]| {
                 #[allow(clippy::cast_possible_truncation)]
                 let data = &bytes[a as usize..b as usize];
                 if let Some(codes) = gguf::code_bytes(t.ggml_type, data) {
-                    // Q4_K and IQ4_XS: 128 code bytes per 256; Q8_0: 32 per 32; the rest 16.
-                    let per_block = if matches!(t.ggml_type, 12 | 23) {
-                        128
-                    } else if t.ggml_type == 8 {
-                        32
-                    } else {
-                        16
-                    };
-                    assert_eq!(codes.len() as u64, n / block * per_block);
+                    // Two codes per byte for the nibble types, one for Q8_0.
+                    let per_byte = if gguf::is_nibble_type(t.ggml_type) { 2 } else { 1 };
+                    assert_eq!(codes.len() as u64 * per_byte, n, "one code per weight");
+                }
+                if let Some(split) = gguf::split_codes(t.ggml_type, data) {
+                    assert!(gguf::code_bytes(t.ggml_type, data).is_none());
+                    assert_eq!(split.codes.len() as u64, n, "one code per weight");
+                    assert_eq!(split.stored.len() as u64 * 8, n * u64::from(split.bits));
+                    assert!(split.codes.iter().all(|&c| u32::from(c) < 1 << split.bits));
                 }
             }
             (info, range) => {

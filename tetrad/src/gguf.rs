@@ -256,6 +256,8 @@ pub fn type_info(t: u32) -> Option<(&'static str, u64, u64)> {
         34 => ("TQ1_0", 256, 54),
         35 => ("TQ2_0", 256, 66),
         39 => ("MXFP4", 32, 17),
+        40 => ("NVFP4", 64, 36),
+        41 => ("Q1_0", 128, 18),
         _ => return None,
     })
 }
@@ -470,19 +472,21 @@ pub fn parse(bytes: &[u8]) -> Result<Gguf, GgufError> {
 /// The GGML types whose codes are one nibble a weight, packed two to a byte in a `qs` field:
 /// Q4_0 (`d`, `qs[16]`), Q4_1 (`d`, `m`, `qs[16]`), Q4_K (`d`, `dmin`, `scales[12]`,
 /// `qs[128]`), IQ4_NL (`d`, `qs[16]`: indices into a fixed non-linear table), IQ4_XS (`d`,
-/// `scales_h`, `scales_l[4]`, `qs[128]`) and MXFP4 (`e`, a UE8M0 exponent, `qs[16]`: e2m1
-/// codes) — as `(type, block bytes, offset of qs, qs bytes)`.
-const NIBBLE_TYPES: [(u32, usize, usize, usize); 6] = [
+/// `scales_h`, `scales_l[4]`, `qs[128]`), MXFP4 (`e`, a UE8M0 exponent, `qs[16]`: e2m1 codes)
+/// and NVFP4 (64 weights: four UE4M3 scales, `qs[32]`: e2m1 codes) — as `(type, block bytes,
+/// offset of qs, qs bytes)`.
+const NIBBLE_TYPES: [(u32, usize, usize, usize); 7] = [
     (2, 18, 2, 16),
     (3, 20, 4, 16),
     (12, 144, 16, 128),
     (20, 18, 2, 16),
     (23, 136, 8, 128),
     (39, 17, 1, 16),
+    (40, 36, 4, 32),
 ];
 
 /// The nibble bytes of a [`NIBBLE_TYPES`] tensor's blocks (Q4_0, Q4_1, Q4_K, IQ4_NL, IQ4_XS,
-/// MXFP4), or the i8 code bytes of a Q8_0 tensor, concatenated in storage order; `None` for
+/// MXFP4, NVFP4), or the i8 code bytes of a Q8_0 tensor, concatenated in storage order; `None` for
 /// other types (their codes are not whole nibbles or bytes). `data` is the tensor's bytes (a
 /// whole number of blocks, as [`parse`] checked).
 pub fn code_bytes(ggml_type: u32, data: &[u8]) -> Option<Vec<u8>> {
@@ -502,4 +506,115 @@ pub fn code_bytes(ggml_type: u32, data: &[u8]) -> Option<Vec<u8>> {
 /// True when [`code_bytes`] yields nibbles ([`NIBBLE_TYPES`]), false for bytes (Q8_0).
 pub fn is_nibble_type(ggml_type: u32) -> bool {
     NIBBLE_TYPES.iter().any(|t| t.0 == ggml_type)
+}
+
+/// The codes of a tensor whose weights are 2, 3, 5 or 6 bits wide, split over bit planes in
+/// each block (see [`split_codes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitCodes {
+    /// Bits per code.
+    pub bits: u32,
+    /// The blocks' code planes as stored (every field that holds code bits, in block order;
+    /// scales, minimums and `d` left out), concatenated: what a general-purpose compressor of
+    /// the codes would see.
+    pub stored: Vec<u8>,
+    /// One code per weight, in weight order, each in `0 .. 2^bits` (the stored value before
+    /// its offset is subtracted: Q6_K's `q` where the weight is `d·scale·(q − 32)`).
+    pub codes: Vec<u8>,
+}
+
+/// `(type, bits, block bytes, offset and length of the code fields)` of the types
+/// [`split_codes`] reads (each type's code fields are adjacent). Block layouts (256 weights
+/// unless said):
+/// - Q2_K (2 bits): `scales[16]`, `qs[64]`, `d`, `dmin`;
+/// - Q3_K (3 bits): `hmask[32]`, `qs[64]`, `scales[12]`, `d`;
+/// - Q5_0 / Q5_1 (5 bits, 32 weights): `d` (and `m`), `qh[4]`, `qs[16]`;
+/// - Q5_K (5 bits): `d`, `dmin`, `scales[12]`, `qh[32]`, `qs[128]`;
+/// - Q6_K (6 bits): `ql[128]`, `qh[64]`, `scales[16]`, `d`.
+const SPLIT_TYPES: [(u32, u32, usize, usize, usize); 6] = [
+    (10, 2, 84, 16, 64),
+    (11, 3, 110, 0, 96),
+    (6, 5, 22, 2, 20),
+    (7, 5, 24, 4, 20),
+    (13, 5, 176, 16, 160),
+    (14, 6, 210, 0, 192),
+];
+
+/// Appends the codes of one block of a [`SPLIT_TYPES`] type, in weight order.
+fn unpack_block(ggml_type: u32, b: &[u8], out: &mut Vec<u8>) {
+    match ggml_type {
+        // Q2_K: weight 128n + 32j + l is bits 2j..2j+2 of qs[32n + l].
+        10 => {
+            let qs = &b[16..80];
+            for n in 0..2 {
+                for j in 0..4 {
+                    out.extend((0..32).map(|l| (qs[32 * n + l] >> (2 * j)) & 3));
+                }
+            }
+        }
+        // Q3_K: the same two low bits from qs, the third from bit 4n + j of hmask[l].
+        11 => {
+            let (hmask, qs) = (&b[0..32], &b[32..96]);
+            for n in 0..2 {
+                for j in 0..4 {
+                    out.extend((0..32).map(|l| {
+                        let low = (qs[32 * n + l] >> (2 * j)) & 3;
+                        let high = (hmask[l] >> (4 * n + j)) & 1;
+                        low | (high << 2)
+                    }));
+                }
+            }
+        }
+        // Q5_0 / Q5_1: weight j (< 16) is the low nibble of qs[j], weight j + 16 its high
+        // nibble; the fifth bit of weight k is bit k of the little-endian u32 qh.
+        6 | 7 => {
+            let at = if ggml_type == 6 { 2 } else { 4 };
+            let qh = u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+            let qs = &b[at + 4..at + 20];
+            let fifth = |k: usize| u8::from((qh >> k) & 1 == 1) << 4;
+            out.extend((0..16).map(|j| (qs[j] & 15) | fifth(j)));
+            out.extend((0..16).map(|j| (qs[j] >> 4) | fifth(j + 16)));
+        }
+        // Q5_K: 64 weights per 32 qs bytes (low nibbles, then high nibbles); the fifth bit of
+        // weight 64c + l is bit 2c of qh[l], of weight 64c + 32 + l bit 2c + 1.
+        13 => {
+            let (qh, qs) = (&b[16..48], &b[48..176]);
+            for c in 0..4 {
+                let q = &qs[32 * c..32 * c + 32];
+                out.extend((0..32).map(|l| (q[l] & 15) | (((qh[l] >> (2 * c)) & 1) << 4)));
+                out.extend((0..32).map(|l| (q[l] >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4)));
+            }
+        }
+        // Q6_K: per half n, weight 128n + 32k + l takes a nibble of ql (k = 0, 1: low nibbles
+        // of ql[64n + l], ql[64n + 32 + l]; k = 2, 3: their high nibbles) and bits 2k..2k+2
+        // of qh[32n + l] as bits 4..6.
+        14 => {
+            let (ql, qh) = (&b[0..128], &b[128..192]);
+            for n in 0..2 {
+                for k in 0..4 {
+                    out.extend((0..32).map(|l| {
+                        let byte = ql[64 * n + 32 * (k % 2) + l];
+                        let low = if k < 2 { byte & 15 } else { byte >> 4 };
+                        low | (((qh[32 * n + l] >> (2 * k)) & 3) << 4)
+                    }));
+                }
+            }
+        }
+        _ => unreachable!("not a split type: {ggml_type}"),
+    }
+}
+
+/// The codes of a Q2_K, Q3_K, Q5_0, Q5_1, Q5_K or Q6_K tensor (`None` for other types):
+/// their planes as stored and one code per weight. `data` is the tensor's bytes (a whole
+/// number of blocks, as [`parse`] checked).
+pub fn split_codes(ggml_type: u32, data: &[u8]) -> Option<SplitCodes> {
+    let &(_, bits, bs, off, len) = SPLIT_TYPES.iter().find(|t| t.0 == ggml_type)?;
+    let blocks = data.len() / bs;
+    let mut stored = Vec::with_capacity(blocks * len);
+    let mut codes = Vec::with_capacity(blocks * len * 8 / bits as usize);
+    for b in data.chunks_exact(bs) {
+        stored.extend_from_slice(&b[off..off + len]);
+        unpack_block(ggml_type, b, &mut codes);
+    }
+    Some(SplitCodes { bits, stored, codes })
 }

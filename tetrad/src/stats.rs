@@ -2,8 +2,10 @@
 //!
 //! For every quantized weight of safetensors containers and GGUF files this measures the code
 //! stream a lossless coder would see — nibbles for the int4 formats (int4-row, int4-grouped,
-//! decoded int4-rans256-g0 records, GGUF Q4_0/Q4_1/Q4_K/IQ4_NL/IQ4_XS/MXFP4), bytes for
-//! int8-row and GGUF Q8_0 — and reports, per tensor and in total (the stored codes, as a coder
+//! decoded int4-rans256-g0 records, GGUF Q4_0/Q4_1/Q4_K/IQ4_NL/IQ4_XS/MXFP4/NVFP4), bytes for
+//! int8-row and GGUF Q8_0, and the 2–6-bit codes of GGUF Q2_K/Q3_K/Q5_0/Q5_1/Q5_K/Q6_K
+//! (each weight's code put together from its bit planes; sizes and codecs are of the planes
+//! as stored) — and reports, per tensor and in total (the stored codes, as a coder
 //! sees them: a nibble row of odd `I` counts its padding nibble):
 //! - order-0 entropy `H0` (bits per symbol) and the ratio bound `symbol_bits / H0`;
 //! - order-1 conditional entropy `H1 = H(s_t | s_{t−1})` over pairs of neighbouring symbols
@@ -43,6 +45,10 @@ pub enum Symbols {
     Nibble,
     /// 8-bit codes.
     Byte,
+    /// Codes of 2, 3, 5 or 6 bits that a format splits over bit planes (GGUF Q2_K, Q3_K,
+    /// Q5_0, Q5_1, Q5_K, Q6_K): [`Measured::data`] holds them one per byte, unpacked, and
+    /// [`Measured::stored`] the planes as stored.
+    Split(u8),
 }
 
 impl Symbols {
@@ -51,6 +57,7 @@ impl Symbols {
         match self {
             Self::Nibble => 4,
             Self::Byte => 8,
+            Self::Split(b) => b as u32,
         }
     }
     /// Alphabet size.
@@ -58,6 +65,27 @@ impl Symbols {
         match self {
             Self::Nibble => 16,
             Self::Byte => 256,
+            Self::Split(b) => 1 << b,
+        }
+    }
+    /// What one symbol is called in reports: `nibble`, `byte`, `6-bit code`, ….
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Nibble => "nibble",
+            Self::Byte => "byte",
+            Self::Split(2) => "2-bit code",
+            Self::Split(3) => "3-bit code",
+            Self::Split(5) => "5-bit code",
+            Self::Split(6) => "6-bit code",
+            Self::Split(_) => "code",
+        }
+    }
+    /// Report order: nibbles, bytes, then split codes by width.
+    const fn rank(self) -> u32 {
+        match self {
+            Self::Nibble => 0,
+            Self::Byte => 1,
+            Self::Split(b) => 2 + b as u32,
         }
     }
 }
@@ -77,10 +105,20 @@ pub struct Measured {
     pub shape: Vec<u64>,
     /// Symbol kind.
     pub symbols: Symbols,
-    /// Code bytes.
+    /// Code bytes (split codes: one code per byte).
     pub data: Vec<u8>,
-    /// Bytes per row (order-1 contexts restart at each row); 0 means one row.
+    /// Bytes of `data` per row (order-1 contexts restart at each row); 0 means one row.
     pub row_bytes: usize,
+    /// The codes as stored where they differ from `data` (split codes: the format's bit
+    /// planes); the sizes, ratios and codecs are of these bytes.
+    pub stored: Option<Vec<u8>>,
+}
+
+impl Measured {
+    /// The bytes the codecs compress and the ratios count: [`Self::stored`], else `data`.
+    pub fn stored_bytes(&self) -> &[u8] {
+        self.stored.as_deref().unwrap_or(&self.data)
+    }
 }
 
 /// A tensor `stats` did not measure, and why.
@@ -195,7 +233,7 @@ pub fn count(symbols: Symbols, data: &[u8], row_bytes: usize) -> Counts {
                     push(usize::from(b & 15));
                     push(usize::from(b >> 4));
                 }
-                Symbols::Byte => push(usize::from(b)),
+                Symbols::Byte | Symbols::Split(_) => push(usize::from(b)),
             }
         }
     }
@@ -268,6 +306,8 @@ pub struct Report {
     pub nibbles: Option<Total>,
     /// Total over byte streams.
     pub bytes: Option<Total>,
+    /// Totals over split-code streams, one per code width present (increasing).
+    pub split: Vec<Total>,
 }
 
 /// Options of [`collect`] and [`measure`].
@@ -377,6 +417,7 @@ fn quantized(
         symbols: if fmt.is_nibbles() { Symbols::Nibble } else { Symbols::Byte },
         data: codes,
         row_bytes,
+        stored: None,
     })
 }
 
@@ -457,6 +498,7 @@ fn cfs1_codes(
         symbols,
         data,
         row_bytes,
+        stored: None,
     }))
 }
 
@@ -590,10 +632,15 @@ pub fn collect_safetensors(
             symbols,
             data,
             row_bytes,
+            stored: None,
         });
     }
     Ok((measured, skipped))
 }
+
+/// The GGML types `stats` measures, as the reason of a skipped GGUF tensor ends.
+const GGUF_MEASURED: &str = "(measured: Q4_0, Q4_1, Q4_K, IQ4_NL, IQ4_XS, MXFP4, NVFP4 nibbles; \
+                             Q8_0 bytes; Q2_K, Q3_K, Q5_0, Q5_1, Q5_K, Q6_K codes)";
 
 /// Reads the code streams of one GGUF file.
 pub fn collect_gguf(
@@ -637,35 +684,38 @@ pub fn collect_gguf(
                     Err(why) => skipped.push(skip(format!("cannot quantize: {why}"))),
                 }
             }
-            ty => match gguf::code_bytes(ty, data) {
-                Some(codes) => {
-                    let nib = gguf::is_nibble_type(ty);
-                    let row_bytes = usize::try_from(if nib { ne0 / 2 } else { ne0 }).unwrap_or(0);
-                    measured.push(Measured {
-                        name: t.name.clone(),
-                        file: file.clone(),
-                        format: format!("gguf:{}", t.type_name()),
-                        format_source: "gguf",
-                        shape: t.shape(),
-                        symbols: if nib { Symbols::Nibble } else { Symbols::Byte },
-                        data: codes,
-                        row_bytes,
+            ty => {
+                let measure = |symbols, data, row_bytes: u64, stored| Measured {
+                    name: t.name.clone(),
+                    file: file.clone(),
+                    format: format!("gguf:{}", t.type_name()),
+                    format_source: "gguf",
+                    shape: t.shape(),
+                    symbols,
+                    data,
+                    row_bytes: usize::try_from(row_bytes).unwrap_or(0),
+                    stored,
+                };
+                if let Some(codes) = gguf::code_bytes(ty, data) {
+                    measured.push(if gguf::is_nibble_type(ty) {
+                        measure(Symbols::Nibble, codes, ne0 / 2, None)
+                    } else {
+                        measure(Symbols::Byte, codes, ne0, None)
                     });
-                }
-                None => {
+                } else if let Some(split) = gguf::split_codes(ty, data) {
+                    #[allow(clippy::cast_possible_truncation)] // 2, 3, 5 or 6
+                    let symbols = Symbols::Split(split.bits as u8);
+                    measured.push(measure(symbols, split.codes, ne0, Some(split.stored)));
+                } else {
                     let blocked = gguf::type_info(ty).is_some_and(|(_, block, _)| block > 1);
                     let what = if blocked {
-                        "its codes are not whole nibbles or bytes"
+                        "a block format whose codes stats does not read"
                     } else {
                         "not a quantized type"
                     };
-                    skipped.push(skip(format!(
-                        "GGML {}: {what} (measured: Q4_0, Q4_1, Q4_K, IQ4_NL, IQ4_XS, MXFP4 \
-                         nibbles, Q8_0 bytes)",
-                        t.type_name()
-                    )));
+                    skipped.push(skip(format!("GGML {}: {what} {GGUF_MEASURED}", t.type_name())));
                 }
-            },
+            }
         }
     }
     Ok((measured, skipped))
@@ -730,7 +780,14 @@ pub fn measure_with_progress(
                 },
             )
     };
-    let mut pooled_counts = [Some(pooled(Symbols::Nibble)), Some(pooled(Symbols::Byte))];
+    let mut kinds: Vec<Symbols> = Vec::new();
+    for m in &measured {
+        if !kinds.contains(&m.symbols) {
+            kinds.push(m.symbols);
+        }
+    }
+    kinds.sort_by_key(|s| s.rank());
+    let mut pooled_counts: Vec<Option<Counts>> = kinds.iter().map(|&s| Some(pooled(s))).collect();
     let mut pooled16 = [0u64; 16];
     for (m, c) in measured.iter().zip(&counts) {
         if m.symbols == Symbols::Nibble {
@@ -749,9 +806,10 @@ pub fn measure_with_progress(
                 }
                 _ => None,
             };
+            let stored = m.stored_bytes();
             let cfs1_bytes = {
-                let mut blob = vec![0u8; tetrad_fse::max_compressed_len(m.data.len())];
-                tetrad_fse::compress_into(&m.data, &mut blob).ok().map(|n| n as u64)
+                let mut blob = vec![0u8; tetrad_fse::max_compressed_len(stored.len())];
+                tetrad_fse::compress_into(stored, &mut blob).ok().map(|n| n as u64)
             };
             let rans64_bytes = match m.symbols {
                 Symbols::Nibble => {
@@ -762,13 +820,14 @@ pub fn measure_with_progress(
                         .ok()
                         .map(|n| n as u64)
                 }
-                Symbols::Byte => None,
+                Symbols::Byte | Symbols::Split(_) => None,
             };
             let zstd19_bytes = opts
                 .zstd
-                .then(|| zstd::bulk::compress(&m.data, 19).ok().map(|v| v.len() as u64))
+                .then(|| zstd::bulk::compress(stored, 19).ok().map(|v| v.len() as u64))
                 .flatten();
-            done(m.data.len() as u64);
+            let bytes = stored.len() as u64;
+            done(bytes);
             TensorStats {
                 name: m.name,
                 file: m.file,
@@ -776,7 +835,7 @@ pub fn measure_with_progress(
                 format_source: m.format_source,
                 shape: m.shape,
                 symbols: m.symbols,
-                bytes: m.data.len() as u64,
+                bytes,
                 counts,
                 rans256_bytes,
                 cfs1_bytes,
@@ -792,7 +851,7 @@ pub fn measure_with_progress(
         if ts.is_empty() {
             return None;
         }
-        let counts = pooled_counts[usize::from(s == Symbols::Byte)].take()?;
+        let counts = pooled_counts[kinds.iter().position(|&k| k == s)?].take()?;
         let n = counts.symbols();
         let per_tensor = if n == 0 {
             0.0
@@ -805,7 +864,7 @@ pub fn measure_with_progress(
                 sum_opt(ts.iter().map(|t| t.rans256_bytes)).and_then(|r| Some(r + table_bytes?)),
                 table_bytes,
             ),
-            Symbols::Byte => (None, None),
+            Symbols::Byte | Symbols::Split(_) => (None, None),
         };
         Some(Total {
             symbols: s,
@@ -820,7 +879,9 @@ pub fn measure_with_progress(
             zstd19_bytes: sum_opt(ts.iter().map(|t| t.zstd19_bytes)),
         })
     };
-    Report { nibbles: total(Symbols::Nibble), bytes: total(Symbols::Byte), tensors, skipped }
+    let split = kinds.iter().filter(|k| matches!(k, Symbols::Split(_))).filter_map(|&k| total(k));
+    let split = split.collect();
+    Report { nibbles: total(Symbols::Nibble), bytes: total(Symbols::Byte), split, tensors, skipped }
 }
 
 /// `bytes / compressed`, `None` when either is missing or zero.
@@ -854,10 +915,7 @@ pub fn verdict(t: &Total) -> String {
     let h = t.counts.entropy0();
     let bits = f64::from(t.symbols.bits());
     let saving = (1.0 - h / bits) * 100.0;
-    let what = match t.symbols {
-        Symbols::Nibble => "nibble",
-        Symbols::Byte => "byte",
-    };
+    let what = t.symbols.name();
     if t.counts.symbols() == 0 {
         return format!("no {what}s to measure: the tensors are empty");
     }

@@ -473,12 +473,13 @@ fn gguf_q4_1_q4_k_q8_0_are_measured_and_uniform_codes_are_called_incompressible(
 }
 
 /// The tail of the reason a GGUF tensor of another type is skipped.
-const MEASURED: &str = "(measured: Q4_0, Q4_1, Q4_K, IQ4_NL, IQ4_XS, MXFP4 nibbles, Q8_0 bytes)";
+const MEASURED: &str = "(measured: Q4_0, Q4_1, Q4_K, IQ4_NL, IQ4_XS, MXFP4, NVFP4 nibbles; Q8_0 \
+                        bytes; Q2_K, Q3_K, Q5_0, Q5_1, Q5_K, Q6_K codes)";
 
 /// The other nibble types of llama.cpp files: IQ4_NL and IQ4_XS (indices into a non-linear
 /// table) and MXFP4 (e2m1 codes under a UE8M0 exponent, gpt-oss) are measured from their
-/// `qs` bytes alone; types whose codes are not whole nibbles or bytes (Q6_K, IQ2_XXS, TQ2_0)
-/// are skipped with that reason, their sizes still checked against the file.
+/// `qs` bytes alone; types whose codes stats does not read (IQ2_XXS, TQ2_0, Q1_0) are skipped
+/// with that reason, their sizes still checked against the file.
 #[test]
 fn gguf_iq4_and_mxfp4_nibbles_are_measured_other_types_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -489,12 +490,12 @@ fn gguf_iq4_and_mxfp4_nibbles_are_measured_other_types_named() {
     let (xs, cxs) = blocks(2, 136, 8, &mut nib);
     // MXFP4: [3 rows × 64] = 6 blocks of 17 bytes (e, 16 code bytes).
     let (mx, cmx) = blocks(6, 17, 1, &mut nib);
-    let (q6k, iq2, tq2) = (vec![0x11u8; 210], vec![0x22u8; 66], vec![0x33u8; 66]);
+    let (q10, iq2, tq2) = (vec![0x11u8; 18], vec![0x22u8; 66], vec![0x33u8; 66]);
     let file = gguf_file(&[
         ("a.iq4_nl", [64, 2], 20, &nl),
         ("b.iq4_xs", [256, 2], 23, &xs),
         ("c.mxfp4", [64, 3], 39, &mx),
-        ("d.q6_k", [256, 1], 14, &q6k),
+        ("d.q1_0", [128, 1], 41, &q10),
         ("e.iq2_xxs", [256, 1], 16, &iq2),
         ("f.tq2_0", [256, 1], 35, &tq2),
     ]);
@@ -520,10 +521,10 @@ fn gguf_iq4_and_mxfp4_nibbles_are_measured_other_types_named() {
     }
     let skipped = v["skipped"].as_array().unwrap();
     let names: Vec<&str> = skipped.iter().map(|k| k["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["d.q6_k", "e.iq2_xxs", "f.tq2_0"], "{v}");
-    for (k, ty) in skipped.iter().zip(["Q6_K", "IQ2_XXS", "TQ2_0"]) {
+    assert_eq!(names, ["d.q1_0", "e.iq2_xxs", "f.tq2_0"], "{v}");
+    for (k, ty) in skipped.iter().zip(["Q1_0", "IQ2_XXS", "TQ2_0"]) {
         let reason = k["reason"].as_str().unwrap();
-        let want = format!("GGML {ty}: its codes are not whole nibbles or bytes {MEASURED}");
+        let want = format!("GGML {ty}: a block format whose codes stats does not read {MEASURED}");
         assert_eq!(reason, want);
     }
     // Their sizes are known, so a file that ends inside one is refused, not skipped.
@@ -533,6 +534,107 @@ fn gguf_iq4_and_mxfp4_nibbles_are_measured_other_types_named() {
     // A row that is not a whole number of blocks is refused by name.
     let e = tetrad::gguf::parse(&gguf_file(&[("x", [128, 2], 23, &xs)])).unwrap_err();
     assert_eq!(e.class(), "E_GGUF_BLOCK", "{e}");
+}
+
+/// GGUF blocks whose codes an independent reader found: `tests/data/gguf_codes.json`, written
+/// by `gguf_codes.py` from gguf-py's (llama.cpp's Python package's) dequantization, with the
+/// scale fields set so each float is its code. Split types (2, 3, 5, 6 bits) must give the
+/// same codes in weight order; nibble types the same multiset of nibbles (stats reads their
+/// `qs` bytes in storage order; ±0 of the fp4 types folded). Then `tetrad stats` measures each
+/// as a tensor: counts, stored bytes and the codecs' input are those codes.
+#[test]
+fn gguf_codes_match_an_independent_reader() {
+    let fixture: Value = serde_json::from_str(include_str!("data/gguf_codes.json")).unwrap();
+    let hex = |s: &str| -> Vec<u8> {
+        (0..s.len()).step_by(2).map(|k| u8::from_str_radix(&s[k..k + 2], 16).unwrap()).collect()
+    };
+    let mut tensors = Vec::new();
+    let mut wanted = Vec::new();
+    for t in fixture["tensors"].as_array().unwrap() {
+        let (ty, name) = (t["type"].as_u64().unwrap() as u32, t["name"].as_str().unwrap());
+        let data = hex(t["data"].as_str().unwrap());
+        let ne0 = t["ne0"].as_u64().unwrap();
+        let (_, block, size) = tetrad::gguf::type_info(ty).unwrap();
+        assert_eq!(data.len() as u64 % size, 0, "{name}");
+        let rows = data.len() as u64 / size;
+        assert_eq!(ne0, block, "{name}");
+        let codes: Vec<u8>;
+        if let Some(want) = t["codes"].as_array() {
+            let want: Vec<u8> = want.iter().map(|c| c.as_u64().unwrap() as u8).collect();
+            let split = tetrad::gguf::split_codes(ty, &data).expect(name);
+            assert_eq!(split.codes, want, "{name}: codes in weight order");
+            assert_eq!(split.stored.len() * 8, want.len() * split.bits as usize, "{name}");
+            assert!(tetrad::gguf::code_bytes(ty, &data).is_none(), "{name}");
+            codes = want;
+        } else {
+            let want: Vec<u8> = t["nibbles_sorted"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_u64().unwrap() as u8)
+                .collect();
+            let qs = tetrad::gguf::code_bytes(ty, &data).expect(name);
+            assert!(tetrad::gguf::is_nibble_type(ty), "{name}");
+            let fp4 = matches!(name, "MXFP4" | "NVFP4");
+            let fold = |n: u8| if fp4 && n == 8 { 0 } else { n };
+            let mut got: Vec<u8> = qs.iter().flat_map(|&b| [fold(b & 15), fold(b >> 4)]).collect();
+            got.sort_unstable();
+            assert_eq!(got, want, "{name}: the qs nibbles");
+            codes = qs.iter().flat_map(|&b| [b & 15, b >> 4]).collect();
+        }
+        tensors.push((format!("t.{name}"), [ne0, rows], ty, data));
+        wanted.push((name.to_owned(), codes));
+    }
+    // The whole file through `tetrad stats`.
+    let refs: Vec<(&str, [u64; 2], u32, &[u8])> =
+        tensors.iter().map(|(n, d, t, b)| (n.as_str(), *d, *t, b.as_slice())).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.gguf");
+    std::fs::write(&path, gguf_file(&refs)).unwrap();
+    let v = stats(&["--json"], &[&path]);
+    assert!(v["skipped"].as_array().unwrap().is_empty(), "{v}");
+    let ts = v["tensors"].as_array().unwrap();
+    assert_eq!(ts.len(), wanted.len());
+    for (t, (name, codes)) in ts.iter().zip(&wanted) {
+        assert_eq!(t["format"], format!("gguf:{name}"));
+        let bits: u32 = match name.as_str() {
+            "Q2_K" => 2,
+            "Q3_K" => 3,
+            "Q5_0" | "Q5_1" | "Q5_K" => 5,
+            "Q6_K" => 6,
+            _ => 4,
+        };
+        let symbols = if bits == 4 { "nibble".to_owned() } else { format!("{bits}-bit code") };
+        assert_eq!(t["symbols"], symbols.as_str(), "{name}");
+        assert_eq!(t["weights"], codes.len() as u64, "{name}");
+        assert_eq!(t["bytes"], codes.len() as u64 * u64::from(bits) / 8, "{name}: stored bytes");
+        let mut h = vec![0u64; 1 << bits];
+        codes.iter().for_each(|&c| h[usize::from(c)] += 1);
+        let n = codes.len() as f64;
+        let h0: f64 = -h
+            .iter()
+            .filter(|&&c| c > 0)
+            .map(|&c| c as f64 / n * (c as f64 / n).log2())
+            .sum::<f64>();
+        close(&t["entropy_bits"], h0);
+        close(&t["ratio_bound"], f64::from(bits) / h0);
+        assert!(t["cfs1_bytes"].as_u64().unwrap() > 0, "{name}");
+        assert!(t["zstd19_bytes"].as_u64().unwrap() > 0, "{name}");
+        assert_eq!(t["rans256_bytes"].is_null(), bits != 4, "{name}");
+    }
+    let split = v["total_split"].as_array().unwrap();
+    let kinds: Vec<&str> = split.iter().map(|t| t["symbols"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["2-bit code", "3-bit code", "5-bit code", "6-bit code"], "{v}");
+    assert_eq!(split[2]["tensors"], 3);
+    assert_eq!(v["total"]["symbols"], "nibble");
+    // The text report has a total per kind.
+    let o = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+        .args(["stats", "--no-zstd"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("total (3 5-bit code stream(s), 960 5-bit codes, 600 bytes):"), "{text}");
 }
 
 /// f32 → IEEE binary16 for values that are exact in it (normal range or zero), written here
@@ -877,6 +979,7 @@ fn measure_reports_progress_per_tensor() {
             symbols: if k == 4 { Symbols::Byte } else { Symbols::Nibble },
             data: (0..2 * (10 + usize::from(k))).map(|j| (j * 37 + usize::from(k)) as u8).collect(),
             row_bytes: 10 + usize::from(k),
+            stored: None,
         })
         .collect();
     let opts =

@@ -18,8 +18,8 @@ use crate::stats::{
 #[command(after_help = "\
 PATHs are safetensors shards, GGUF files, or directories of either (a directory's
 *.safetensors are one container). Measured: int4-row, int4-grouped and int4-rans256-g0
-(decoded) nibbles, int8-row bytes, GGUF Q4_0/Q4_1/Q4_K/IQ4_NL/IQ4_XS/MXFP4 nibbles and Q8_0
-bytes; 2-D float tensors as they would be after `tetrad quantize --format FORMAT`. Ratios are
+(decoded) nibbles, int8-row bytes, GGUF Q4_0/Q4_1/Q4_K/IQ4_NL/IQ4_XS/MXFP4/NVFP4 nibbles,
+Q8_0 bytes and the 2-6-bit codes of Q2_K/Q3_K/Q5_0/Q5_1/Q5_K/Q6_K; 2-D float tensors as they would be after `tetrad quantize --format FORMAT`. Ratios are
 code bytes / compressed bytes. int4-rans256-g0 uses one table pooled over every nibble tensor
 (the total includes the table's JSON). zstd level 19 is slow (a few MB/s per core); --no-zstd
 skips it.
@@ -83,13 +83,6 @@ fn parse_measurable(s: &str) -> Result<QuantFormat, String> {
     }
 }
 
-fn sym_name(s: Symbols) -> &'static str {
-    match s {
-        Symbols::Nibble => "nibble",
-        Symbols::Byte => "byte",
-    }
-}
-
 /// H1, `None` when no neighbour pair was counted (rows of one symbol, an empty stream).
 fn order1(c: &crate::stats::Counts) -> Option<f64> {
     (c.pair_total() > 0).then(|| c.entropy1())
@@ -104,7 +97,7 @@ fn tensor_json(t: &TensorStats) -> Value {
         "format": t.format,
         "format_source": t.format_source,
         "shape": t.shape,
-        "symbols": sym_name(t.symbols),
+        "symbols": t.symbols.name(),
         "nibbles": (t.symbols == Symbols::Nibble).then_some(n),
         "weights": n,
         "bytes": t.bytes,
@@ -140,7 +133,7 @@ fn total_json(t: &Total, tensors: &[TensorStats]) -> Value {
         "file": null,
         "format": format,
         "shape": null,
-        "symbols": sym_name(t.symbols),
+        "symbols": t.symbols.name(),
         "tensors": t.tensors,
         "nibbles": (t.symbols == Symbols::Nibble).then_some(n),
         "weights": n,
@@ -209,12 +202,13 @@ pub fn run(args: &StatsArgs) -> ExitCode {
     }
     if args.json {
         let total_json = |t: &Total| total_json(t, &report.tensors);
-        let total = report.nibbles.as_ref().or(report.bytes.as_ref()).map(total_json);
+        let total = report.nibbles.as_ref().or(report.bytes.as_ref()).or(report.split.first());
         let v = json!({
             "quantize": args.quantize.to_string(),
             "tensors": report.tensors.iter().map(tensor_json).collect::<Vec<_>>(),
-            "total": total,
+            "total": total.map(total_json),
             "total_bytes": report.bytes.as_ref().filter(|_| report.nibbles.is_some()).map(total_json),
+            "total_split": report.split.iter().map(total_json).collect::<Vec<_>>(),
             "skipped": report.skipped.iter().map(|s| json!({"name": s.name, "file": s.file, "reason": s.reason})).collect::<Vec<_>>(),
         });
         println!("{v}");
@@ -230,7 +224,7 @@ pub fn run(args: &StatsArgs) -> ExitCode {
                 t.format,
                 t.shape,
                 t.counts.symbols(),
-                sym_name(t.symbols),
+                t.symbols.name(),
                 h0,
                 t.counts.entropy1(),
                 optr(ratio_bound(t.symbols, h0)),
@@ -244,14 +238,14 @@ pub fn run(args: &StatsArgs) -> ExitCode {
             println!("skipped {} [{}]: {}", s.name, s.file, s.reason);
         }
     }
-    for t in [&report.nibbles, &report.bytes].into_iter().flatten() {
+    for t in [&report.nibbles, &report.bytes].into_iter().flatten().chain(&report.split) {
         let (h0, h1) = (t.counts.entropy0(), t.counts.entropy1());
         println!(
             "total ({} {} stream(s), {} {}s, {} bytes):",
             t.tensors,
-            sym_name(t.symbols),
+            t.symbols.name(),
             t.counts.symbols(),
-            sym_name(t.symbols),
+            t.symbols.name(),
             t.bytes
         );
         println!(

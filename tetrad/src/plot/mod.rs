@@ -1,7 +1,7 @@
 //! The `tetrad stats --plot` chart, as PNG or SVG, drawn by tetrad itself.
 //!
 //! The chart answers the two questions `stats` is for, at a glance: *how evenly are the codes
-//! used* (top panel: the pooled histogram of nibble — or byte — values, with the uniform share
+//! used* (top panel: the pooled histogram of nibble — or byte, or split-code — values, with the uniform share
 //! that would make them incompressible as a dashed line) and *how many bits per weight does
 //! each tensor really need* (bottom panel: each tensor's order-0 entropy as a bar, its order-1
 //! entropy as a mark, and the raw code width as a dashed line). A footer gives the total's
@@ -17,15 +17,15 @@
 //! public layout constants ([`HIST`], [`TENSORS`], [`Area::slot`], [`colours`]).
 //!
 //! Layout contract (what the tests check):
-//! - histogram bar of value `k` (of `A` = 16 or 256 values): columns `HIST.slot(k, A)` less a
+//! - histogram bar of value `k` (of `A` = 16, 256 or `2^b` values): columns `HIST.slot(k, A)` less a
 //!   gap of one eighth of the slot on each side; it rises from `HIST.bottom()` in
 //!   [`colours::HIST_BAR`], with a height proportional to the value's count (the tallest bar
 //!   spans at least 40% of the panel);
 //! - tensor bar `i` of `n`: columns `TENSORS.slot(i, n)` less a gap of one fifth of the slot,
-//!   height `round(H0 / top · TENSORS.h)` where `top` is 4 bits, or 8 when a byte stream was
-//!   measured; its order-1 entropy is a 3-pixel mark in [`colours::H1_MARK`] centred at the
-//!   matching height; the raw width of each symbol kind measured (4 and/or 8 bits) is a dashed
-//!   line in [`colours::RAW_WIDTH`].
+//!   height `round(H0 / top · TENSORS.h)` where `top` is 4 bits, or 8 when a stream of wider
+//!   symbols (bytes, 5- or 6-bit codes) was measured; its order-1 entropy is a 3-pixel mark in
+//!   [`colours::H1_MARK`] centred at the matching height; the raw width of each symbol kind
+//!   measured (4, 8, `b` bits) is a dashed line in [`colours::RAW_WIDTH`].
 
 pub mod canvas;
 pub mod font;
@@ -480,13 +480,6 @@ impl Marks {
     }
 }
 
-fn sym_word(s: Symbols) -> &'static str {
-    match s {
-        Symbols::Nibble => "nibble",
-        Symbols::Byte => "byte",
-    }
-}
-
 fn histogram(m: &mut Marks, total: Option<&Total>) {
     let a = HIST;
     let Some(t) = total else {
@@ -494,7 +487,7 @@ fn histogram(m: &mut Marks, total: Option<&Total>) {
         m.axes(a);
         return;
     };
-    let word = sym_word(t.symbols);
+    let word = t.symbols.name();
     let n = t.counts.symbols();
     m.text(
         20,
@@ -554,7 +547,8 @@ fn histogram(m: &mut Marks, total: Option<&Total>) {
 fn per_tensor(m: &mut Marks, report: &Report) {
     let a = TENSORS;
     let n = report.tensors.len();
-    let bytes = report.tensors.iter().any(|t| t.symbols == Symbols::Byte);
+    // The axis reaches the widest raw width measured: 4 bits, else 8.
+    let bytes = report.tensors.iter().any(|t| t.symbols.bits() > 4);
     let top: u32 = if bytes { 8 } else { 4 };
     m.text(
         20,
@@ -585,11 +579,11 @@ fn per_tensor(m: &mut Marks, report: &Report) {
         m.rect(l + gap, a.bottom() - i64::from(bh), w, bh, colours::H0_BAR, Some(title));
         m.rect(l + gap, row(a, h1, top) - 1, w, 3, colours::H1_MARK, None);
     }
-    for s in [Symbols::Nibble, Symbols::Byte] {
-        if report.tensors.iter().any(|t| t.symbols == s) {
-            let width = f64::from(s.bits());
-            m.hline(a.x, row(a, width, top) - 1, a.w, 2, Some((10, 6)), colours::RAW_WIDTH);
-        }
+    let mut widths: Vec<u32> = report.tensors.iter().map(|t| t.symbols.bits()).collect();
+    widths.sort_unstable();
+    widths.dedup();
+    for width in widths {
+        m.hline(a.x, row(a, f64::from(width), top) - 1, a.w, 2, Some((10, 6)), colours::RAW_WIDTH);
     }
     if n > 0 {
         let step = int_step(n - 1, if n <= 16 { 16 } else { 10 });
@@ -633,7 +627,7 @@ fn footer(m: &mut Marks, total: Option<&Total>) {
 
 /// Lays out the chart of a report (see the module documentation for the layout contract).
 pub fn chart(report: &Report) -> Chart {
-    let total = report.nibbles.as_ref().or(report.bytes.as_ref());
+    let total = report.nibbles.as_ref().or(report.bytes.as_ref()).or(report.split.first());
     let mut m = Marks(Vec::new());
     histogram(&mut m, total);
     per_tensor(&mut m, report);
@@ -703,6 +697,7 @@ mod tests {
             symbols,
             row_bytes: data.len(),
             data,
+            stored: None,
         }
     }
 
