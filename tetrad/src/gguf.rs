@@ -485,10 +485,10 @@ const NIBBLE_TYPES: [(u32, usize, usize, usize); 7] = [
     (40, 36, 4, 32),
 ];
 
-/// The nibble bytes of a [`NIBBLE_TYPES`] tensor's blocks (Q4_0, Q4_1, Q4_K, IQ4_NL, IQ4_XS,
-/// MXFP4, NVFP4), or the i8 code bytes of a Q8_0 tensor, concatenated in storage order; `None` for
-/// other types (their codes are not whole nibbles or bytes). `data` is the tensor's bytes (a
-/// whole number of blocks, as [`parse`] checked).
+/// The nibble bytes of a nibble-type tensor's blocks (Q4_0, Q4_1, Q4_K, IQ4_NL, IQ4_XS,
+/// MXFP4, NVFP4), or the i8 code bytes of a Q8_0 tensor, concatenated in storage order;
+/// `None` for other types ([`split_codes`] reads the 2–6-bit ones). `data` is the tensor's
+/// bytes (a whole number of blocks, as [`parse`] checked).
 pub fn code_bytes(ggml_type: u32, data: &[u8]) -> Option<Vec<u8>> {
     // (block bytes, offset of the codes in the block, code bytes per block)
     let (bs, off, n) = match NIBBLE_TYPES.iter().find(|t| t.0 == ggml_type) {
@@ -503,7 +503,8 @@ pub fn code_bytes(ggml_type: u32, data: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// True when [`code_bytes`] yields nibbles ([`NIBBLE_TYPES`]), false for bytes (Q8_0).
+/// True when [`code_bytes`] yields nibbles (Q4_0, Q4_1, Q4_K, IQ4_NL, IQ4_XS, MXFP4, NVFP4),
+/// false for bytes (Q8_0).
 pub fn is_nibble_type(ggml_type: u32) -> bool {
     NIBBLE_TYPES.iter().any(|t| t.0 == ggml_type)
 }
@@ -617,4 +618,16 @@ pub fn split_codes(ggml_type: u32, data: &[u8]) -> Option<SplitCodes> {
         unpack_block(ggml_type, b, &mut codes);
     }
     Some(SplitCodes { bits, stored, codes })
+}
+
+/// The width of the codes `tetrad stats` measures in a tensor of this type: 4 for the nibble
+/// types, 8 for Q8_0, 2–6 for the split types; `None` for every other type.
+pub fn code_bits(ggml_type: u32) -> Option<u32> {
+    if is_nibble_type(ggml_type) {
+        Some(4)
+    } else if ggml_type == 8 {
+        Some(8)
+    } else {
+        SPLIT_TYPES.iter().find(|t| t.0 == ggml_type).map(|t| t.1)
+    }
 }

@@ -147,8 +147,8 @@ impl ShardHeader {
             // "GGUF" read as a header length is above the limit: say what the file is.
             if prefix.starts_with(b"GGUF") {
                 return Err(malformed(
-                    "a GGUF file, not a safetensors shard (`tetrad stats` reads GGUF; this \
-                     command reads safetensors)",
+                    "a GGUF file, not a safetensors shard (`tetrad stats` and `tetrad inspect` \
+                     read GGUF; this command reads safetensors)",
                 ));
             }
             return Err(malformed(format!(

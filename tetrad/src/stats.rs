@@ -319,7 +319,8 @@ pub struct StatsOptions {
     pub zstd: bool,
 }
 
-fn is_gguf(path: &Path) -> bool {
+/// Whether `path` names a GGUF file: by its `.gguf` extension or its magic.
+pub(crate) fn is_gguf(path: &Path) -> bool {
     path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
         || crate::io::open_input(path)
             .and_then(|mut f| {

@@ -637,6 +637,61 @@ fn gguf_codes_match_an_independent_reader() {
     assert!(text.contains("total (3 5-bit code stream(s), 960 5-bit codes, 600 bytes):"), "{text}");
 }
 
+/// `tetrad inspect` reads GGUF files too: each tensor's type, shape, place and what `stats`
+/// measures in it; a malformed file is refused by class (exit 1), in text and JSON.
+#[test]
+fn inspect_lists_a_gguf_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q6k, q80, f32s) = (vec![0u8; 210], vec![0u8; 34], vec![0u8; 4 * 64]);
+    let file = gguf_file(&[
+        ("a", [256, 1], 14, &q6k),
+        ("b", [32, 1], 8, &q80),
+        ("c", [64, 1], 0, &f32s),
+        ("d", [2, 2], 99, &[]),
+    ]);
+    let path = dir.path().join("m.bin"); // found by its magic, whatever its name
+    std::fs::write(&path, &file).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_tetrad")).arg("inspect").arg(&path).output().unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].ends_with("(736 bytes, GGUF v3, alignment 32, data at byte 192, 4 tensor(s))"),
+        "{text}"
+    );
+    assert_eq!(lines[1], "  a Q6_K [1, 256] 210 bytes at 192: 6-bit codes");
+    assert_eq!(lines[2], "  b Q8_0 [1, 32] 34 bytes at 416: bytes");
+    assert_eq!(lines[3], "  c F32 [1, 64] 256 bytes at 480: floats: measured after quantizing");
+    assert_eq!(
+        lines[4],
+        "  d type 99 [2, 2] size unknown: a type tetrad does not know: not measured"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_tetrad"))
+        .args(["inspect", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["gguf"]["version"], 3);
+    assert_eq!(v[0]["tensors"][0]["type"], "Q6_K");
+    assert_eq!(v[0]["tensors"][0]["ggml_type"], 14);
+    assert_eq!(v[0]["tensors"][0]["offset"], 192);
+    assert_eq!(v[0]["tensors"][3]["bytes"], Value::Null);
+    // Cut inside the last sized tensor: refused by class, exit 1.
+    std::fs::write(&path, &file[..700]).unwrap();
+    for json in [false, true] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_tetrad"));
+        c.arg("inspect");
+        if json {
+            c.arg("--json");
+        }
+        let o = c.arg(&path).output().unwrap();
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert_eq!(o.status.code(), Some(1), "{text}");
+        assert!(text.contains("E_GGUF_RANGE"), "{text}");
+    }
+}
+
 /// f32 → IEEE binary16 for values that are exact in it (normal range or zero), written here
 /// independently of the crate's converters.
 fn f16_bits(v: f32) -> u16 {

@@ -24,13 +24,19 @@ A CFS1 container (`tetrad cfs1 pack`) shows each tensor's blob: raw or rANS, and
 against the bytes it decodes to (the blobs' framing is checked, not decoded). A directory
 stands for its *.safetensors files, in name order.
 
+A GGUF file (by its magic or a .gguf name) shows its version, alignment and data offset, and
+one line per tensor: GGML type, shape (row-major), bytes, offset, and what `tetrad stats`
+measures in it (nibbles, bytes, 2-6-bit codes, floats after quantizing, or nothing); every
+offset and size is checked against the file (E_GGUF_* on a malformed one).
+
 Examples:
   tetrad inspect model-00001-of-00004.safetensors
   tetrad inspect checkpoint/
-  tetrad inspect --json packed/out-rans-00000.safetensors")]
+  tetrad inspect --json packed/out-rans-00000.safetensors
+  tetrad inspect SmolLM2-135M-Instruct.Q4_1.gguf")]
 pub struct InspectArgs {
-    /// Shards to inspect (a directory: its *.safetensors files).
-    #[arg(required = true, value_name = "SHARD|DIR")]
+    /// Shards or GGUF files to inspect (a directory: its *.safetensors files).
+    #[arg(required = true, value_name = "SHARD|DIR|GGUF")]
     pub shards: Vec<PathBuf>,
     /// Print JSON.
     #[arg(long)]
@@ -169,6 +175,57 @@ fn describe(
     }
 }
 
+/// What `tetrad stats` measures in a GGUF tensor.
+fn gguf_measured(t: &crate::gguf::GgufTensor) -> String {
+    match (crate::gguf::code_bits(t.ggml_type), t.ggml_type) {
+        (Some(4), _) => "nibbles".into(),
+        (Some(8), _) => "bytes".into(),
+        (Some(b), _) => format!("{b}-bit codes"),
+        (None, 0 | 1 | 30) if t.dims.len() == 2 => "floats: measured after quantizing".into(),
+        (None, 0 | 1 | 30) => "floats, not a matrix: not measured".into(),
+        (None, _) if t.range.is_none() => "a type tetrad does not know: not measured".into(),
+        (None, _) => "not measured".into(),
+    }
+}
+
+/// `tetrad inspect` of one GGUF file: its directory, or the refusal; `Err` when refused.
+fn inspect_gguf(path: &std::path::Path, json: bool) -> Result<serde_json::Value, Refusal> {
+    let bytes = crate::io::map_file(path)
+        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", path.display())))?;
+    let g = crate::gguf::parse(&bytes)
+        .map_err(|e| Refusal::new(e.class(), format!("{}: {e}", path.display())))?;
+    if !json {
+        println!(
+            "== {} ({} bytes, GGUF v{}, alignment {}, data at byte {}, {} tensor(s))",
+            path.display(),
+            bytes.len(),
+            g.version,
+            g.alignment,
+            g.data_start,
+            g.tensors.len()
+        );
+        for t in &g.tensors {
+            let place = t.range.map_or_else(
+                || "size unknown".to_owned(),
+                |(a, b)| format!("{} bytes at {a}", b - a),
+            );
+            let (name, ty) = (super::printable(&t.name), t.type_name());
+            println!("  {name} {ty} {:?} {place}: {}", t.shape(), gguf_measured(t));
+        }
+        return Ok(serde_json::Value::Null);
+    }
+    Ok(serde_json::json!({
+        "shard": path,
+        "bytes": bytes.len(),
+        "gguf": {"version": g.version, "alignment": g.alignment, "data_start": g.data_start},
+        "tensors": g.tensors.iter().map(|t| serde_json::json!({
+            "name": t.name, "ggml_type": t.ggml_type, "type": t.type_name(), "shape": t.shape(),
+            "bytes": t.range.map(|(a, b)| b - a), "offset": t.range.map(|r| r.0),
+            "stats": gguf_measured(t),
+        })).collect::<Vec<_>>(),
+    }))
+}
+
 /// Runs `tetrad inspect`.
 pub fn run(args: &InspectArgs) -> ExitCode {
     let mut failed = false;
@@ -182,6 +239,21 @@ pub fn run(args: &InspectArgs) -> ExitCode {
         }
     }
     for (path, listed) in &paths {
+        if listed.is_none() && path.is_file() && crate::stats::is_gguf(path) {
+            match inspect_gguf(path, args.json) {
+                Ok(v) if args.json => out.push(v),
+                Ok(_) => {}
+                Err(e) => {
+                    failed = true;
+                    if args.json {
+                        out.push(serde_json::json!({"shard": path, "refused": {"class": e.class, "detail": e.detail}}));
+                    } else {
+                        println!("REFUSED {}: {}", e.class, e.detail);
+                    }
+                }
+            }
+            continue;
+        }
         let opened = match listed {
             Some(r) => Err(r.clone()),
             None => crate::container::open_shard(path),
