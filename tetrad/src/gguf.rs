@@ -524,9 +524,9 @@ pub struct SplitCodes {
     pub codes: Vec<u8>,
 }
 
-/// `(type, bits, block bytes, offset and length of the code fields)` of the types
-/// [`split_codes`] reads (each type's code fields are adjacent). Block layouts (256 weights
-/// unless said):
+/// `(type, bits, block bytes, offset and length of the code planes)` of the split types. Each
+/// type's code fields are adjacent in its block, so the planes are one slice. Block layouts
+/// (256 weights unless said):
 /// - Q2_K (2 bits): `scales[16]`, `qs[64]`, `d`, `dmin`;
 /// - Q3_K (3 bits): `hmask[32]`, `qs[64]`, `scales[12]`, `d`;
 /// - Q5_0 / Q5_1 (5 bits, 32 weights): `d` (and `m`), `qh[4]`, `qs[16]`;
@@ -541,21 +541,68 @@ const SPLIT_TYPES: [(u32, u32, usize, usize, usize); 6] = [
     (14, 6, 210, 0, 192),
 ];
 
-/// Appends the codes of one block of a [`SPLIT_TYPES`] type, in weight order.
-fn unpack_block(ggml_type: u32, b: &[u8], out: &mut Vec<u8>) {
+/// Where a split type's codes are and how they are put together: a block's code planes are
+/// `planes` bytes at `offset` of its `block` bytes, and [`Self::unpack`] turns planes into
+/// codes. `tetrad stats` keeps only the planes of a tensor and unpacks them row by row as it
+/// counts (a code a byte would cost 1.3–4 × the planes' memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitLayout {
+    /// GGML type id.
+    pub ggml_type: u32,
+    /// Bits per code.
+    pub bits: u32,
+    /// Weights per block.
+    pub weights: u64,
+    /// Bytes per block.
+    pub block: usize,
+    /// Offset of the code planes in a block.
+    pub offset: usize,
+    /// Bytes of code planes per block.
+    pub planes: usize,
+}
+
+impl SplitLayout {
+    /// The layout of a Q2_K, Q3_K, Q5_0, Q5_1, Q5_K or Q6_K tensor; `None` for other types.
+    pub fn of(ggml_type: u32) -> Option<Self> {
+        let &(_, bits, block, offset, planes) = SPLIT_TYPES.iter().find(|t| t.0 == ggml_type)?;
+        let weights = planes as u64 * 8 / u64::from(bits);
+        Some(Self { ggml_type, bits, weights, block, offset, planes })
+    }
+
+    /// The code planes of whole blocks (`data`, as [`parse`] checked), concatenated.
+    pub fn planes_of(&self, data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(data.len() / self.block * self.planes);
+        for b in data.chunks_exact(self.block) {
+            out.extend_from_slice(&b[self.offset..self.offset + self.planes]);
+        }
+        out
+    }
+
+    /// Appends the codes of whole blocks' planes (`planes`: a multiple of [`Self::planes`]
+    /// bytes, as [`Self::planes_of`] gives; a trailing partial block is ignored), in weight
+    /// order.
+    pub fn unpack(&self, planes: &[u8], out: &mut Vec<u8>) {
+        for p in planes.chunks_exact(self.planes) {
+            unpack_planes(self.ggml_type, p, out);
+        }
+    }
+}
+
+/// Appends the codes of one block of a split type from its code planes, in weight order.
+fn unpack_planes(ggml_type: u32, p: &[u8], out: &mut Vec<u8>) {
     match ggml_type {
-        // Q2_K: weight 128n + 32j + l is bits 2j..2j+2 of qs[32n + l].
+        // Q2_K (`qs`): weight 128n + 32j + l is bits 2j..2j+2 of qs[32n + l].
         10 => {
-            let qs = &b[16..80];
             for n in 0..2 {
                 for j in 0..4 {
-                    out.extend((0..32).map(|l| (qs[32 * n + l] >> (2 * j)) & 3));
+                    out.extend((0..32).map(|l| (p[32 * n + l] >> (2 * j)) & 3));
                 }
             }
         }
-        // Q3_K: the same two low bits from qs, the third from bit 4n + j of hmask[l].
+        // Q3_K (`hmask`, `qs`): the same two low bits from qs, the third from bit 4n + j of
+        // hmask[l].
         11 => {
-            let (hmask, qs) = (&b[0..32], &b[32..96]);
+            let (hmask, qs) = p.split_at(32);
             for n in 0..2 {
                 for j in 0..4 {
                     out.extend((0..32).map(|l| {
@@ -566,31 +613,30 @@ fn unpack_block(ggml_type: u32, b: &[u8], out: &mut Vec<u8>) {
                 }
             }
         }
-        // Q5_0 / Q5_1: weight j (< 16) is the low nibble of qs[j], weight j + 16 its high
-        // nibble; the fifth bit of weight k is bit k of the little-endian u32 qh.
+        // Q5_0 / Q5_1 (`qh`, `qs`): weight j (< 16) is the low nibble of qs[j], weight j + 16
+        // its high nibble; the fifth bit of weight k is bit k of the little-endian u32 qh.
         6 | 7 => {
-            let at = if ggml_type == 6 { 2 } else { 4 };
-            let qh = u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-            let qs = &b[at + 4..at + 20];
+            let qh = u32::from_le_bytes([p[0], p[1], p[2], p[3]]);
+            let qs = &p[4..20];
             let fifth = |k: usize| u8::from((qh >> k) & 1 == 1) << 4;
             out.extend((0..16).map(|j| (qs[j] & 15) | fifth(j)));
             out.extend((0..16).map(|j| (qs[j] >> 4) | fifth(j + 16)));
         }
-        // Q5_K: 64 weights per 32 qs bytes (low nibbles, then high nibbles); the fifth bit of
-        // weight 64c + l is bit 2c of qh[l], of weight 64c + 32 + l bit 2c + 1.
+        // Q5_K (`qh`, `qs`): 64 weights per 32 qs bytes (low nibbles, then high nibbles); the
+        // fifth bit of weight 64c + l is bit 2c of qh[l], of weight 64c + 32 + l bit 2c + 1.
         13 => {
-            let (qh, qs) = (&b[16..48], &b[48..176]);
+            let (qh, qs) = p.split_at(32);
             for c in 0..4 {
                 let q = &qs[32 * c..32 * c + 32];
                 out.extend((0..32).map(|l| (q[l] & 15) | (((qh[l] >> (2 * c)) & 1) << 4)));
                 out.extend((0..32).map(|l| (q[l] >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4)));
             }
         }
-        // Q6_K: per half n, weight 128n + 32k + l takes a nibble of ql (k = 0, 1: low nibbles
-        // of ql[64n + l], ql[64n + 32 + l]; k = 2, 3: their high nibbles) and bits 2k..2k+2
-        // of qh[32n + l] as bits 4..6.
+        // Q6_K (`ql`, `qh`): per half n, weight 128n + 32k + l takes a nibble of ql (k = 0, 1:
+        // low nibbles of ql[64n + l], ql[64n + 32 + l]; k = 2, 3: their high nibbles) and bits
+        // 2k..2k+2 of qh[32n + l] as bits 4..6.
         14 => {
-            let (ql, qh) = (&b[0..128], &b[128..192]);
+            let (ql, qh) = p.split_at(128);
             for n in 0..2 {
                 for k in 0..4 {
                     out.extend((0..32).map(|l| {
@@ -609,15 +655,11 @@ fn unpack_block(ggml_type: u32, b: &[u8], out: &mut Vec<u8>) {
 /// their planes as stored and one code per weight. `data` is the tensor's bytes (a whole
 /// number of blocks, as [`parse`] checked).
 pub fn split_codes(ggml_type: u32, data: &[u8]) -> Option<SplitCodes> {
-    let &(_, bits, bs, off, len) = SPLIT_TYPES.iter().find(|t| t.0 == ggml_type)?;
-    let blocks = data.len() / bs;
-    let mut stored = Vec::with_capacity(blocks * len);
-    let mut codes = Vec::with_capacity(blocks * len * 8 / bits as usize);
-    for b in data.chunks_exact(bs) {
-        stored.extend_from_slice(&b[off..off + len]);
-        unpack_block(ggml_type, b, &mut codes);
-    }
-    Some(SplitCodes { bits, stored, codes })
+    let layout = SplitLayout::of(ggml_type)?;
+    let stored = layout.planes_of(data);
+    let mut codes = Vec::with_capacity(stored.len() * 8 / layout.bits as usize);
+    layout.unpack(&stored, &mut codes);
+    Some(SplitCodes { bits: layout.bits, stored, codes })
 }
 
 /// The width of the codes `tetrad stats` measures in a tensor of this type: 4 for the nibble
@@ -628,6 +670,6 @@ pub fn code_bits(ggml_type: u32) -> Option<u32> {
     } else if ggml_type == 8 {
         Some(8)
     } else {
-        SPLIT_TYPES.iter().find(|t| t.0 == ggml_type).map(|t| t.1)
+        SplitLayout::of(ggml_type).map(|l| l.bits)
     }
 }

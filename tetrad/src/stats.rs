@@ -46,8 +46,8 @@ pub enum Symbols {
     /// 8-bit codes.
     Byte,
     /// Codes of 2, 3, 5 or 6 bits that a format splits over bit planes (GGUF Q2_K, Q3_K,
-    /// Q5_0, Q5_1, Q5_K, Q6_K): [`Measured::data`] holds them one per byte, unpacked, and
-    /// [`Measured::stored`] the planes as stored.
+    /// Q5_0, Q5_1, Q5_K, Q6_K): [`Measured::data`] holds the planes as stored and
+    /// [`Measured::split`] how they hold the codes.
     Split(u8),
 }
 
@@ -105,20 +105,13 @@ pub struct Measured {
     pub shape: Vec<u64>,
     /// Symbol kind.
     pub symbols: Symbols,
-    /// Code bytes (split codes: one code per byte).
+    /// Code bytes as stored (split codes: the blocks' code planes), what the codecs compress
+    /// and the ratios count.
     pub data: Vec<u8>,
     /// Bytes of `data` per row (order-1 contexts restart at each row); 0 means one row.
     pub row_bytes: usize,
-    /// The codes as stored where they differ from `data` (split codes: the format's bit
-    /// planes); the sizes, ratios and codecs are of these bytes.
-    pub stored: Option<Vec<u8>>,
-}
-
-impl Measured {
-    /// The bytes the codecs compress and the ratios count: [`Self::stored`], else `data`.
-    pub fn stored_bytes(&self) -> &[u8] {
-        self.stored.as_deref().unwrap_or(&self.data)
-    }
+    /// For split codes, how the planes hold them ([`count_measured`] unpacks them).
+    pub split: Option<gguf::SplitLayout>,
 }
 
 /// A tensor `stats` did not measure, and why.
@@ -209,21 +202,25 @@ pub fn entropy(hist: &[u64]) -> f64 {
     h + 0.0 // a constant stream sums to -0.0: print 0
 }
 
-/// Counts symbols and within-row neighbour pairs of a code stream.
-pub fn count(symbols: Symbols, data: &[u8], row_bytes: usize) -> Counts {
-    let mut c = Counts::zero(symbols);
-    let a = symbols.alphabet();
-    let rows: Vec<&[u8]> = if row_bytes == 0 || row_bytes >= data.len() {
-        vec![data]
+/// The rows of `data`, `row_bytes` each (one row when 0 or longer than the data).
+fn rows_of(data: &[u8], row_bytes: usize) -> std::slice::Chunks<'_, u8> {
+    data.chunks(if row_bytes == 0 || row_bytes >= data.len() {
+        data.len().max(1)
     } else {
-        data.chunks(row_bytes).collect()
-    };
-    for row in rows {
+        row_bytes
+    })
+}
+
+impl Counts {
+    /// Counts one row's symbols and neighbour pairs (the first symbol has no context). Split
+    /// codes are counted one per byte, already unpacked.
+    fn count_row(&mut self, symbols: Symbols, row: &[u8]) {
+        let a = symbols.alphabet();
         let mut prev: Option<usize> = None;
         let mut push = |s: usize| {
-            c.hist[s] += 1;
+            self.hist[s] += 1;
             if let Some(p) = prev {
-                c.pairs[p * a + s] += 1;
+                self.pairs[p * a + s] += 1;
             }
             prev = Some(s);
         };
@@ -236,6 +233,31 @@ pub fn count(symbols: Symbols, data: &[u8], row_bytes: usize) -> Counts {
                 Symbols::Byte | Symbols::Split(_) => push(usize::from(b)),
             }
         }
+    }
+}
+
+/// Counts symbols and within-row neighbour pairs of a code stream (split codes: one code per
+/// byte; [`count_measured`] unpacks a stream's planes).
+pub fn count(symbols: Symbols, data: &[u8], row_bytes: usize) -> Counts {
+    let mut c = Counts::zero(symbols);
+    for row in rows_of(data, row_bytes) {
+        c.count_row(symbols, row);
+    }
+    c
+}
+
+/// [`count`] of a measured stream; split codes are unpacked from the stored planes one row at
+/// a time, so only the planes are ever held whole.
+pub fn count_measured(m: &Measured) -> Counts {
+    let Some(layout) = m.split else {
+        return count(m.symbols, &m.data, m.row_bytes);
+    };
+    let mut c = Counts::zero(m.symbols);
+    let mut codes = Vec::new();
+    for row in rows_of(&m.data, m.row_bytes) {
+        codes.clear();
+        layout.unpack(row, &mut codes);
+        c.count_row(m.symbols, &codes);
     }
     c
 }
@@ -418,7 +440,7 @@ fn quantized(
         symbols: if fmt.is_nibbles() { Symbols::Nibble } else { Symbols::Byte },
         data: codes,
         row_bytes,
-        stored: None,
+        split: None,
     })
 }
 
@@ -499,7 +521,7 @@ fn cfs1_codes(
         symbols,
         data,
         row_bytes,
-        stored: None,
+        split: None,
     }))
 }
 
@@ -633,7 +655,7 @@ pub fn collect_safetensors(
             symbols,
             data,
             row_bytes,
-            stored: None,
+            split: None,
         });
     }
     Ok((measured, skipped))
@@ -686,7 +708,7 @@ pub fn collect_gguf(
                 }
             }
             ty => {
-                let measure = |symbols, data, row_bytes: u64, stored| Measured {
+                let measure = |symbols, data, row_bytes: u64, split| Measured {
                     name: t.name.clone(),
                     file: file.clone(),
                     format: format!("gguf:{}", t.type_name()),
@@ -695,7 +717,7 @@ pub fn collect_gguf(
                     symbols,
                     data,
                     row_bytes: usize::try_from(row_bytes).unwrap_or(0),
-                    stored,
+                    split,
                 };
                 if let Some(codes) = gguf::code_bytes(ty, data) {
                     measured.push(if gguf::is_nibble_type(ty) {
@@ -703,10 +725,13 @@ pub fn collect_gguf(
                     } else {
                         measure(Symbols::Byte, codes, ne0, None)
                     });
-                } else if let Some(split) = gguf::split_codes(ty, data) {
+                } else if let Some(layout) = gguf::SplitLayout::of(ty) {
                     #[allow(clippy::cast_possible_truncation)] // 2, 3, 5 or 6
-                    let symbols = Symbols::Split(split.bits as u8);
-                    measured.push(measure(symbols, split.codes, ne0, Some(split.stored)));
+                    let symbols = Symbols::Split(layout.bits as u8);
+                    // ne0 is a whole number of blocks (parse checked).
+                    let row = ne0 / layout.weights * layout.planes as u64;
+                    let planes = layout.planes_of(data);
+                    measured.push(measure(symbols, planes, row, Some(layout)));
                 } else {
                     let blocked = gguf::type_info(ty).is_some_and(|(_, block, _)| block > 1);
                     let what = if blocked {
@@ -759,8 +784,7 @@ pub fn measure_with_progress(
     opts: &StatsOptions,
     done: &(dyn Fn(u64) + Sync),
 ) -> Report {
-    let counts: Vec<Counts> =
-        measured.par_iter().map(|m| count(m.symbols, &m.data, m.row_bytes).compact()).collect();
+    let counts: Vec<Counts> = measured.par_iter().map(|m| count_measured(m).compact()).collect();
     // The pooled tables, counted again per class (a table per thread, not per tensor).
     let pooled = |s: Symbols| {
         measured
@@ -769,7 +793,7 @@ pub fn measure_with_progress(
             .fold(
                 || Counts::zero(s),
                 |mut acc, m| {
-                    acc.add(&count(m.symbols, &m.data, m.row_bytes));
+                    acc.add(&count_measured(m));
                     acc
                 },
             )
@@ -807,7 +831,7 @@ pub fn measure_with_progress(
                 }
                 _ => None,
             };
-            let stored = m.stored_bytes();
+            let stored = &m.data;
             let cfs1_bytes = {
                 let mut blob = vec![0u8; tetrad_fse::max_compressed_len(stored.len())];
                 tetrad_fse::compress_into(stored, &mut blob).ok().map(|n| n as u64)

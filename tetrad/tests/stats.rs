@@ -1034,7 +1034,7 @@ fn measure_reports_progress_per_tensor() {
             symbols: if k == 4 { Symbols::Byte } else { Symbols::Nibble },
             data: (0..2 * (10 + usize::from(k))).map(|j| (j * 37 + usize::from(k)) as u8).collect(),
             row_bytes: 10 + usize::from(k),
-            stored: None,
+            split: None,
         })
         .collect();
     let opts =

@@ -697,7 +697,7 @@ mod tests {
             symbols,
             row_bytes: data.len(),
             data,
-            stored: None,
+            split: None,
         }
     }
 
