@@ -640,7 +640,7 @@ fn gguf_codes_match_an_independent_reader() {
 /// `tetrad inspect` reads GGUF files too: each tensor's type, shape, place and what `stats`
 /// measures in it; a malformed file is refused by class (exit 1), in text and JSON.
 #[test]
-fn inspect_lists_a_gguf_directory() {
+fn inspect_lists_gguf_files() {
     let dir = tempfile::tempdir().unwrap();
     let (q6k, q80, f32s) = (vec![0u8; 210], vec![0u8; 34], vec![0u8; 4 * 64]);
     let file = gguf_file(&[
@@ -677,6 +677,19 @@ fn inspect_lists_a_gguf_directory() {
     assert_eq!(v[0]["tensors"][0]["ggml_type"], 14);
     assert_eq!(v[0]["tensors"][0]["offset"], 192);
     assert_eq!(v[0]["tensors"][3]["bytes"], Value::Null);
+    // A directory: its shards, then its GGUF files.
+    let d = dir.path().join("d");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(d.join("z.gguf"), &file).unwrap();
+    let t = [OutTensor { name: "n", dtype: "F32", shape: &[1], data: &[0; 4] }];
+    let shard = shard_bytes(&BTreeMap::new(), &t, HeaderStyle::EscapedUnpadded).unwrap();
+    std::fs::write(d.join("a.safetensors"), shard).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_tetrad")).arg("inspect").arg(&d).output().unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    let heads: Vec<&str> = text.lines().filter(|l| l.starts_with("==")).collect();
+    assert_eq!(heads.len(), 2, "{text}");
+    assert!(heads[0].contains("a.safetensors"), "{text}");
+    assert!(heads[1].contains("z.gguf (736 bytes, GGUF v3"), "{text}");
     // Cut inside the last sized tensor: refused by class, exit 1.
     std::fs::write(&path, &file[..700]).unwrap();
     for json in [false, true] {

@@ -22,7 +22,7 @@ allows (C; 2C − 1 or 2C for nibbles; 4C − 3 … 4C for crumbs; a last int3-g
 file does not record I, so pass the model's real [O, I] to `tetrad resolve` when it matters.
 A CFS1 container (`tetrad cfs1 pack`) shows each tensor's blob: raw or rANS, and its size
 against the bytes it decodes to (the blobs' framing is checked, not decoded). A directory
-stands for its *.safetensors files, in name order.
+stands for its *.safetensors files, in name order, then its *.gguf files.
 
 A GGUF file (by its magic or a .gguf name) shows its version, alignment and data offset, and
 one line per tensor: GGML type, shape (row-major), bytes, offset, and what `tetrad stats`
@@ -35,7 +35,7 @@ Examples:
   tetrad inspect --json packed/out-rans-00000.safetensors
   tetrad inspect SmolLM2-135M-Instruct.Q4_1.gguf")]
 pub struct InspectArgs {
-    /// Shards or GGUF files to inspect (a directory: its *.safetensors files).
+    /// Shards or GGUF files to inspect (a directory: its *.safetensors and *.gguf files).
     #[arg(required = true, value_name = "SHARD|DIR|GGUF")]
     pub shards: Vec<PathBuf>,
     /// Print JSON.
@@ -230,12 +230,20 @@ fn inspect_gguf(path: &std::path::Path, json: bool) -> Result<serde_json::Value,
 pub fn run(args: &InspectArgs) -> ExitCode {
     let mut failed = false;
     let mut out = Vec::new();
-    // Each argument's shards (a directory's *.safetensors), or why there are none.
+    // Each argument's files (a directory's *.safetensors, then its *.gguf), or why there are
+    // none.
     let mut paths: Vec<(PathBuf, Option<Refusal>)> = Vec::new();
     for path in &args.shards {
-        match crate::shardset::shards_of(path) {
-            Ok(v) => paths.extend(v.into_iter().map(|p| (p, None))),
-            Err(e) => paths.push((path.clone(), Some(Refusal::new(e.class, e.detail)))),
+        match crate::stats::expand(std::slice::from_ref(path)) {
+            Ok(entries) => {
+                for p in entries {
+                    match crate::shardset::shards_of(&p) {
+                        Ok(v) => paths.extend(v.into_iter().map(|p| (p, None))),
+                        Err(e) => paths.push((p, Some(Refusal::new(e.class, e.detail)))),
+                    }
+                }
+            }
+            Err(e) => paths.push((path.clone(), Some(e))),
         }
     }
     for (path, listed) in &paths {
