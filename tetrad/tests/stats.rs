@@ -390,6 +390,17 @@ fn blocks(
     (out, used)
 }
 
+/// A nibble tensor's report against its code bytes (`row_bytes` a row): counts and entropies.
+fn check_nibbles(t: &Value, codes: &[u8], row_bytes: usize) {
+    assert_eq!(t["symbols"], "nibble");
+    assert_eq!(t["nibbles"], 2 * codes.len() as u64);
+    let rows: Vec<&[u8]> = codes.chunks(row_bytes).collect();
+    let (h0, h1, _) = entropies(&rows);
+    close(&t["entropy_bits"], h0);
+    close(&t["entropy_bits_order1"], h1);
+    close(&t["order1_gain_bits"], h0 - h1);
+}
+
 #[test]
 fn gguf_q4_1_q4_k_q8_0_are_measured_and_uniform_codes_are_called_incompressible() {
     let dir = tempfile::tempdir().unwrap();
@@ -438,13 +449,7 @@ fn gguf_q4_1_q4_k_q8_0_are_measured_and_uniform_codes_are_called_incompressible(
             close(&t["ratio_bound"], 8.0 / h0);
             assert!(t["rans256_bytes"].is_null(), "rans256 codes nibbles only");
         } else {
-            assert_eq!(t["symbols"], "nibble");
-            assert_eq!(t["nibbles"], 2 * codes.len() as u64);
-            let rows: Vec<&[u8]> = codes.chunks(row_bytes).collect();
-            let (h0, h1, _) = entropies(&rows);
-            close(&t["entropy_bits"], h0);
-            close(&t["entropy_bits_order1"], h1);
-            close(&t["order1_gain_bits"], h0 - h1);
+            check_nibbles(t, codes, row_bytes);
             assert!(t["rans256_bytes"].as_u64().unwrap() > 0);
         }
         let mut c = vec![0u8; tetrad_fse::max_compressed_len(codes.len())];
@@ -511,13 +516,8 @@ fn gguf_iq4_and_mxfp4_nibbles_are_measured_other_types_named() {
     ]) {
         assert_eq!(t["format"], format);
         assert_eq!(t["shape"], serde_json::json!(shape));
-        assert_eq!(t["symbols"], "nibble");
         assert_eq!(t["bytes"], codes.len() as u64, "{format}: only the code bytes");
-        assert_eq!(t["nibbles"], 2 * codes.len() as u64);
-        let rows: Vec<&[u8]> = codes.chunks(row_bytes).collect();
-        let (h0, h1, _) = entropies(&rows);
-        close(&t["entropy_bits"], h0);
-        close(&t["entropy_bits_order1"], h1);
+        check_nibbles(t, codes, row_bytes);
     }
     let skipped = v["skipped"].as_array().unwrap();
     let names: Vec<&str> = skipped.iter().map(|k| k["name"].as_str().unwrap()).collect();

@@ -246,6 +246,14 @@ pub fn run(args: &InspectArgs) -> ExitCode {
             Err(e) => paths.push((path.clone(), Some(e))),
         }
     }
+    // A file that could not be read: its refusal, in the output's form.
+    let refused = |path: &PathBuf, e: &Refusal, out: &mut Vec<serde_json::Value>| {
+        if args.json {
+            out.push(serde_json::json!({"shard": path, "refused": {"class": e.class, "detail": e.detail}}));
+        } else {
+            println!("REFUSED {}: {}", e.class, e.detail);
+        }
+    };
     for (path, listed) in &paths {
         if listed.is_none() && path.is_file() && crate::stats::is_gguf(path) {
             match inspect_gguf(path, args.json) {
@@ -253,11 +261,7 @@ pub fn run(args: &InspectArgs) -> ExitCode {
                 Ok(_) => {}
                 Err(e) => {
                     failed = true;
-                    if args.json {
-                        out.push(serde_json::json!({"shard": path, "refused": {"class": e.class, "detail": e.detail}}));
-                    } else {
-                        println!("REFUSED {}: {}", e.class, e.detail);
-                    }
+                    refused(path, &e, &mut out);
                 }
             }
             continue;
@@ -270,11 +274,7 @@ pub fn run(args: &InspectArgs) -> ExitCode {
             Ok(s) => s,
             Err(e) => {
                 failed = true;
-                if args.json {
-                    out.push(serde_json::json!({"shard": path, "refused": {"class": e.class, "detail": e.detail}}));
-                } else {
-                    println!("REFUSED {}: {}", e.class, e.detail);
-                }
+                refused(path, &e, &mut out);
                 continue;
             }
         };
