@@ -496,11 +496,16 @@ pub fn code_bytes(ggml_type: u32, data: &[u8]) -> Option<Vec<u8>> {
         None if ggml_type == 8 => (34, 2, 32),
         None => return None,
     };
-    let mut out = Vec::with_capacity(data.len() / bs * n);
-    for b in data.chunks_exact(bs) {
-        out.extend_from_slice(&b[off..off + n]);
+    Some(block_fields(data, bs, off, n))
+}
+
+/// Bytes `offset .. offset + len` of every `block`-byte block of `data`, concatenated.
+fn block_fields(data: &[u8], block: usize, offset: usize, len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() / block * len);
+    for b in data.chunks_exact(block) {
+        out.extend_from_slice(&b[offset..offset + len]);
     }
-    Some(out)
+    out
 }
 
 /// True when [`code_bytes`] yields nibbles (Q4_0, Q4_1, Q4_K, IQ4_NL, IQ4_XS, MXFP4, NVFP4),
@@ -571,11 +576,7 @@ impl SplitLayout {
 
     /// The code planes of whole blocks (`data`, as [`parse`] checked), concatenated.
     pub fn planes_of(&self, data: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(data.len() / self.block * self.planes);
-        for b in data.chunks_exact(self.block) {
-            out.extend_from_slice(&b[self.offset..self.offset + self.planes]);
-        }
-        out
+        block_fields(data, self.block, self.offset, self.planes)
     }
 
     /// Appends the codes of whole blocks' planes (`planes`: a multiple of [`Self::planes`]

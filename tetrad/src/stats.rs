@@ -831,10 +831,9 @@ pub fn measure_with_progress(
                 }
                 _ => None,
             };
-            let stored = &m.data;
             let cfs1_bytes = {
-                let mut blob = vec![0u8; tetrad_fse::max_compressed_len(stored.len())];
-                tetrad_fse::compress_into(stored, &mut blob).ok().map(|n| n as u64)
+                let mut blob = vec![0u8; tetrad_fse::max_compressed_len(m.data.len())];
+                tetrad_fse::compress_into(&m.data, &mut blob).ok().map(|n| n as u64)
             };
             let rans64_bytes = match m.symbols {
                 Symbols::Nibble => {
@@ -849,9 +848,9 @@ pub fn measure_with_progress(
             };
             let zstd19_bytes = opts
                 .zstd
-                .then(|| zstd::bulk::compress(stored, 19).ok().map(|v| v.len() as u64))
+                .then(|| zstd::bulk::compress(&m.data, 19).ok().map(|v| v.len() as u64))
                 .flatten();
-            let bytes = stored.len() as u64;
+            let bytes = m.data.len() as u64;
             done(bytes);
             TensorStats {
                 name: m.name,

@@ -19,8 +19,9 @@ use crate::stats::{
 PATHs are safetensors shards, GGUF files, or directories of either (a directory's
 *.safetensors are one container). Measured: int4-row, int4-grouped and int4-rans256-g0
 (decoded) nibbles, int8-row bytes, GGUF Q4_0/Q4_1/Q4_K/IQ4_NL/IQ4_XS/MXFP4/NVFP4 nibbles,
-Q8_0 bytes and the 2-6-bit codes of Q2_K/Q3_K/Q5_0/Q5_1/Q5_K/Q6_K; 2-D float tensors as they would be after `tetrad quantize --format FORMAT`. Ratios are
-code bytes / compressed bytes. int4-rans256-g0 uses one table pooled over every nibble tensor
+Q8_0 bytes and the 2-6-bit codes of Q2_K/Q3_K/Q5_0/Q5_1/Q5_K/Q6_K; 2-D float tensors as
+they would be after `tetrad quantize --format FORMAT`. Ratios are code bytes / compressed
+bytes. int4-rans256-g0 uses one table pooled over every nibble tensor
 (the total includes the table's JSON). zstd level 19 is slow (a few MB/s per core); --no-zstd
 skips it.
 --plot writes the chart (histogram, per-tensor bits/weight) as PNG or SVG, by extension,

@@ -1,12 +1,12 @@
 //! The `tetrad stats --plot` chart, as PNG or SVG, drawn by tetrad itself.
 //!
 //! The chart answers the two questions `stats` is for, at a glance: *how evenly are the codes
-//! used* (top panel: the pooled histogram of nibble — or byte, or split-code — values, with the uniform share
-//! that would make them incompressible as a dashed line) and *how many bits per weight does
-//! each tensor really need* (bottom panel: each tensor's order-0 entropy as a bar, its order-1
-//! entropy as a mark, and the raw code width as a dashed line). A footer gives the total's
-//! ratio bound and the ratios of int4-rans256-g0, CFS1 and zstd-19, and says plainly when the
-//! codes barely compress.
+//! used* (top panel: the pooled histogram of nibble — or byte, or split-code — values, with
+//! the uniform share that would make them incompressible as a dashed line) and *how many bits
+//! per weight does each tensor really need* (bottom panel: each tensor's order-0 entropy as a
+//! bar, its order-1 entropy as a mark, and the raw code width as a dashed line). A footer
+//! gives the total's ratio bound and the ratios of int4-rans256-g0, CFS1 and zstd-19, and says
+//! plainly when the codes barely compress.
 //!
 //! The layout is computed once, in integer pixels, as a list of [`Mark`]s (a [`Chart`]); two
 //! small renderers turn it into an SVG document ([`svg`]) or an RGB raster ([`render`], on a
@@ -17,8 +17,8 @@
 //! public layout constants ([`HIST`], [`TENSORS`], [`Area::slot`], [`colours`]).
 //!
 //! Layout contract (what the tests check):
-//! - histogram bar of value `k` (of `A` = 16, 256 or `2^b` values): columns `HIST.slot(k, A)` less a
-//!   gap of one eighth of the slot on each side; it rises from `HIST.bottom()` in
+//! - histogram bar of value `k` (of `A` = 16, 256 or `2^b` values): columns `HIST.slot(k, A)`
+//!   less a gap of one eighth of the slot on each side; it rises from `HIST.bottom()` in
 //!   [`colours::HIST_BAR`], with a height proportional to the value's count (the tallest bar
 //!   spans at least 40% of the panel);
 //! - tensor bar `i` of `n`: columns `TENSORS.slot(i, n)` less a gap of one fifth of the slot,
