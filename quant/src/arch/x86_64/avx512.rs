@@ -627,29 +627,46 @@ macro_rules! avx512_arm {
             let table = unsafe { _mm512_loadu_ps(tp) };
             let mut acc = [_mm512_setzero_ps(); T];
             // 32-column groups (mxfp4, int4-grouped gs = 32): two whole groups per 64-column
-            // step, each group's partial sum scaled into the accumulator (no per-group loop,
-            // no masked load, the row's scales read directly).
+            // step, each group's partial sum scaled into an accumulator of its own (even and
+            // odd groups: two FMA chains, see [`two_groups_f32`]; no per-group loop, no masked
+            // load, the row's scales read directly).
+            let mut acc2 = [_mm512_setzero_ps(); T];
+            let mut sbuf = [0f32; 16];
             let mut g0 = 0;
             if gl == 32 {
-                while 32 * (g0 + 2) <= ni {
-                    let col = 32 * g0;
-                    let (s0, s1) = (row_scale(m, o, g0), row_scale(m, o, g0 + 1));
-                    // SAFETY: col + 64 ≤ I: 32 bytes at col/2 are within the row.
-                    let (z0, z1) = unsafe {
-                        (
-                            _mm512_cvtepu8_epi32(_mm_loadu_si128(rp.add(col / 2).cast())),
-                            _mm512_cvtepu8_epi32(_mm_loadu_si128(rp.add(col / 2 + 16).cast())),
-                        )
-                    };
-                    let w = [
-                        lut16(z0, table),
-                        lut16(_mm512_srli_epi32::<4>(z0), table),
-                        lut16(z1, table),
-                        lut16(_mm512_srli_epi32::<4>(z1), table),
-                    ];
-                    // SAFETY: col + 64 ≤ ipad values of every xd[k].
-                    unsafe { two_groups_f32(&mut acc, w, xd, col, s0, s1) };
-                    g0 += 2;
+                // Pairs of groups, eight pairs per refill of the 16 scales.
+                let pairs = ni / 64;
+                let mut p0 = 0;
+                while p0 < pairs {
+                    row_scales16(m, o, 2 * p0, &mut sbuf);
+                    let p1 = (p0 + 8).min(pairs);
+                    for (j, pair) in (p0..p1).enumerate() {
+                        let col = 64 * pair;
+                        if stream && pair % 2 == 0 {
+                            prefetch_l2(rp.wrapping_add(col / 2).cast());
+                        }
+                        let (s0, s1) = (sbuf[(2 * j) & 15], sbuf[(2 * j + 1) & 15]);
+                        // SAFETY: col + 64 ≤ I: 32 bytes at col/2 are within the row.
+                        let (z0, z1) = unsafe {
+                            (
+                                _mm512_cvtepu8_epi32(_mm_loadu_si128(rp.add(col / 2).cast())),
+                                _mm512_cvtepu8_epi32(_mm_loadu_si128(rp.add(col / 2 + 16).cast())),
+                            )
+                        };
+                        let w = [
+                            lut16(z0, table),
+                            lut16(_mm512_srli_epi32::<4>(z0), table),
+                            lut16(z1, table),
+                            lut16(_mm512_srli_epi32::<4>(z1), table),
+                        ];
+                        // SAFETY: col + 64 ≤ ipad values of every xd[k].
+                        unsafe { two_groups_f32(&mut acc, &mut acc2, w, xd, col, s0, s1) };
+                    }
+                    p0 = p1;
+                }
+                g0 = 2 * pairs;
+                for k in 0..T {
+                    acc[k] = _mm512_add_ps(acc[k], acc2[k]);
                 }
             }
             for g in g0..m.groups_per_row() {
@@ -735,16 +752,55 @@ macro_rules! avx512_arm {
             }
         }
 
+        /// The f32-path scales of groups `g .. g + 16` of row `o` (as [`row_scale`]; those
+        /// past the row's last group are 0 or left as they were) into `buf`: UE8M0 bytes widened and
+        /// shifted 16 at a time. The 2-group loops read their scales from `buf`, so that each
+        /// becomes the broadcast memory operand of its FMA: a scale broadcast from a register
+        /// takes a slot on the shuffle port, which the weight decode (`vpmovzxbd`,
+        /// `vpermps`) already fills (mxfp4 f32, `avx512-vnni`, Zen 5, 256 × 1024: 29.5 →
+        /// 36–37 G weights/s).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn row_scales16(m: &Matrix<'_>, o: usize, g: usize, buf: &mut [f32; 16]) {
+            let ng = m.groups_per_row();
+            let (at, n) = (o * ng + g, (ng - g).min(16));
+            match m.scales() {
+                Scales::Ue8m0(e) => {
+                    let e = &e[at..at + n];
+                    // SAFETY: the masked load reads the n ≤ 16 bytes of `e` only; the store
+                    // writes the 16 f32 of `buf` (zeros past n). Not a masked store: loads
+                    // from a masked store's bytes are not forwarded from it, and the loop's
+                    // first scale loads follow it closely.
+                    unsafe {
+                        let b = _mm512_castsi512_si128(_mm512_maskz_loadu_epi8(
+                            mask64(n),
+                            e.as_ptr().cast(),
+                        ));
+                        let v = _mm512_slli_epi32::<23>(_mm512_cvtepu8_epi32(b));
+                        _mm512_storeu_ps(buf.as_mut_ptr(), _mm512_castsi512_ps(v));
+                    }
+                }
+                Scales::F32(sv) => buf[..n].copy_from_slice(&sv[at..at + n]),
+                Scales::None => buf[..n].fill(1.0),
+            }
+        }
+
         /// Two whole 32-column groups at `col` (`w`: their 64 decoded weights, in the order
-        /// of `xs`) into each activation row's accumulator:
-        /// `acc[k] += (w₀·x₀ + w₁·x₁) · s0 + (w₂·x₂ + w₃·x₃) · s1`.
+        /// of `xs`) into each activation row's two accumulators:
+        /// `even[k] += (w₀·x₀ + w₁·x₁) · s0`, `odd[k] += (w₂·x₂ + w₃·x₃) · s1`.
+        ///
+        /// Two accumulators, not one: with both FMAs on one register the loop-carried chain
+        /// was two FMA latencies per 64 weights, the bound of the one-activation-row loop
+        /// (mxfp4 f32, `avx512-vnni`, Zen 5, 256 × 1024: 29.3 G weights/s against int4-row's
+        /// 40.6, whose chains are one FMA long).
         ///
         /// # Safety
         /// Features available; every `xs[k]` valid for reads of `col + 64` f32.
         #[inline]
         #[target_feature(enable = $feat)]
         unsafe fn two_groups_f32<const T: usize>(
-            acc: &mut [__m512; T],
+            even: &mut [__m512; T],
+            odd: &mut [__m512; T],
             w: [__m512; 4],
             xs: [*const f32; T],
             col: usize,
@@ -752,12 +808,13 @@ macro_rules! avx512_arm {
             s1: f32,
         ) {
             let (v0, v1) = (_mm512_set1_ps(s0), _mm512_set1_ps(s1));
-            for (a, x) in acc.iter_mut().zip(xs) {
+            for ((a, b), x) in even.iter_mut().zip(odd.iter_mut()).zip(xs) {
                 // SAFETY: col + 64 values at x (the caller's contract).
                 let xv = |j: usize| unsafe { _mm512_loadu_ps(x.add(col + 16 * j)) };
                 let t0 = _mm512_fmadd_ps(w[1], xv(1), _mm512_mul_ps(w[0], xv(0)));
                 let t1 = _mm512_fmadd_ps(w[3], xv(3), _mm512_mul_ps(w[2], xv(2)));
-                *a = _mm512_fmadd_ps(t1, v1, _mm512_fmadd_ps(t0, v0, *a));
+                *a = _mm512_fmadd_ps(t0, v0, *a);
+                *b = _mm512_fmadd_ps(t1, v1, *b);
             }
         }
 
@@ -790,29 +847,45 @@ macro_rules! avx512_arm {
             let mut acc = [_mm512_setzero_ps(); T];
             let ng = m.groups_per_row();
             // 32-column groups: two whole groups per 64-column step (`nib_row_f32_de`).
+            let mut acc2 = [_mm512_setzero_ps(); T];
+            let mut sbuf = [0f32; 16];
             let mut g0 = 0;
             if gl == 32 {
-                while 32 * (g0 + 2) <= ni {
-                    let col = 32 * g0;
-                    // SAFETY: col + 64 ≤ I, so 32 bytes at col/2 are within the row.
-                    let (v0, v1) = unsafe {
-                        (
-                            _mm_loadu_si128(rp.add(col / 2).cast()),
-                            _mm_loadu_si128(rp.add(col / 2 + 16).cast()),
-                        )
-                    };
-                    let (a, b) = nib32(v0);
-                    let (c, d) = nib32(v1);
-                    let w = [
-                        lut16(_mm512_cvtepu8_epi32(a), table),
-                        lut16(_mm512_cvtepu8_epi32(b), table),
-                        lut16(_mm512_cvtepu8_epi32(c), table),
-                        lut16(_mm512_cvtepu8_epi32(d), table),
-                    ];
-                    let (s0, s1) = (row_scale(m, o, g0), row_scale(m, o, g0 + 1));
-                    // SAFETY: col + 64 ≤ I values of every xs[k].
-                    unsafe { two_groups_f32(&mut acc, w, xs, col, s0, s1) };
-                    g0 += 2;
+                // Pairs of groups, eight pairs per refill of the 16 scales.
+                let pairs = ni / 64;
+                let mut p0 = 0;
+                while p0 < pairs {
+                    row_scales16(m, o, 2 * p0, &mut sbuf);
+                    let p1 = (p0 + 8).min(pairs);
+                    for (j, pair) in (p0..p1).enumerate() {
+                        let col = 64 * pair;
+                        if stream && pair % 2 == 0 {
+                            prefetch_l2(rp.wrapping_add(col / 2).cast());
+                        }
+                        // SAFETY: col + 64 ≤ I, so 32 bytes at col/2 are within the row.
+                        let (v0, v1) = unsafe {
+                            (
+                                _mm_loadu_si128(rp.add(col / 2).cast()),
+                                _mm_loadu_si128(rp.add(col / 2 + 16).cast()),
+                            )
+                        };
+                        let (a, b) = nib32(v0);
+                        let (c, d) = nib32(v1);
+                        let w = [
+                            lut16(_mm512_cvtepu8_epi32(a), table),
+                            lut16(_mm512_cvtepu8_epi32(b), table),
+                            lut16(_mm512_cvtepu8_epi32(c), table),
+                            lut16(_mm512_cvtepu8_epi32(d), table),
+                        ];
+                        let (s0, s1) = (sbuf[(2 * j) & 15], sbuf[(2 * j + 1) & 15]);
+                        // SAFETY: col + 64 ≤ I values of every xs[k].
+                        unsafe { two_groups_f32(&mut acc, &mut acc2, w, xs, col, s0, s1) };
+                    }
+                    p0 = p1;
+                }
+                g0 = 2 * pairs;
+                for k in 0..T {
+                    acc[k] = _mm512_add_ps(acc[k], acc2[k]);
                 }
             }
             for g in g0..ng {
