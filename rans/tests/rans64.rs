@@ -758,14 +758,9 @@ proptest! {
     }
 }
 
-/// Small enough for Miri: `.ci/run` runs it under Miri with the AVX-512 target features on,
-/// which checks the AVX2 kernel's loads, stores and permutes, and the AVX-512 DQ chunk check. Miri has no shim for
-/// `vpexpandd` (`llvm.x86.avx512.mask.expand.d.512`), so under Miri the AVX-512 arm reports
-/// itself unavailable (said on stderr); natively every test in this file runs it wherever the
-/// CPU has it.
-#[test]
-fn miri_small_blob_every_arm() {
-    let src: Vec<u8> = (0..800u32)
+/// Peaked packed int4 bytes for the Miri tests: mostly codes 7..=9, now and then any code.
+fn miri_bytes(n: u32) -> Vec<u8> {
+    (0..n)
         .map(|i| {
             let h = i.wrapping_mul(2_654_435_761);
             let lo =
@@ -774,7 +769,18 @@ fn miri_small_blob_every_arm() {
                 if h.is_multiple_of(53) { (h >> 12) as u8 & 15 } else { 7 + (h >> 24) as u8 % 3 };
             lo | (hi << 4)
         })
-        .collect();
+        .collect()
+}
+
+/// Small enough for Miri: `.ci/run` runs it under Miri with the AVX-512 target features on,
+/// which checks the AVX2 and AVX-512 kernels' loads, stores and permutes, and the AVX-512 DQ
+/// chunk check. Miri has no shim for `vpexpandd` (`llvm.x86.avx512.mask.expand.d.512`), so
+/// under Miri the `avx512` arm runs with that one instruction emulated in scalar code, and the
+/// `avx512-vbmi` arm (`vpexpandw`, `vpshldvd`) reports itself unavailable (said on stderr);
+/// natively every test in this file runs both wherever the CPU has them.
+#[test]
+fn miri_small_blob_every_arm() {
+    let src = miri_bytes(800);
     eprintln!("rans64 encode arms: {:?}", encode_arms());
     let blob = encode(&src, 12);
     assert!(blob.len() < src.len(), "must be a coded chunk");
@@ -790,6 +796,22 @@ fn miri_small_blob_every_arm() {
     let arms = arms();
     eprintln!("rans64 arms: {arms:?}");
     for arm in arms {
+        let mut out = vec![0u8; src.len()];
+        rans64::decode_with(arm, &blob, &mut out).unwrap();
+        assert_eq!(out, src, "{arm}");
+    }
+}
+
+/// [`miri_small_blob_every_arm`] for a blob of two coded chunks (4 KiB and 1 KiB), which a
+/// whole-blob decode runs through the arms' two-chunk kernels (both chunks' rounds in one loop
+/// while both have them, then the longer one alone).
+#[test]
+fn miri_two_chunks_every_arm() {
+    let src = miri_bytes(5120);
+    let blob = encode(&src, 12);
+    let size = |c: usize| u32::from_le_bytes(blob[16 + 4 * c..20 + 4 * c].try_into().unwrap());
+    assert!(size(0) < 4096 && size(1) < 1024, "two coded chunks");
+    for arm in arms() {
         let mut out = vec![0u8; src.len()];
         rans64::decode_with(arm, &blob, &mut out).unwrap();
         assert_eq!(out, src, "{arm}");

@@ -63,9 +63,9 @@ use core::arch::x86_64::{
     _mm256_shuffle_epi8, _mm256_slli_epi32, _mm256_srli_epi32, _mm256_storeu_si256,
     _mm512_add_epi32, _mm512_and_si512, _mm512_cmpge_epu32_mask, _mm512_cmplt_epu32_mask,
     _mm512_cvtepi32_epi8, _mm512_cvtepu16_epi32, _mm512_loadu_si512, _mm512_mask_permutexvar_epi32,
-    _mm512_mask_slli_epi32, _mm512_maskz_expand_epi32, _mm512_mullo_epi32, _mm512_or_si512,
-    _mm512_permutexvar_epi32, _mm512_rol_epi32, _mm512_set1_epi32, _mm512_slli_epi32,
-    _mm512_srai_epi32, _mm512_srli_epi32, _mm512_storeu_si512, _mm512_ternarylogic_epi32,
+    _mm512_mask_slli_epi32, _mm512_mullo_epi32, _mm512_or_si512, _mm512_permutexvar_epi32,
+    _mm512_rol_epi32, _mm512_set1_epi32, _mm512_slli_epi32, _mm512_srai_epi32, _mm512_srli_epi32,
+    _mm512_storeu_si512, _mm512_ternarylogic_epi32,
 };
 use core::arch::x86_64::{
     _mm256_add_epi16, _mm256_andnot_si256, _mm256_blend_epi16, _mm256_blendv_epi8,
@@ -100,16 +100,46 @@ macro_rules! has_features {
     }};
 }
 
-/// Whether this CPU runs AVX-512 F + BW (never under Miri, which has no shim for
-/// `vpexpandd`; the arm is tested natively wherever the CPU has it).
+/// Whether this CPU runs AVX-512 F + BW. Under Miri (which has no shim for `vpexpandd`) the
+/// arm runs with that one instruction emulated ([`expand_epi32`]), so that Miri checks the
+/// rest of its kernel.
 pub(super) fn avx512_detected() -> bool {
-    !cfg!(miri) && has_features!("avx512f", "avx512bw", "popcnt")
+    has_features!("avx512f", "avx512bw", "popcnt")
 }
 
 /// Whether this CPU runs the `avx512-vbmi` arm: AVX-512 F + BW with VBMI, VBMI2 and CD
-/// (never under Miri, as for [`avx512_detected`]).
+/// (never under Miri, which has no shim for `vpexpandw` nor `vpshldvd`; the arm is tested
+/// natively wherever the CPU has it).
 pub(super) fn avx512_vbmi_detected() -> bool {
-    avx512_detected() && has_features!("avx512cd", "avx512vbmi", "avx512vbmi2")
+    !cfg!(miri) && avx512_detected() && has_features!("avx512cd", "avx512vbmi", "avx512vbmi2")
+}
+
+/// `vpexpandd` with a zero mask: lane `i` of the result is the next unused lane of `v` (in
+/// lane order) where bit `i` of `m` is set, else 0. Natively the instruction; under Miri,
+/// which has no shim for it, the same function in scalar code.
+#[target_feature(enable = "avx512f,avx512bw,popcnt")]
+#[inline]
+fn expand_epi32(m: core::arch::x86_64::__mmask16, v: __m512i) -> __m512i {
+    #[cfg(not(miri))]
+    {
+        core::arch::x86_64::_mm512_maskz_expand_epi32(m, v)
+    }
+    #[cfg(miri)]
+    {
+        let mut src = [0u32; 16];
+        let mut dst = [0u32; 16];
+        // SAFETY: both arrays hold 64 bytes.
+        unsafe { _mm512_storeu_si512(src.as_mut_ptr().cast(), v) };
+        let mut next = 0;
+        for (i, d) in dst.iter_mut().enumerate() {
+            if (m >> i) & 1 == 1 {
+                *d = src[next];
+                next += 1;
+            }
+        }
+        // SAFETY: as above.
+        unsafe { _mm512_loadu_si512(dst.as_ptr().cast()) }
+    }
 }
 
 /// Whether this CPU runs AVX2.
@@ -336,7 +366,7 @@ fn refill512(x: __m512i, way: &[u8], off: &mut usize) -> __m512i {
     // SAFETY: `rounds512` only starts a round while `way` holds ≥ 64 unread bytes; within the
     // round at most 32 bytes are consumed before this load, so [off, off + 32) is in `way`.
     let words = unsafe { _mm256_loadu_si256(way.as_ptr().wrapping_add(*off).cast()) };
-    let fresh = _mm512_maskz_expand_epi32(need, _mm512_cvtepu16_epi32(words));
+    let fresh = expand_epi32(need, _mm512_cvtepu16_epi32(words));
     *off += 2 * need.count_ones() as usize;
     _mm512_or_si512(_mm512_mask_slli_epi32::<16>(x, need, x), fresh)
 }
