@@ -260,6 +260,16 @@ impl<'a> Rans256Matrix<'a> {
         self.scales
     }
 
+    /// The record's checked decode table.
+    pub const fn table(&self) -> &'a Table {
+        self.table
+    }
+
+    /// The parsed, checked record.
+    pub const fn record(&self) -> &Record<'a> {
+        &self.record
+    }
+
     /// Rows per tile for a tile budget of `bytes`.
     pub const fn tile_rows(&self, bytes: usize) -> usize {
         let r = match bytes.checked_div(self.stride) {

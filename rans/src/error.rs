@@ -309,6 +309,17 @@ pub enum DecodeError {
         /// Packed bytes of the record.
         expected: u64,
     },
+    /// A share of stream pairs that the record cannot give: an odd stream count (pairs
+    /// straddle bytes), no pairs, or pairs past `N/2` (tetrad's class `E_SHARE_RANGE`).
+    #[error("pairs {start}..{end} are not a share of a record of {n_streams} streams")]
+    ShareRange {
+        /// The record's stream count `N`.
+        n_streams: usize,
+        /// First pair asked for.
+        start: usize,
+        /// End of the pairs asked for.
+        end: usize,
+    },
 }
 
 impl DecodeError {
@@ -319,6 +330,7 @@ impl DecodeError {
             Self::OutputLen { .. } => "E_OUTPUT_LEN",
             Self::Unavailable { .. } => "E_PATH_UNAVAILABLE",
             Self::Incomplete { .. } => "E_DECODE_INCOMPLETE",
+            Self::ShareRange { .. } => "E_SHARE_RANGE",
         }
     }
 }

@@ -83,7 +83,9 @@
 //!
 //! # Crate features
 //! - `std` (default): runtime CPU feature detection of the SIMD decode arms, and
-//!   `decode_record_threads` (one record decoded by several threads, streams split in pairs).
+//!   `decode_record_threads` (one record decoded by several threads, streams split in pairs),
+//!   and `StreamShare` (one share of the pairs decoded round by round, for callers that cut
+//!   the work themselves, as tetrad's threaded fused adapter does).
 //!   The codec itself never needs it: without `std`, arms are chosen by `cfg!(target_feature)`.
 //!
 //! # Format
@@ -109,9 +111,9 @@ pub mod record;
 pub mod stream;
 pub mod table;
 
-#[cfg(feature = "std")]
-pub use decode::decode_record_threads;
 pub use decode::{Arm, Decoder, decode_record, decode_record_with, verify_record_with};
+#[cfg(feature = "std")]
+pub use decode::{StreamShare, decode_record_threads};
 pub use error::{DecodeError, EncodeError, RecordError, StreamError, TableError};
 pub use record::{
     FORMAT_HEAD_LEN, FORMAT_STREAMS, MAX_STREAMS, Nibbles, ParseOrder, Record, encode_record,

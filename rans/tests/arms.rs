@@ -11,7 +11,8 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use tetrad_rans::{
-    Arm, DecodeError, Nibbles, Record, Table, decode_record_with, encode_record, max_record_len,
+    Arm, DecodeError, Nibbles, Record, StreamShare, Table, decode_record_with, encode_record,
+    max_record_len,
 };
 
 /// Record sizes (nibbles) of the sweep: whole rounds, partial rounds, tile edges, big ones.
@@ -289,6 +290,82 @@ fn threaded_decode_matches_single_threaded() {
                     assert_eq!(got, want, "arm {arm}, {n_streams} streams, {threads} threads");
                 }
             }
+        }
+    }
+}
+
+/// `StreamShare`: the shares of a partition of the pairs, each decoded in uneven batches of
+/// rounds and then its tail, put back in their places give the whole-record decode's bytes,
+/// and their seals, lowest share first, its verdict; a share the record cannot give is
+/// refused by name.
+#[test]
+fn stream_shares_give_the_whole_record() {
+    let (_, table, source) = shapes().into_iter().find(|s| s.0 == "real").unwrap();
+    for arm in arms() {
+        for (n_streams, n, cuts) in [
+            (256usize, 256 * 40 + 77, vec![0usize, 64]),
+            (256, 256 * 7, vec![0, 1, 100]),
+            (42, 42 * 30 + 9, vec![0, 5, 20]),
+            (8, 8 * 3, vec![0, 3]),
+        ] {
+            let nib = source(n, n as u64);
+            let mut blob = encode(&table, &nib, n_streams);
+            for corrupt in [None, Some(0.9), Some(0.3)] {
+                if let Some(at) = corrupt {
+                    let head = tetrad_rans::head_len(n_streams);
+                    let i = head + ((blob.len() - head) as f64 * at) as usize;
+                    blob[i] ^= 0x20;
+                }
+                let Ok(rec) = Record::parse(&blob, n_streams) else { continue };
+                let mut want = vec![0u8; rec.packed_bytes() as usize];
+                let want = decode_record_with(arm, &table, &rec, &mut want).map(|()| want);
+                let pairs = n_streams / 2;
+                let mut out = vec![0u8; rec.packed_bytes() as usize];
+                let mut verdict = Ok(());
+                let ends = cuts.iter().skip(1).copied().chain([pairs]);
+                for (p0, p1) in cuts.iter().copied().zip(ends) {
+                    let mut share = StreamShare::new(arm, &table, &rec, p0..p1).unwrap();
+                    assert_eq!(share.width(), p1 - p0);
+                    let rounds = share.rounds_left();
+                    let mut done = 0;
+                    for batch in [1usize, 7, usize::MAX] {
+                        let k = batch.min(rounds - done);
+                        let mut c = vec![0u8; k * (p1 - p0)];
+                        share.decode_rounds(&mut c);
+                        for (r, part) in c.chunks_exact(p1 - p0).enumerate() {
+                            let at = (done + r) * pairs + p0;
+                            out[at..at + part.len()].copy_from_slice(part);
+                        }
+                        done += k;
+                    }
+                    assert_eq!(share.rounds_left(), 0);
+                    let tail_at = (rounds * pairs + p0).min(out.len());
+                    let tail_len = (out.len() - tail_at).min(p1 - p0);
+                    share.decode_tail(&mut out[tail_at..tail_at + tail_len]);
+                    let sealed = share.finish();
+                    if verdict.is_ok() {
+                        verdict = sealed;
+                    }
+                }
+                let got = verdict.map(|()| out);
+                let what = format!("arm {arm}, {n_streams} streams, cuts {cuts:?}, {corrupt:?}");
+                match &want {
+                    Ok(_) => assert_eq!(got, want, "{what}"),
+                    Err(e) => assert_eq!(got.err(), Some(*e), "{what}"),
+                }
+            }
+        }
+        let nib = source(2 * 41, 3);
+        let odd = encode(&table, &nib, 41);
+        let rec = Record::parse(&odd, 41).unwrap();
+        let err = StreamShare::new(arm, &table, &rec, 0..10).err().unwrap();
+        assert_eq!(err.class(), "E_SHARE_RANGE", "odd N");
+        let even = encode(&table, &nib, 42);
+        let rec = Record::parse(&even, 42).unwrap();
+        for (a, b) in [(0, 22), (5, 4), (3, 3)] {
+            let r = a..b;
+            let err = StreamShare::new(arm, &table, &rec, r.clone()).err().unwrap();
+            assert_eq!(err.class(), "E_SHARE_RANGE", "pairs {r:?} of 21");
         }
     }
 }

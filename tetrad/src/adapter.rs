@@ -4,12 +4,20 @@
 //!
 //! Neither format can be split into row bands: a record's 256 streams are interleaved across
 //! every row, and a CFS1 blob is one serial stream, so every band needs all the decoder state
-//! before it. Two threads therefore pipeline: one decodes tile `k + 1` (checked) while the
-//! other multiplies tile `k` with the int4-row kernel, through three recycled tile buffers.
-//! Each tile is multiplied by the same kernel on the same bytes as in the single-threaded path,
-//! so the result is bit-identical for any thread count. With more than two threads the extra
-//! ones have nothing to do: the decoder is the serial part. On any error `y` is zero-filled
-//! (a seal is only known after the last tile).
+//! before it. A record's streams, though, are independent of each other, and when a row is a
+//! whole number of rounds (`ceil(I/2)` a multiple of `N/2` bytes: every `I` that is a
+//! multiple of 256 at `N = 256`) a tile of whole rows is whole rounds. Then, at small batches,
+//! two threads **split the streams** ([`tetrad_rans::StreamShare`]): each decodes its half
+//! of the pairs for the tile (the calling thread the lower half), the calling thread puts the
+//! two halves together and multiplies, while the other thread already decodes its half of the
+//! next tile. At batch 1 the decode is about 95 % of the work, so this nearly halves the time.
+//! Otherwise (larger f32 batches, other shapes, CFS1) two threads **pipeline**: one decodes
+//! tile `k + 1` (checked) while the other multiplies tile `k` with the int4-row kernel, through
+//! three recycled tile buffers — at batch 16 the multiply is as long as the decode, and this
+//! overlaps them. Each tile is multiplied by the same kernel on the same bytes as in the
+//! single-threaded path, so the result is bit-identical for any thread count and either
+//! split. With more than two threads the extra ones have nothing to do. On any error `y` is
+//! zero-filled (a seal is only known after the last tile).
 
 use std::ops::Range;
 use std::sync::mpsc;
@@ -17,7 +25,28 @@ use std::sync::mpsc;
 use tetrad_fse::DecodeTable;
 use tetrad_quant::adapter::{Acts, AdapterError, Cfs1Matrix, Rans256Matrix, TILE_BYTES};
 use tetrad_quant::isa::Isa;
-use tetrad_rans::Arm;
+use tetrad_rans::{Arm, StreamShare};
+
+/// Int4 bytes per tile when two threads split a record's streams: each tile costs the two
+/// threads a hand-off, so tiles are larger than the single-threaded [`TILE_BYTES`]; two of
+/// them and the halves' compact buffers (384 KiB) stay in a 512 KiB L2.
+pub const SPLIT_TILE_BYTES: usize = 128 * 1024;
+
+/// The largest f32 batch at which two threads split the streams rather than pipeline: the
+/// calling thread multiplies every tile, so the split pays while the multiply takes less than
+/// half the decode (int8 activations: at every batch up to 16 measured).
+const SPLIT_MAX_F32_BATCH: usize = 4;
+
+/// Whether [`matmul`] on two or more threads splits the record's streams (see the module
+/// docs): an even `N ≥ 4`, rows of whole rounds, and a batch small enough.
+fn splits_streams(m: &Rans256Matrix<'_>, acts: &Acts<'_>) -> bool {
+    let n = m.record().n_streams();
+    let small = match acts {
+        Acts::F32 { s, .. } => *s <= SPLIT_MAX_F32_BATCH,
+        Acts::Q8(_) => true,
+    };
+    small && n.is_multiple_of(2) && n >= 4 && m.row_bytes().is_multiple_of(n / 2)
+}
 
 /// `y = acts · Wᵀ` for an `int4-rans256-g0` matrix with `threads` threads (1 = no pipeline).
 /// On error `y` is zero-filled.
@@ -29,13 +58,15 @@ pub fn matmul(
     y: &mut [f32],
     threads: usize,
 ) -> Result<(), AdapterError> {
-    matmul_tiled(m, isa, arm, acts, y, threads, TILE_BYTES)
+    let tile = if threads > 1 && splits_streams(m, &acts) { SPLIT_TILE_BYTES } else { TILE_BYTES };
+    matmul_tiled(m, isa, arm, acts, y, threads, tile)
 }
 
-/// [`matmul`] with pipeline tiles of `tile_bytes` int4 bytes (whole rows, at least one)
-/// instead of [`TILE_BYTES`]. Every row goes through the same kernel whatever tile holds it,
-/// so the result is the same bits for any tile size; a matrix of one tile or less is not
-/// pipelined. Small tiles let tests and fuzzing reach the pipeline with small matrices.
+/// [`matmul`] with tiles of `tile_bytes` int4 bytes (whole rows, at least one) instead of
+/// [`TILE_BYTES`] or [`SPLIT_TILE_BYTES`]. Every row goes through the same kernel whatever
+/// tile holds it, so the result is the same bits for any tile size; a matrix of one tile or
+/// less runs on the calling thread alone. Small tiles let tests and fuzzing reach both
+/// two-thread paths with small matrices.
 pub fn matmul_tiled(
     m: &Rans256Matrix<'_>,
     isa: Isa,
@@ -51,16 +82,125 @@ pub fn matmul_tiled(
         // The single-threaded path also reports shape errors.
         return m.matmul_with(isa, arm, acts, y);
     }
-    let r = m.decoder(arm).and_then(|dec| {
-        let geo = Geometry { o: m.o(), rows, stride: m.row_bytes() };
-        pipelined(geo, RansTiles(dec), acts.s(), y, |tile, rows, ybuf, y| {
-            m.multiply_tile(isa, acts, tile, rows, ybuf, y)
+    let r = if splits_streams(m, &acts) {
+        split_streams(m, isa, arm, acts, y, rows)
+    } else {
+        m.decoder(arm).and_then(|dec| {
+            let geo = Geometry { o: m.o(), rows, stride: m.row_bytes() };
+            pipelined(geo, RansTiles(dec), acts.s(), y, |tile, rows, ybuf, y| {
+                m.multiply_tile(isa, acts, tile, rows, ybuf, y)
+            })
         })
-    });
+    };
     if r.is_err() {
         y.fill(0.0);
     }
     r
+}
+
+/// The first tile of [`split_streams`]: asks the other thread for its half (in a fresh buffer
+/// of `len` bytes) and completes the tile; `None` if the other thread is gone.
+fn complete_first(
+    ask: &impl Fn(usize, Vec<u8>) -> bool,
+    complete: &mut impl FnMut(&mut [u8], usize) -> Option<Vec<u8>>,
+    tile: &mut [u8],
+    len: usize,
+) -> Option<Vec<u8>> {
+    if ask(0, vec![0u8; len]) { complete(tile, 0) } else { None }
+}
+
+/// Two threads, each decoding half of the record's stream pairs tile by tile (`rows` rows a
+/// tile, whole rounds: [`splits_streams`] holds); this thread joins the halves and multiplies
+/// tile `k` while the other decodes its half of tile `k + 1`. Seals are checked after the last
+/// tile, the lower half's first (the lowest faulty stream is reported, as one thread would).
+fn split_streams(
+    m: &Rans256Matrix<'_>,
+    isa: Isa,
+    arm: Arm,
+    acts: Acts<'_>,
+    y: &mut [f32],
+    rows: usize,
+) -> Result<(), AdapterError> {
+    let pairs = m.record().n_streams() / 2;
+    let half = pairs / 2;
+    let mut own = StreamShare::new(arm, m.table(), m.record(), 0..half)?;
+    let mut other = StreamShare::new(arm, m.table(), m.record(), half..pairs)?;
+    let (o, stride) = (m.o(), m.row_bytes());
+    let (wa, wb) = (own.width(), other.width());
+    // Rounds of the tile that starts at row r0 (rows of stride bytes = stride / pairs rounds).
+    let rounds = |r0: usize| ((r0 + rows).min(o) - r0) * (stride / pairs);
+    let tile_rounds = rows * (stride / pairs);
+    // Round by round, a share's compact bytes into its place in the tile.
+    let join = |tile: &mut [u8], compact: &[u8], at: usize, w: usize| {
+        for (round, part) in tile.chunks_exact_mut(pairs).zip(compact.chunks_exact(w)) {
+            round[at..at + w].copy_from_slice(part);
+        }
+    };
+    std::thread::scope(|scope| {
+        let (ask_tx, ask_rx) = mpsc::sync_channel::<Vec<u8>>(1);
+        let (done_tx, done_rx) = mpsc::sync_channel::<Vec<u8>>(1);
+        let worker = scope.spawn(move || {
+            for mut half_tile in ask_rx {
+                other.decode_rounds(&mut half_tile);
+                if done_tx.send(half_tile).is_err() {
+                    break; // this thread gave up
+                }
+            }
+            other.finish()
+        });
+        let mut tiles = [vec![0u8; rows * stride], vec![0u8; rows * stride]];
+        let mut mine = vec![0u8; tile_rounds * wa];
+        let mut ybuf = vec![0f32; rows * acts.s()];
+        // Asks the other thread for its half of the tile at row r0, in `buf`.
+        let ask = |r0: usize, mut buf: Vec<u8>| {
+            buf.resize(rounds(r0) * wb, 0);
+            ask_tx.send(buf).is_ok()
+        };
+        // Decodes this thread's half of the tile at row r0 into `tile`, then joins the other
+        // half when it comes; returns the other thread's buffer for the next ask.
+        let mut complete = |tile: &mut [u8], r0: usize| -> Option<Vec<u8>> {
+            let k = rounds(r0);
+            own.decode_rounds(&mut mine[..k * wa]);
+            let tile = &mut tile[..k * pairs];
+            join(tile, &mine[..k * wa], 0, wa);
+            let theirs = done_rx.recv().ok()?;
+            join(tile, &theirs, half, wb);
+            Some(theirs)
+        };
+        let mut multiplied = Ok(());
+        // `spare` is None once the other thread is gone: it panicked, and the join says so.
+        let mut spare = complete_first(&ask, &mut complete, &mut tiles[0], tile_rounds * wb);
+        let (mut r0, mut cur) = (0, 0);
+        while r0 < o {
+            let Some(buf) = spare.take() else { break };
+            let r1 = (r0 + rows).min(o);
+            let [a, b] = &mut tiles;
+            let (now, next) = if cur == 0 { (a, b) } else { (b, a) };
+            // The other half of the next tile decodes while this one is multiplied.
+            if r1 < o && !ask(r1, buf) {
+                break;
+            }
+            multiplied =
+                m.multiply_tile(isa, acts, &now[..(r1 - r0) * stride], r0..r1, &mut ybuf, y);
+            if multiplied.is_err() {
+                break;
+            }
+            if r1 < o {
+                spare = complete(next, r1);
+            } else {
+                spare = Some(Vec::new());
+            }
+            cur ^= 1;
+            r0 = r1;
+        }
+        drop(ask_tx);
+        drop(done_rx);
+        let theirs_sealed = worker.join().expect("decoder thread panicked");
+        multiplied?;
+        own.finish()?;
+        theirs_sealed?;
+        Ok(())
+    })
 }
 
 /// `y = acts · Wᵀ` for a CFS1 int4-row matrix with `threads` threads (1 = no pipeline). On

@@ -60,7 +60,7 @@ mod scalar;
 mod threads;
 
 #[cfg(feature = "std")]
-pub use threads::decode_record_threads;
+pub use threads::{StreamShare, decode_record_threads};
 
 use core::sync::atomic::{AtomicU8, Ordering};
 

@@ -138,6 +138,81 @@ pub fn decode_record_threads(
     results.into_iter().collect()
 }
 
+/// One share of a record's streams — the pairs `pairs` (streams `2·pairs.start ..
+/// 2·pairs.end`) — decoded whole rounds at a time, for callers that cut the work themselves
+/// (the threaded fused adapter: each thread holds a share and multiplies as the rounds
+/// arrive). Round `k`'s bytes of the share are bytes `k·N/2 + pairs.start .. k·N/2 +
+/// pairs.end` of the record's output; [`StreamShare::decode_rounds`] writes them compactly,
+/// round after round. The shares of a partition of the pairs together decode exactly what
+/// [`decode_record_with`] decodes, and their [`StreamShare::finish`] results, taken lowest
+/// pairs first, report what it reports.
+pub struct StreamShare<'t, 'r> {
+    part: Part<'t, 'r>,
+    rounds_left: usize,
+}
+
+impl<'t, 'r> StreamShare<'t, 'r> {
+    /// A share over `pairs` of `record` (its `N` even, `pairs` not empty and ending at or
+    /// before `N/2`, the arm available; otherwise the named error).
+    pub fn new(
+        arm: Arm,
+        table: &'t Table,
+        record: &Record<'r>,
+        pairs: Range<usize>,
+    ) -> Result<Self, DecodeError> {
+        let n = record.n_streams();
+        if !arm.is_available() {
+            return Err(DecodeError::Unavailable { arm });
+        }
+        if !n.is_multiple_of(2) || pairs.start >= pairs.end || pairs.end > n / 2 {
+            return Err(DecodeError::ShareRange {
+                n_streams: n,
+                start: pairs.start,
+                end: pairs.end,
+            });
+        }
+        let part = Part { d: Decoder::new(arm, table, *record)?, r: pairs, compact: Vec::new() };
+        Ok(StreamShare { part, rounds_left: shape(record).0 })
+    }
+
+    /// Pairs in the share: its bytes per round.
+    pub fn width(&self) -> usize {
+        self.part.r.len()
+    }
+
+    /// Full rounds not yet decoded.
+    pub fn rounds_left(&self) -> usize {
+        self.rounds_left
+    }
+
+    /// Decodes the share's next `compact.len() / width` rounds into `compact` (round after
+    /// round, `width` bytes each). Panics if `compact` is not whole rounds or holds more than
+    /// [`rounds_left`](Self::rounds_left) (the caller's arithmetic, not the record's bytes:
+    /// a hostile record shows as a failed seal in [`finish`](Self::finish)).
+    pub fn decode_rounds(&mut self, compact: &mut [u8]) {
+        let w = self.width(); // ≥ 1 (checked by `new`)
+        assert!(compact.len().is_multiple_of(w), "whole rounds of the share");
+        let rounds = compact.len() / w;
+        assert!(rounds <= self.rounds_left, "no more than the record's full rounds");
+        self.part.rounds_into(compact, rounds);
+        self.rounds_left -= rounds;
+    }
+
+    /// Decodes the share's bytes of the last partial round (after every full round) into
+    /// `tail` (`min(width, ⌈rem/2⌉ − pairs.start)` bytes, where `rem` is the round's nibbles;
+    /// empty when the record ends on a round boundary).
+    pub fn decode_tail(&mut self, tail: &mut [u8]) {
+        assert_eq!(self.rounds_left, 0, "the tail follows every full round");
+        self.part.run(Job::Tail(tail));
+    }
+
+    /// Checks the share's seals (lowest stream first), as the whole-record decoder does for
+    /// these streams.
+    pub fn finish(self) -> Result<(), DecodeError> {
+        self.part.finish()
+    }
+}
+
 /// Full rounds of the record and nibbles of its last partial round.
 fn shape(record: &Record<'_>) -> (usize, usize) {
     let n = record.n_streams() as u64;
@@ -169,31 +244,39 @@ impl<'t, 'r> Part<'t, 'r> {
         Ok(Part { d, r, compact })
     }
 
+    /// The share's next `rounds` full rounds into `c` (`rounds · width` bytes), compactly.
+    fn rounds_into(&mut self, c: &mut [u8], rounds: usize) {
+        let (s0, s1) = (2 * self.r.start, 2 * self.r.end);
+        let d = &mut self.d;
+        rounds_with(
+            d.arm,
+            d.table,
+            d.record.payload_padded(),
+            &mut d.x[s0..s1],
+            &mut d.pos[s0..s1],
+            &d.end[s0..s1],
+            c,
+            rounds,
+        );
+    }
+
     fn run(&mut self, job: Job<'_>) {
         let (s0, s1) = (2 * self.r.start, 2 * self.r.end);
         let w = self.r.len();
-        let d = &mut self.d;
         match job {
             Job::Rows(rows) => {
                 if rows.is_empty() || w == 0 {
                     return;
                 }
-                let c = &mut self.compact[..rows.len() * w];
-                rounds_with(
-                    d.arm,
-                    d.table,
-                    d.record.payload_padded(),
-                    &mut d.x[s0..s1],
-                    &mut d.pos[s0..s1],
-                    &d.end[s0..s1],
-                    c,
-                    rows.len(),
-                );
+                let mut c = core::mem::take(&mut self.compact);
+                self.rounds_into(&mut c[..rows.len() * w], rows.len());
                 for (dst, src) in rows.into_iter().zip(c.chunks_exact(w)) {
                     dst.copy_from_slice(src);
                 }
+                self.compact = c;
             }
             Job::Tail(tail) => {
+                let d = &mut self.d;
                 let (_, rem) = shape(&d.record);
                 let data = d.record.payload();
                 for i in s0..s1.min(rem) {
