@@ -1,10 +1,12 @@
-//! The two-thread decode/multiply pipeline of `tetrad::adapter` (`matmul` for
-//! `int4-rans256-g0` records, `matmul_cfs1` for CFS1 blobs) against its single-threaded path.
-//! The pipeline engages only when a matrix spans more than one tile, so the shapes here are
+//! The two-thread paths of `tetrad::adapter` (`matmul` for `int4-rans256-g0` records, the
+//! decode/multiply pipeline or, for rows of whole rounds at small batches, the split of the
+//! record's streams; `matmul_cfs1` for CFS1 blobs, the pipeline) against the single-threaded
+//! path. Both engage only when a matrix spans more than one tile, so the shapes here are
 //! chosen for it: one to four rows a tile, two to four tiles (the last often partial). Most
 //! inputs use small tiles (`matmul_tiled`, 32–287 bytes: rows of 7–287 bytes), which reach the
-//! same pipeline code a hundred times faster; one in eight uses the real 24 KiB tile
-//! (`TILE_BYTES`, rows of 4–24 KiB) through `matmul` itself. The record (or blob) is valid
+//! same code a hundred times faster; one in eight uses the real 24 KiB tile (`TILE_BYTES`,
+//! rows of 4–24 KiB) through `matmul` itself; and flag bit 7 (not with the real tile) makes
+//! rows of one or two whole rounds (128 or 256 bytes), which the record's stream split takes. The record (or blob) is valid
 //! or carries a few byte mutations anywhere, so decode errors land in any tile. On 2 and 3
 //! threads the result equals the single-threaded one exactly — the same `Ok` and the same bits,
 //! or the same named refusal with `y` all zeros — and the single-threaded result agrees with a
@@ -26,7 +28,7 @@ struct Input {
     /// small tile's budget (high byte), rows in all.
     shape: (u8, u16, u8),
     /// Bit 0: an odd `I` (a padding nibble per row); bit 1: int8 activations; bits 2–3: `S − 1`;
-    /// bits 4–6 all set: the real 24 KiB tile.
+    /// bits 4–6 all set: the real 24 KiB tile; else bit 7: rows of whole rounds.
     flags: u8,
     hist: [u16; 16],
     codes: Vec<u8>,
@@ -41,10 +43,17 @@ fuzz_target!(|inp: Input| {
     let (t_sel, len_sel, o_sel) = inp.shape;
     let t = usize::from(t_sel % 4) + 1;
     let real_tile = inp.flags >> 4 & 7 == 7;
-    let tile = if real_tile { TILE_BYTES } else { 32 + usize::from(len_sel >> 8) };
-    // A row of `stride` bytes puts `tile / stride` = t rows in a tile.
-    let (lo, hi) = (tile / (t + 1) + 1, tile / t);
-    let stride = lo + usize::from(len_sel) % (hi - lo + 1);
+    let whole_rounds = !real_tile && inp.flags & 0x80 != 0;
+    let (tile, stride) = if whole_rounds {
+        // One or two rounds of the record's 128 stream pairs a row, t rows a tile.
+        let stride = 128 * (1 + usize::from(len_sel) % 2);
+        (t * stride, stride)
+    } else {
+        let tile = if real_tile { TILE_BYTES } else { 32 + usize::from(len_sel >> 8) };
+        // A row of `stride` bytes puts `tile / stride` = t rows in a tile.
+        let (lo, hi) = (tile / (t + 1) + 1, tile / t);
+        (tile, lo + usize::from(len_sel) % (hi - lo + 1))
+    };
     let i = 2 * stride - usize::from(inp.flags & 1);
     let o = t + 1 + usize::from(o_sel) % (2 * t + 1);
     let s = usize::from(inp.flags >> 2 & 3) + 1;

@@ -52,7 +52,8 @@ pub struct MatmulArgs {
     /// Force a kernel arm (scalar, avx2, avx512, …); refused if this CPU lacks it.
     #[arg(long)]
     pub isa: Option<String>,
-    /// Threads (dense and int4-rans64-t1: row bands; other compressed: decode/multiply pipeline).
+    /// Threads (dense and int4-rans64-t1: row bands; int4-rans256-g0: its streams split at small
+    /// batches, else, like CFS1, a decode/multiply pipeline).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: u16,
     /// Activations as given (`f32`), or quantized per row to int8 first (`int8`: exact
