@@ -272,13 +272,10 @@ fn threaded_decode_matches_single_threaded() {
             let mut blob = encode(&table, &nib, n_streams);
             for corrupt in [None, Some(0.9), Some(0.3)] {
                 if let Some(at) = corrupt {
-                    let head = tetrad_rans::head_len(n_streams);
-                    let i = head + ((blob.len() - head) as f64 * at) as usize;
-                    blob[i] ^= 0x20;
+                    damage_payload(&mut blob, n_streams, at);
                 }
                 let Ok(rec) = Record::parse(&blob, n_streams) else { continue };
-                let mut want = vec![0u8; rec.packed_bytes() as usize];
-                let want = decode_record_with(arm, &table, &rec, &mut want).map(|()| want);
+                let want = whole_decode(arm, &table, &rec);
                 if corrupt.is_none() {
                     assert_eq!(want.as_ref(), Ok(&pack(&nib)));
                 }
@@ -292,6 +289,19 @@ fn threaded_decode_matches_single_threaded() {
             }
         }
     }
+}
+
+/// Flips bit 5 of the payload byte at fraction `at` of the payload (the header untouched).
+fn damage_payload(blob: &mut [u8], n_streams: usize, at: f64) {
+    let head = tetrad_rans::head_len(n_streams);
+    let i = head + ((blob.len() - head) as f64 * at) as usize;
+    blob[i] ^= 0x20;
+}
+
+/// The single-threaded whole-record decode: the bytes or the refusal.
+fn whole_decode(arm: Arm, table: &Table, rec: &Record<'_>) -> Result<Vec<u8>, DecodeError> {
+    let mut out = vec![0u8; rec.packed_bytes() as usize];
+    decode_record_with(arm, table, rec, &mut out).map(|()| out)
 }
 
 /// `StreamShare`: the shares of a partition of the pairs, each decoded in uneven batches of
@@ -312,13 +322,10 @@ fn stream_shares_give_the_whole_record() {
             let mut blob = encode(&table, &nib, n_streams);
             for corrupt in [None, Some(0.9), Some(0.3)] {
                 if let Some(at) = corrupt {
-                    let head = tetrad_rans::head_len(n_streams);
-                    let i = head + ((blob.len() - head) as f64 * at) as usize;
-                    blob[i] ^= 0x20;
+                    damage_payload(&mut blob, n_streams, at);
                 }
                 let Ok(rec) = Record::parse(&blob, n_streams) else { continue };
-                let mut want = vec![0u8; rec.packed_bytes() as usize];
-                let want = decode_record_with(arm, &table, &rec, &mut want).map(|()| want);
+                let want = whole_decode(arm, &table, &rec);
                 let pairs = n_streams / 2;
                 let mut out = vec![0u8; rec.packed_bytes() as usize];
                 let mut verdict = Ok(());

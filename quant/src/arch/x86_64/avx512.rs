@@ -647,18 +647,7 @@ macro_rules! avx512_arm {
                         }
                         let (s0, s1) = (sbuf[(2 * j) & 15], sbuf[(2 * j + 1) & 15]);
                         // SAFETY: col + 64 ≤ I: 32 bytes at col/2 are within the row.
-                        let (z0, z1) = unsafe {
-                            (
-                                _mm512_cvtepu8_epi32(_mm_loadu_si128(rp.add(col / 2).cast())),
-                                _mm512_cvtepu8_epi32(_mm_loadu_si128(rp.add(col / 2 + 16).cast())),
-                            )
-                        };
-                        let w = [
-                            lut16(z0, table),
-                            lut16(_mm512_srli_epi32::<4>(z0), table),
-                            lut16(z1, table),
-                            lut16(_mm512_srli_epi32::<4>(z1), table),
-                        ];
+                        let w = unsafe { nib64_f32_de(rp.add(col / 2), table) };
                         // SAFETY: col + 64 ≤ ipad values of every xd[k].
                         unsafe { two_groups_f32(&mut acc, &mut acc2, w, xd, col, s0, s1) };
                     }
@@ -678,18 +667,7 @@ macro_rules! avx512_arm {
                         prefetch_l2(rp.wrapping_add(col / 2).cast());
                     }
                     // SAFETY: col + 64 ≤ I: 32 bytes at col/2 are within the row.
-                    let (z0, z1) = unsafe {
-                        (
-                            _mm512_cvtepu8_epi32(_mm_loadu_si128(rp.add(col / 2).cast())),
-                            _mm512_cvtepu8_epi32(_mm_loadu_si128(rp.add(col / 2 + 16).cast())),
-                        )
-                    };
-                    let w = [
-                        lut16(z0, table),
-                        lut16(_mm512_srli_epi32::<4>(z0), table),
-                        lut16(z1, table),
-                        lut16(_mm512_srli_epi32::<4>(z1), table),
-                    ];
+                    let w = unsafe { nib64_f32_de(rp.add(col / 2), table) };
                     for k in 0..T {
                         for j in 0..4 {
                             // SAFETY: col + 64 ≤ ipad values of xd[k].
@@ -737,6 +715,50 @@ macro_rules! avx512_arm {
                 out[k] = _mm512_reduce_add_ps(acc[k]);
             }
             out
+        }
+
+        /// The 64 weights of the 32 nibble bytes at `p`, in column order, through the 16-entry
+        /// f32 `table` (`vpermps`): four vectors of 16.
+        ///
+        /// # Safety
+        /// Features available; `p` valid for reads of 32 bytes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn nib64_f32(p: *const u8, table: __m512) -> [__m512; 4] {
+            let (v0, v1) =
+                // SAFETY: 32 bytes at p (the caller's contract).
+                unsafe { (_mm_loadu_si128(p.cast()), _mm_loadu_si128(p.add(16).cast())) };
+            let (a, b) = nib32(v0);
+            let (c, d) = nib32(v1);
+            [
+                lut16(_mm512_cvtepu8_epi32(a), table),
+                lut16(_mm512_cvtepu8_epi32(b), table),
+                lut16(_mm512_cvtepu8_epi32(c), table),
+                lut16(_mm512_cvtepu8_epi32(d), table),
+            ]
+        }
+
+        /// [`nib64_f32`] in the de-interleaved order of [`nib_row_f32_de`]: per 32 columns the
+        /// 16 even (low nibbles) then the 16 odd (high nibbles), no unpacking.
+        ///
+        /// # Safety
+        /// Features available; `p` valid for reads of 32 bytes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn nib64_f32_de(p: *const u8, table: __m512) -> [__m512; 4] {
+            // SAFETY: 32 bytes at p (the caller's contract).
+            let (z0, z1) = unsafe {
+                (
+                    _mm512_cvtepu8_epi32(_mm_loadu_si128(p.cast())),
+                    _mm512_cvtepu8_epi32(_mm_loadu_si128(p.add(16).cast())),
+                )
+            };
+            [
+                lut16(z0, table),
+                lut16(_mm512_srli_epi32::<4>(z0), table),
+                lut16(z1, table),
+                lut16(_mm512_srli_epi32::<4>(z1), table),
+            ]
         }
 
         /// The f32-path scale of group `g` of row `o`, as `scalar::group_scale`, read
@@ -863,20 +885,7 @@ macro_rules! avx512_arm {
                             prefetch_l2(rp.wrapping_add(col / 2).cast());
                         }
                         // SAFETY: col + 64 ≤ I, so 32 bytes at col/2 are within the row.
-                        let (v0, v1) = unsafe {
-                            (
-                                _mm_loadu_si128(rp.add(col / 2).cast()),
-                                _mm_loadu_si128(rp.add(col / 2 + 16).cast()),
-                            )
-                        };
-                        let (a, b) = nib32(v0);
-                        let (c, d) = nib32(v1);
-                        let w = [
-                            lut16(_mm512_cvtepu8_epi32(a), table),
-                            lut16(_mm512_cvtepu8_epi32(b), table),
-                            lut16(_mm512_cvtepu8_epi32(c), table),
-                            lut16(_mm512_cvtepu8_epi32(d), table),
-                        ];
+                        let w = unsafe { nib64_f32(rp.add(col / 2), table) };
                         let (s0, s1) = (sbuf[(2 * j) & 15], sbuf[(2 * j + 1) & 15]);
                         // SAFETY: col + 64 ≤ I values of every xs[k].
                         unsafe { two_groups_f32(&mut acc, &mut acc2, w, xs, col, s0, s1) };
@@ -897,20 +906,7 @@ macro_rules! avx512_arm {
                         prefetch_l2(rp.wrapping_add(col / 2).cast());
                     }
                     // SAFETY: col + 64 ≤ I, so 32 bytes at col/2 are within the row.
-                    let (v0, v1) = unsafe {
-                        (
-                            _mm_loadu_si128(rp.add(col / 2).cast()),
-                            _mm_loadu_si128(rp.add(col / 2 + 16).cast()),
-                        )
-                    };
-                    let (a, b) = nib32(v0);
-                    let (c, d) = nib32(v1);
-                    let w = [
-                        lut16(_mm512_cvtepu8_epi32(a), table),
-                        lut16(_mm512_cvtepu8_epi32(b), table),
-                        lut16(_mm512_cvtepu8_epi32(c), table),
-                        lut16(_mm512_cvtepu8_epi32(d), table),
-                    ];
+                    let w = unsafe { nib64_f32(rp.add(col / 2), table) };
                     for k in 0..T {
                         for j in 0..4 {
                             // SAFETY: col + 64 ≤ I values of xs[k].
