@@ -101,17 +101,6 @@ pub fn matmul_tiled(
     r
 }
 
-/// The first tile of [`split_streams`]: asks the other thread for its half (in a fresh buffer
-/// of `len` bytes) and completes the tile; `None` if the other thread is gone.
-fn complete_first(
-    ask: &impl Fn(usize, Vec<u8>) -> bool,
-    complete: &mut impl FnMut(&mut [u8], usize) -> Option<Vec<u8>>,
-    tile: &mut [u8],
-    len: usize,
-) -> Option<Vec<u8>> {
-    if ask(0, vec![0u8; len]) { complete(tile, 0) } else { None }
-}
-
 /// Two threads, each decoding half of the record's stream pairs tile by tile (`rows` rows a
 /// tile, whole rounds: [`splits_streams`] holds); this thread joins the halves and multiplies
 /// tile `k` while the other decodes its half of tile `k + 1`. Seals are checked after the last
@@ -171,8 +160,10 @@ fn split_streams(
             Some(theirs)
         };
         let mut multiplied = Ok(());
-        // `spare` is None once the other thread is gone: it panicked, and the join says so.
-        let mut spare = complete_first(&ask, &mut complete, &mut tiles[0], tile_rounds * wb);
+        // The first tile. `spare` is None once the other thread is gone: it panicked, and the
+        // join says so.
+        let mut spare =
+            if ask(0, vec![0u8; tile_rounds * wb]) { complete(&mut tiles[0], 0) } else { None };
         let (mut r0, mut cur) = (0, 0);
         while r0 < o {
             let Some(buf) = spare.take() else { break };
