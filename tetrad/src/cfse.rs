@@ -20,7 +20,6 @@ use rayon::prelude::*;
 
 use crate::io::map_file;
 use crate::rans256::Refusal;
-use std::io::Write as _;
 
 use crate::shard::{
     HeaderStyle, OutTensor, ShardHeader, TensorEntry, TensorSpec, declared_bytes, header_bytes_for,
@@ -81,11 +80,19 @@ fn compress_checked(name: &str, src: &[u8]) -> Result<Vec<u8>, Refusal> {
     Ok(blob)
 }
 
-fn blobs_of(input: &Input) -> Result<Vec<(&TensorEntry, Vec<u8>)>, Refusal> {
+/// Progress of a long call: told the input bytes handled as each tensor is done (called from
+/// worker threads).
+pub type Tick<'a> = &'a (dyn Fn(u64) + Sync);
+
+fn blobs_of<'a>(input: &'a Input, tick: Tick<'_>) -> Result<Vec<(&'a TensorEntry, Vec<u8>)>, Refusal> {
     input
         .by_offset()
         .into_par_iter()
-        .map(|t| compress_checked(&t.name, input.data(t)).map(|b| (t, b)))
+        .map(|t| {
+            let r = compress_checked(&t.name, input.data(t)).map(|b| (t, b));
+            tick(t.len());
+            r
+        })
         .collect()
 }
 
@@ -105,11 +112,11 @@ pub struct PackReport {
 }
 
 /// The container bytes of `input` (every tensor round-trip checked first).
-pub fn pack_bytes(input: &Path) -> Result<(Vec<u8>, PackReport), Refusal> {
+pub fn pack_bytes(input: &Path, tick: Tick<'_>) -> Result<(Vec<u8>, PackReport), Refusal> {
     let inp = Input::open(input, true)?;
     let dropped_metadata =
         inp.header.metadata.as_ref().map_or_else(Vec::new, |m| m.keys().cloned().collect());
-    let blobs = blobs_of(&inp)?;
+    let blobs = blobs_of(&inp, tick)?;
     let tensors: Vec<OutTensor<'_>> = blobs
         .iter()
         .map(|(t, b)| OutTensor { name: &t.name, dtype: &t.dtype, shape: &t.shape, data: b })
@@ -121,16 +128,16 @@ pub fn pack_bytes(input: &Path) -> Result<(Vec<u8>, PackReport), Refusal> {
 }
 
 /// `cfs1 pack IN OUT`: writes the container atomically; nothing is written if any tensor fails.
-pub fn pack(input: &Path, output: &Path) -> Result<PackReport, Refusal> {
-    let (bytes, report) = pack_bytes(input)?;
-    crate::io::write_bytes_atomic(output, &bytes).map_err(|e| io(output, &e))?;
+pub fn pack(input: &Path, output: &Path, tick: Tick<'_>) -> Result<PackReport, Refusal> {
+    let (bytes, report) = pack_bytes(input, tick)?;
+    crate::output::write_bytes(output, &bytes).map_err(|e| Refusal::new("E_IO", e.to_string()))?;
     Ok(report)
 }
 
 /// `cfs1 cert IN`: the in-memory round trip of every tensor, and the container `pack` would
 /// write built in memory (so a name `pack` refuses is refused here too); writes nothing.
 pub fn cert(input: &Path) -> Result<PackReport, Refusal> {
-    pack_bytes(input).map(|(_, report)| report)
+    pack_bytes(input, &|_| {}).map(|(_, report)| report)
 }
 
 /// Decodes every tensor of a container, checking everything a hostile file could lie about.
@@ -235,6 +242,7 @@ fn decode_each(
     container: &Path,
     c: &Input,
     sizes: &[u64],
+    tick: Tick<'_>,
     mut sink: impl FnMut(usize, Vec<u8>) -> Result<(), Refusal>,
 ) -> Result<(), Refusal> {
     let mut k = 0;
@@ -249,6 +257,7 @@ fn decode_each(
             .into_par_iter()
             .map(|j| {
                 let t = &c.header.tensors[j];
+                tick(t.len());
                 decode_growing(c.data(t)).map_err(|e| {
                     let at = format!("{} {}", container.display(), t.name);
                     e.map_or_else(
@@ -268,7 +277,7 @@ fn decode_each(
 
 /// `cfs1 verify IN OUT`: decompresses every tensor of the container `output` and compares it,
 /// matched by name, with `input`. Returns the number of tensors compared.
-pub fn verify(input: &Path, output: &Path) -> Result<usize, Refusal> {
+pub fn verify(input: &Path, output: &Path, tick: Tick<'_>) -> Result<usize, Refusal> {
     let inp = Input::open(input, true)?;
     let (c, sizes) = open_container(output)?;
     if c.header.tensors.len() != inp.header.tensors.len() {
@@ -297,7 +306,7 @@ pub fn verify(input: &Path, output: &Path) -> Result<usize, Refusal> {
             ));
         }
     }
-    decode_each(output, &c, &sizes, |j, out| {
+    decode_each(output, &c, &sizes, tick, |j, out| {
         let t = &c.header.tensors[j];
         let orig = inp.header.tensor(&t.name).expect("checked above");
         if inp.data(orig) != &out[..] {
@@ -328,10 +337,10 @@ pub struct CheckReport {
 /// no decoding ([`check_blobs`]), then every blob decoded with the checked decoder (a rANS
 /// blob's seal, its exact length). A raw blob has no integrity check in the format: it is
 /// counted apart, so a report never claims more than the format can prove.
-pub fn check(container: &Path) -> Result<CheckReport, Refusal> {
+pub fn check(container: &Path, tick: Tick<'_>) -> Result<CheckReport, Refusal> {
     let (c, sizes) = open_container(container)?;
     let raw = c.header.tensors.iter().filter(|t| c.data(t).get(4) == Some(&0)).count();
-    decode_each(container, &c, &sizes, |_, _| Ok(()))?;
+    decode_each(container, &c, &sizes, tick, |_, _| Ok(()))?;
     Ok(CheckReport {
         tensors: sizes.len(),
         rans: sizes.len() - raw,
@@ -342,7 +351,7 @@ pub fn check(container: &Path) -> Result<CheckReport, Refusal> {
 
 /// `cfs1 unpack IN OUT`: the container back to a plain safetensors file (no metadata), written
 /// tensor by tensor to a temporary file that is renamed only when every blob decoded.
-pub fn unpack(container: &Path, output: &Path) -> Result<usize, Refusal> {
+pub fn unpack(container: &Path, output: &Path, tick: Tick<'_>) -> Result<usize, Refusal> {
     let (c, sizes) = open_container(container)?;
     let specs: Vec<TensorSpec<'_>> = c
         .header
@@ -353,9 +362,11 @@ pub fn unpack(container: &Path, output: &Path) -> Result<usize, Refusal> {
         .collect();
     let header = header_bytes_for(&BTreeMap::new(), &specs, HeaderStyle::EscapedUnpadded)
         .map_err(|e| Refusal::new("E_INTERNAL", e.0))?;
-    crate::io::write_atomic(output, |w| -> Result<(), Refusal> {
-        w.write_all(&header).map_err(|e| io(output, &e))?;
-        decode_each(container, &c, &sizes, |_, out| w.write_all(&out).map_err(|e| io(output, &e)))
+    crate::output::write_file(output, |w| -> Result<(), Refusal> {
+        w.write_all(&header).map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+        decode_each(container, &c, &sizes, tick, |_, out| {
+            w.write_all(&out).map_err(|e| Refusal::new("E_IO", e.to_string()))
+        })
     })?;
     Ok(sizes.len())
 }

@@ -41,6 +41,7 @@ pub mod gguf;
 pub mod io;
 pub mod json;
 pub mod multiply;
+pub mod output;
 pub mod progress;
 pub mod quantize_container;
 pub mod rans256;
@@ -50,6 +51,8 @@ pub mod shardset;
 pub mod stats;
 pub mod synth;
 pub mod table_json;
+#[cfg(test)]
+mod write_faults;
 
 pub use tetrad_fse as fse;
 pub use tetrad_quant as quant;

@@ -431,20 +431,21 @@ pub fn quantize_shard(
 
 /// Quantizes `input` (a shard or a directory of shards) into the directory `outdir`, all or
 /// nothing: an output that is an input is refused (`E_OUTPUT_IS_INPUT`, even with `force`), an
-/// existing one without `force` (`E_OUTPUT_EXISTS`), both before anything is written; every
-/// shard is then quantized into a temporary file beside its destination, and the temporary
-/// files are renamed only when all shards succeeded. On a refusal they are removed, and so is
-/// `outdir` if this run created it.
+/// existing one without `force` (`E_OUTPUT_EXISTS`), an `outdir` that is not a directory
+/// (`E_OUTPUT_NOT_DIR`) and a selection that quantizes nothing (`E_SELECTION_EMPTY`), all
+/// before anything is written; every shard is then quantized and staged
+/// ([`crate::output`]), and the staged files are renamed only when all shards succeeded. On a
+/// refusal they are removed, and so is `outdir` if this run created it.
 pub fn quantize_path(
     input: &Path,
     outdir: &Path,
     opts: &QuantizeOptions,
 ) -> Result<QuantizeReport, Refusal> {
     let paths = shards_of(input).map_err(|e| Refusal::new(e.class, e.detail))?;
-    if outdir.is_file() {
+    if outdir.exists() && !outdir.is_dir() {
         return Err(Refusal::new(
             "E_OUTPUT_NOT_DIR",
-            format!("{} is a file; the output is a directory", outdir.display()),
+            format!("{} is not a directory; OUT is the folder to write into", outdir.display()),
         ));
     }
     let mut targets = Vec::with_capacity(paths.len());
@@ -456,30 +457,46 @@ pub fn quantize_path(
         crate::io::check_output(&target, &paths, opts.force)?;
         targets.push(target);
     }
-    let created = crate::io::CreatedDirs::create(outdir)
+    let shards = paths
+        .iter()
+        .map(|p| Shard::open(p).map_err(|e| Refusal::new(e.class, e.detail)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let selects = |s: &Shard| {
+        s.header.tensors.iter().any(|t| selected(&t.name, &t.dtype, &t.shape, opts.only.as_ref()))
+    };
+    if !shards.iter().any(selects) {
+        let which = opts
+            .only
+            .as_ref()
+            .map_or_else(String::new, |r| format!(" whose name matches --only {:?}", r.as_str()));
+        return Err(Refusal::new(
+            "E_SELECTION_EMPTY",
+            format!(
+                "no 2-D F32/BF16/F16 tensor of {}{which}: nothing to quantize, and the output \
+                 would be an unquantized copy",
+                input.display()
+            ),
+        ));
+    }
+    let mut outputs = crate::output::Outputs::new();
+    outputs
+        .create_dir(outdir)
         .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
-    let total: u64 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+    let total: u64 = shards.iter().map(|s| s.bytes.len() as u64).sum();
     let bar = crate::progress::bytes(total, "quantize", opts.quiet);
     let mut report = QuantizeReport { shards: Vec::new(), tensors: Vec::new() };
-    // Declared after `created`, so dropped first on a refusal: the temporary files go, then
-    // the directories this run created (now empty).
-    let mut staged = Vec::with_capacity(paths.len());
-    for (p, target) in paths.iter().zip(&targets) {
-        let shard = Shard::open(p).map_err(|e| Refusal::new(e.class, e.detail))?;
-        let (bytes, actions) = quantize_shard(&shard, opts)?;
-        let s = crate::io::stage(target, |w| std::io::Write::write_all(w, &bytes))
-            .map_err(|e| Refusal::new("E_IO", format!("writing {}: {e}", target.display())))?;
-        staged.push(s);
+    for ((p, shard), target) in paths.iter().zip(&shards).zip(&targets) {
+        // On a refusal `outputs` is dropped: the staged files go, then the folders this run
+        // created.
+        let (bytes, actions) = quantize_shard(shard, opts)?;
+        outputs
+            .stage(target, |w| w.write_all(&bytes))
+            .map_err(|e| Refusal::new("E_IO", e.to_string()))?;
         bar.inc(shard.bytes.len() as u64);
         report.shards.push((p.clone(), target.clone(), bytes.len() as u64));
         report.tensors.extend(actions);
     }
-    for s in staged {
-        let dest = s.dest().to_owned();
-        s.commit()
-            .map_err(|e| Refusal::new("E_IO", format!("renaming into {}: {e}", dest.display())))?;
-    }
-    created.keep();
+    outputs.commit().map_err(|e| Refusal::new("E_IO", e.to_string()))?;
     bar.finish_and_clear();
     Ok(report)
 }

@@ -135,7 +135,7 @@ pub fn write_expert_checkpoint(
         let bytes = shard_bytes(&meta, &tensors, HeaderStyle::EscapedUnpadded)
             .map_err(|e| std::io::Error::other(e.0))?;
         let p = dir.join(format!("model-{:05}-of-{shards:05}.safetensors", layer + 1));
-        crate::io::write_bytes_atomic(&p, &bytes)?;
+        crate::output::write_bytes(&p, &bytes)?;
         paths.push(p);
     }
     Ok(paths)

@@ -92,8 +92,8 @@ fn json_output() {
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["resolved"], false);
-    assert_eq!(v["class"], "E_STAMP_MISMATCH");
-    assert!(v["detail"].as_str().unwrap().contains("stamp says int2-row"));
+    assert_eq!(v["refused"]["class"], "E_STAMP_MISMATCH");
+    assert!(v["refused"]["detail"].as_str().unwrap().contains("stamp says int2-row"));
     assert_eq!(v["input"]["stamp"], "int2-row");
 
     let o = run_s(&args(4096, 4096, 1234, 4 * 4096), &["--json", "--stamp", "int4-rans256-g0"]);

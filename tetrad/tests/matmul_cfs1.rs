@@ -33,7 +33,7 @@ fn setup(t: &Path, s_rows: usize) -> (PathBuf, PathBuf, PathBuf) {
     for e in std::fs::read_dir(&input).unwrap() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "safetensors") {
-            tetrad::cfse::pack(&p, &cfs.join(p.file_name().unwrap())).unwrap();
+            tetrad::cfse::pack(&p, &cfs.join(p.file_name().unwrap()), &|_| {}).unwrap();
             n += 1;
         }
     }
@@ -156,7 +156,7 @@ fn cfs1_non_int4_row_tensor_is_refused_by_name() {
     .unwrap();
     let (inp, out) = (t.path().join("int8.safetensors"), t.path().join("int8.cfs.safetensors"));
     std::fs::write(&inp, plain).unwrap();
-    tetrad::cfse::pack(&inp, &out).unwrap();
+    tetrad::cfse::pack(&inp, &out, &|_| {}).unwrap();
     assert!(matches!(
         Container::open(&inp).unwrap().tensor("w", 4, 64).unwrap(),
         TensorView::Dense { .. }

@@ -32,6 +32,9 @@ pub struct Cfs1Args {
     /// Print the report as JSON.
     #[arg(long, global = true)]
     pub json: bool,
+    /// No progress bar.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
 }
 
 /// The CFS1 container actions.
@@ -119,16 +122,27 @@ fn print_report(what: &str, report: &PackReport, json: bool) {
 
 /// Runs `tetrad cfs1 …`.
 pub fn run(args: &Cfs1Args) -> ExitCode {
+    let quiet = args.quiet || args.json;
+    let file_len = |p: &std::path::Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let (what, total) = match &args.action {
+        Cfs1Action::Pack { input, .. } | Cfs1Action::Cert { input } => ("cfs1", file_len(input)),
+        Cfs1Action::Verify { output, .. } => ("verify", file_len(output)),
+        Cfs1Action::Check { container } => ("check", file_len(container)),
+        Cfs1Action::Unpack { input, .. } => ("unpack", file_len(input)),
+    };
+    let bar = crate::progress::bytes(total, what, quiet);
+    let tick = |n: u64| bar.inc(n);
     let result = match &args.action {
         Cfs1Action::Pack { input, output, force } => {
+            super::sweep_beside(output);
             crate::io::check_output(output, [input], *force)
-                .and_then(|()| cfse::pack(input, output))
+                .and_then(|()| cfse::pack(input, output, &tick))
                 .map(|r| print_report("pack", &r, args.json))
         }
         Cfs1Action::Cert { input } => {
             cfse::cert(input).map(|r| print_report("cert", &r, args.json))
         }
-        Cfs1Action::Verify { input, output } => cfse::verify(input, output).map(|n| {
+        Cfs1Action::Verify { input, output } => cfse::verify(input, output, &tick).map(|n| {
             if args.json {
                 println!(
                     "{}",
@@ -138,7 +152,7 @@ pub fn run(args: &Cfs1Args) -> ExitCode {
                 println!("[verify] {n} tensor(s) decode to the input bytes: OK");
             }
         }),
-        Cfs1Action::Check { container } => cfse::check(container).map(|r| {
+        Cfs1Action::Check { container } => cfse::check(container, &tick).map(|r| {
             if args.json {
                 println!(
                     "{}",
@@ -153,8 +167,9 @@ pub fn run(args: &Cfs1Args) -> ExitCode {
             }
         }),
         Cfs1Action::Unpack { input, output, force } => {
+            super::sweep_beside(output);
             crate::io::check_output(output, [input], *force)
-                .and_then(|()| cfse::unpack(input, output))
+                .and_then(|()| cfse::unpack(input, output, &tick))
                 .map(|n| {
                     if args.json {
                         println!(
@@ -167,6 +182,7 @@ pub fn run(args: &Cfs1Args) -> ExitCode {
                 })
         }
     };
+    bar.finish_and_clear();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(r) => super::refused_as(&r, args.json),

@@ -203,7 +203,12 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     if refusals > 0 {
         return Err(CliError(format!("demo: verify refused {refusals} record(s)")));
     }
-    unpack(&packed, &restored, false).map_err(|e| fail("unpack", e))?;
+    unpack(
+        &packed,
+        &restored,
+        &crate::rans256::unpack::UnpackOptions { quiet: true, ..Default::default() },
+    )
+    .map_err(|e| fail("unpack", e))?;
     let a = crate::shardset::ShardSet::open_dir(&input).map_err(|e| fail("reopen", e))?;
     let b = crate::shardset::ShardSet::open_dir(&restored).map_err(|e| fail("reopen", e))?;
     let mut same = 0;

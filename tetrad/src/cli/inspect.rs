@@ -295,11 +295,11 @@ pub fn run(args: &InspectArgs) -> ExitCode {
                 .iter()
                 .map(|(k, v)| {
                     let summary =
-                        if let (true, Some(Err((class, _)))) = (k == STAMP_KEY, &stamp_map) {
-                            serde_json::json!({"refused": class})
+                        if let (true, Some(Err((class, why)))) = (k == STAMP_KEY, &stamp_map) {
+                            serde_json::json!({"refused": {"class": class, "detail": why}})
                         } else if k == TABLE_KEY {
                             crate::table_json::parse(v).map_or_else(
-                                |e| serde_json::json!({"refused": e.class()}),
+                                |e| serde_json::json!({"refused": {"class": e.class(), "detail": e.to_string()}}),
                                 |p| serde_json::json!({"scale_bits": p.scale_bits, "freq": p.freq}),
                             )
                         } else {

@@ -34,11 +34,11 @@ pub struct MatmulArgs {
     pub container: PathBuf,
     /// Tensor name.
     pub tensor: String,
-    /// Output rows O of the weight matrix.
-    #[arg(long)]
+    /// Output rows O of the weight matrix (1 to 2^31).
+    #[arg(long, value_parser = dimension)]
     pub o: u64,
-    /// Inputs per row I of the weight matrix.
-    #[arg(long)]
+    /// Inputs per row I of the weight matrix (1 to 2^31).
+    #[arg(long, value_parser = dimension)]
     pub i: u64,
     /// Activations: S × I little-endian f32.
     #[arg(long)]
@@ -137,6 +137,24 @@ pub fn compute(args: &MatmulArgs) -> Result<(Vec<f32>, usize, Isa, &'static str)
     Ok((y, s, isa, how))
 }
 
+/// The largest `--o` / `--i`: far beyond any weight matrix, small enough that no product of
+/// sizes derived from it (bytes per activation row, S × O outputs) overflows unnoticed.
+const MAX_DIMENSION: u64 = 1 << 31;
+
+/// A matrix dimension: a whole number from 1 to [`MAX_DIMENSION`]; a usage error names which
+/// bound it breaks ("too large" for a value that would overflow, not "at least 1").
+fn dimension(text: &str) -> Result<u64, String> {
+    let digits = text.trim_start_matches('+');
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return match digits.parse::<u64>() {
+            Ok(0) => Err("must be at least 1".into()),
+            Ok(v) if v <= MAX_DIMENSION => Ok(v),
+            _ => Err(format!("too large: at most {MAX_DIMENSION} (2^31)")),
+        };
+    }
+    Err(format!("{text:?} is not a whole number"))
+}
+
 /// Refuses an `--out` that is an input (`--x`, the container file or one of its shards) or,
 /// without `--force`, that exists (see [`crate::io::check_output`]).
 fn check_out(args: &MatmulArgs) -> Result<(), Refusal> {
@@ -150,10 +168,10 @@ fn check_out(args: &MatmulArgs) -> Result<(), Refusal> {
 
 /// Runs `tetrad matmul`.
 pub fn run(args: &MatmulArgs) -> ExitCode {
+    super::sweep_beside(&args.out);
     let result = check_out(args).and_then(|()| compute(args)).and_then(|(y, s, isa, how)| {
         let bytes: Vec<u8> = y.iter().flat_map(|v| v.to_le_bytes()).collect();
-        crate::io::write_bytes_atomic(&args.out, &bytes)
-            .map_err(|e| refuse("E_IO", format!("{}: {e}", args.out.display())))?;
+        crate::output::write_bytes(&args.out, &bytes).map_err(|e| refuse("E_IO", e.to_string()))?;
         Ok((s, isa, how))
     });
     match result {

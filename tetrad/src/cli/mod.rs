@@ -97,6 +97,12 @@ fn print_failure(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
 /// unwinding runs the destructors that remove temporary files.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    #[cfg(unix)]
+    if let Err(e) = crate::output::exit_on_signals() {
+        eprintln!(
+            "tetrad: cannot handle SIGINT/SIGTERM ({e}); an interrupted run may leave temporary files"
+        );
+    }
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         if print_failure(info.payload()).is_none() {
@@ -117,6 +123,23 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Parses `args` (the program name first, as in `std::env::args`) and runs the command, in
+/// this process: what `tetrad ARGS…` does, for tests and embedders. A usage error is printed
+/// and returns exit status 2.
+pub fn run_from<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    match Cli::try_parse_from(args) {
+        Ok(cli) => run(cli),
+        Err(e) => {
+            let _ = e.print();
+            ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { 0 })
+        }
+    }
+}
+
 fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Demo(args) => report(demo::run(&args)),
@@ -130,6 +153,28 @@ fn run(cli: Cli) -> ExitCode {
         Command::Quantize(args) => quantize::run(&args),
         Command::Stats(args) => stats::run(&args),
         Command::Bench(args) => bench::run(&args),
+    }
+}
+
+/// Removes the temporary files that interrupted runs left in the output folder `dir`
+/// ([`crate::output::sweep_stale`]) and says so on stderr. Every command that writes runs it
+/// before it writes.
+pub fn sweep(dir: &std::path::Path) {
+    match crate::output::sweep_stale(dir) {
+        Ok(removed) => {
+            if let Some(line) = crate::output::swept_line(dir, &removed) {
+                eprintln!("{line}");
+            }
+        }
+        Err(e) => eprintln!("tetrad: cannot clean {}: {e}", dir.display()),
+    }
+}
+
+/// [`sweep`] on the folder of the output file `file`.
+pub fn sweep_beside(file: &std::path::Path) {
+    match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => sweep(d),
+        _ => sweep(std::path::Path::new(".")),
     }
 }
 

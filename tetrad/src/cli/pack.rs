@@ -95,8 +95,9 @@ pub fn run(args: &PackArgs) -> ExitCode {
         select: args.select.clone(),
         force: args.force,
         threads: args.threads.map(usize::from),
-        quiet: args.quiet,
+        quiet: args.quiet || args.json,
     };
+    super::sweep(&args.outdir);
     let report = match pack_with(&opts, args.codec) {
         Ok(r) => r,
         Err(r) => return super::refused_as(&r, args.json),

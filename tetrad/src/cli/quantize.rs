@@ -66,6 +66,7 @@ pub fn run(args: &QuantizeArgs) -> ExitCode {
         force: args.force,
         quiet: args.quiet || args.json,
     };
+    super::sweep(&args.output);
     let report = match quantize_path(&args.input, &args.output, &opts) {
         Ok(r) => r,
         Err(r) => return super::refused_as(&r, args.json),

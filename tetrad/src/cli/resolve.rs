@@ -88,8 +88,7 @@ pub fn json_report(args: &ResolveArgs, verdict: &Result<Resolved, ResolveError>)
         }),
         Err(e) => json!({
             "resolved": false,
-            "class": e.class(),
-            "detail": e.to_string(),
+            "refused": {"class": e.class(), "detail": e.to_string()},
             "input": input,
         }),
     };

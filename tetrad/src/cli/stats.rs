@@ -57,7 +57,7 @@ pub struct StatsArgs {
     #[arg(long)]
     pub json: bool,
     /// No progress bar (it is drawn on stderr only when stderr is a terminal).
-    #[arg(long)]
+    #[arg(long, short)]
     pub quiet: bool,
     /// Files or directories.
     #[arg(value_name = "PATH", required = true)]
@@ -176,16 +176,21 @@ fn check_plot(plot: &std::path::Path, args: &StatsArgs) -> Result<(), crate::ran
         }
         inputs.push(p);
     }
-    crate::io::check_output(plot, &inputs, args.force)
+    crate::io::check_output(plot, &inputs, args.force)?;
+    PlotFormat::from_path(plot)
+        .map_err(|e| crate::rans256::Refusal::new("E_USAGE", format!("--plot: {e}")))?;
+    crate::output::check_writable(plot)
+        .map_err(|e| crate::rans256::Refusal::new("E_IO", e.to_string()))
 }
 
 /// Runs `tetrad stats`.
 pub fn run(args: &StatsArgs) -> ExitCode {
     let opts = StatsOptions { quantize: args.quantize, zstd: !args.no_zstd };
-    if let Some(p) = &args.plot
-        && let Err(r) = check_plot(p, args)
-    {
-        return super::refused_as(&r, args.json);
+    if let Some(p) = &args.plot {
+        super::sweep_beside(p);
+        if let Err(r) = check_plot(p, args) {
+            return super::refused_as(&r, args.json);
+        }
     }
     let (measured, skipped) = match collect(&args.paths, &opts) {
         Ok(v) => v,
@@ -198,7 +203,7 @@ pub fn run(args: &StatsArgs) -> ExitCode {
     if let Some(p) = &args.plot
         && let Err(e) = crate::stats::plot::write(&report, p)
     {
-        let r = crate::rans256::Refusal::new("E_IO", format!("writing {}: {e}", p.display()));
+        let r = crate::rans256::Refusal::new("E_IO", e.to_string());
         return super::refused_as(&r, args.json);
     }
     if args.json {

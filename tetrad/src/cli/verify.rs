@@ -1,11 +1,12 @@
 //! `tetrad verify`: the `int4-rans256-g0` validator (see [`crate::rans256::verify`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::rans256::verify::{ShardVerdict, verify_shard};
+use crate::rans256::set::read_set;
+use crate::rans256::verify::{Refuse, ShardVerdict, verify_shard};
 
 /// Options of `tetrad verify`.
 #[derive(Debug, Args)]
@@ -16,9 +17,14 @@ of all 256 streams, and re-encoding, which must reproduce the record byte for by
 Prints `REFUSE <shard> <tensor|-> <CLASS>: <detail>` per refusal, a `[trust]` line per shard,
 and `RESULT: TRUST` or `RESULT: REFUSE (n refusal(s))` last. Exit 0 all trusted, 1 any refusal.
 
-A directory stands for its *.safetensors files (sorted; hidden files skipped), so
-`tetrad verify packed/` checks a whole packed container; a directory with none is
-E_NO_INPUT.
+A directory is checked as a set, then shard by shard: `tetrad verify packed/` proves a whole
+packed container. Its repack-manifest.json must list exactly the out-rans shards present:
+a listed shard that is missing is E_SHARD_MISSING, an out-rans shard it does not list is
+E_SHARD_UNLISTED, and shards without a manifest are E_MANIFEST_MISSING (pack writes the
+manifest last, so a run stopped before it, or a copy without it, cannot be proven whole).
+Then every *.safetensors file of the directory (sorted; hidden files skipped) is verified; a
+directory with none is E_NO_INPUT. Shards named one by one are verified each on its own, as
+the reference validator does (a manifest beside them is used for their digests).
 
 Examples:
   tetrad verify packed/
@@ -32,19 +38,66 @@ pub struct VerifyArgs {
     /// nothing cannot say TRUST).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_tensors: Option<u64>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
     /// Print the verdicts as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The verdicts on a folder: first on the folder as a set ([`read_set`]: a manifest that
+/// lists exactly the shards present), then on each of its `*.safetensors` files.
+fn verify_dir(dir: &Path, max_tensors: Option<u64>, quiet: bool) -> Vec<ShardVerdict> {
+    let mut verdicts = Vec::new();
+    let set_refusals = match read_set(dir) {
+        Ok(set) => set.refusals,
+        Err(r) => vec![r],
+    };
+    if !set_refusals.is_empty() {
+        let mut v =
+            ShardVerdict::refused(dir, set_refusals[0].class, set_refusals[0].detail.clone());
+        for r in &set_refusals[1..] {
+            v.refusals.push(Refuse {
+                shard: v.shard.clone(),
+                tensor: None,
+                class: r.class,
+                detail: r.detail.clone(),
+            });
+        }
+        verdicts.push(v);
+    }
+    let files = match crate::shardset::shards_of(dir) {
+        Ok(v) => v,
+        Err(e) if set_refusals.is_empty() => {
+            verdicts.push(ShardVerdict::refused(dir, e.class, e.detail));
+            return verdicts;
+        }
+        Err(_) => return verdicts,
+    };
+    let total: u64 = files.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+    let bar = crate::progress::bytes(total, "verify", quiet);
+    for p in &files {
+        verdicts.push(verify_shard(p, max_tensors));
+        bar.inc(std::fs::metadata(p).map_or(0, |m| m.len()));
+    }
+    bar.finish_and_clear();
+    verdicts
 }
 
 /// Runs `tetrad verify`.
 pub fn run(args: &VerifyArgs) -> ExitCode {
     let mut verdicts = Vec::new();
     for path in &args.shards {
-        match crate::shardset::shards_of(path) {
-            Ok(v) => verdicts.extend(v.iter().map(|p| verify_shard(p, args.max_tensors))),
-            Err(e) => verdicts.push(ShardVerdict::refused(path, e.class, e.detail)),
+        if path.is_dir() {
+            verdicts.extend(verify_dir(path, args.max_tensors, args.quiet || args.json));
+            continue;
         }
+        if let Err(e) = std::fs::metadata(path) {
+            verdicts.push(ShardVerdict::refused(path, "E_IO", format!("{}: {e}", path.display())));
+            continue;
+        }
+        verdicts.push(verify_shard(path, args.max_tensors));
     }
     let refusals: usize = verdicts.iter().map(|v| v.refusals.len()).sum();
     if args.json {

@@ -225,7 +225,7 @@ impl PlotFormat {
 }
 
 /// Writes the chart of `report` to `path` atomically (a temporary file renamed into place,
-/// see [`crate::io::write_atomic`]), in the format its extension names.
+/// see [`crate::output`]), in the format its extension names.
 pub fn write(report: &Report, path: &Path) -> std::io::Result<()> {
     let format = PlotFormat::from_path(path)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
@@ -233,9 +233,9 @@ pub fn write(report: &Report, path: &Path) -> std::io::Result<()> {
     match format {
         PlotFormat::Png => {
             let raster = render(&c);
-            crate::io::write_atomic(path, |w| write_png(&raster, w))
+            crate::output::write_file(path, |w| write_png(&raster, w))
         }
-        PlotFormat::Svg => crate::io::write_bytes_atomic(path, svg(&c).as_bytes()),
+        PlotFormat::Svg => crate::output::write_bytes(path, svg(&c).as_bytes()),
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod manifest;
 pub mod pack;
+pub mod set;
 pub mod unpack;
 pub mod verify;
 

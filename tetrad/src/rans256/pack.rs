@@ -27,7 +27,6 @@
 //! every other tensor of the input — name, shard, dtype and why — for the report to say so.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -43,8 +42,8 @@ use super::manifest::{Manifest, ShardEntry};
 use super::{
     FORMAT_NAME, MANIFEST_NAME, Refusal, STAMP_KEY, TABLE_KEY, out_shard_name, table_parts,
 };
-use crate::io::write_atomic;
 use crate::json::sorted_string_map;
+use crate::output::Outputs;
 use crate::shard::{HeaderStyle, OutTensor, header_bytes};
 use crate::shardset::{Loc, ShardSet};
 use crate::table_json;
@@ -371,9 +370,12 @@ fn geometry_guard(set: &ShardSet, name: &str, weight: Loc) -> Result<Loc, Refusa
     }
 }
 
-/// Runs `pack` with the default codec, `int4-rans256-g0`. On any refusal nothing new is left
-/// in `outdir` (outputs are written to temporary files and renamed; the manifest, written
-/// last, marks completion).
+/// Runs `pack` with the default codec, `int4-rans256-g0`. All or nothing
+/// ([`crate::output`]): every shard and the manifest are staged, and renamed into place only
+/// when the whole run succeeded, the manifest (the completion marker) last; existing output
+/// replaced under `force` is removed at that moment, its manifest first. On any refusal or
+/// I/O error nothing new is left in `outdir`, the old output is untouched, and an `outdir`
+/// this run created is removed again.
 pub fn pack(opts: &PackOptions) -> Result<PackReport, Refusal> {
     pack_with(opts, Codec::Rans256G0)
 }
@@ -391,6 +393,15 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
     let pattern = opts.select.as_deref().unwrap_or(EXPERT_PATTERN);
     let re = Regex::new(pattern).map_err(|e| Refusal::new("E_USAGE", format!("--select: {e}")))?;
 
+    if opts.outdir.exists() && !opts.outdir.is_dir() {
+        return Err(Refusal::new(
+            "E_OUTPUT_NOT_DIR",
+            format!(
+                "{} is not a directory; --outdir is the folder to write into",
+                opts.outdir.display()
+            ),
+        ));
+    }
     let (old_shards, old_manifest) = existing_output(&opts.outdir)?;
     if !opts.force && (!old_shards.is_empty() || old_manifest) {
         let detail = if old_manifest {
@@ -434,10 +445,16 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
         });
     }
     if by_shard.is_empty() {
+        let hint = if opts.select.is_none() {
+            " (the default selection, the routed-expert pattern); choose the weights with \
+             --select REGEX, e.g. --select '\\.weight$' for every U8 .weight with F32 .qs scales"
+        } else {
+            ""
+        };
         return Err(Refusal::new(
             "E_SELECTION_EMPTY",
             format!(
-                "no U8 tensor of {} matches {pattern:?}{}",
+                "no U8 tensor of {} matches {pattern:?}{}{hint}",
                 opts.indir.display(),
                 if opts.layers.is_some() { " in the selected layers" } else { "" }
             ),
@@ -454,19 +471,22 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
         Codec::Rans64T1 => None,
     };
 
-    // Clear old output only once the input is known to be packable.
+    // Old output is removed at the commit, once the new set is staged whole: its manifest
+    // first, so that no mix of old and new shards ever passes for a set.
+    let mut outputs = Outputs::new();
     let mut removed = Vec::new();
     if opts.force {
-        for name in
-            old_shards.iter().map(String::as_str).chain(old_manifest.then_some(MANIFEST_NAME))
+        for name in old_manifest
+            .then_some(MANIFEST_NAME)
+            .into_iter()
+            .chain(old_shards.iter().map(String::as_str))
         {
-            let p = opts.outdir.join(name);
-            std::fs::remove_file(&p)
-                .map_err(|e| Refusal::new("E_IO", format!("removing {}: {e}", p.display())))?;
+            outputs.retire(&opts.outdir.join(name));
             removed.push(name.to_owned());
         }
     }
-    std::fs::create_dir_all(&opts.outdir)
+    outputs
+        .create_dir(&opts.outdir)
         .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", opts.outdir.display())))?;
 
     let bar = crate::progress::bytes(original_bytes, "pack", opts.quiet);
@@ -502,8 +522,17 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
                 .map(|s| (s.name.clone(), hex(&Sha256::digest(set.data(s.weight)))))
                 .collect(),
         };
-        let entry =
-            write_shard(opts, k, &set, shard_idx, selected, &records, &metadata, originals)?;
+        let entry = stage_shard(
+            &mut outputs,
+            opts,
+            k,
+            &set,
+            shard_idx,
+            selected,
+            &records,
+            &metadata,
+            originals,
+        )?;
         record_bytes += records.iter().map(|r| r.len() as u64).sum::<u64>();
         entries.push(entry);
     }
@@ -511,8 +540,11 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
     let table_crc32 = pooled.as_ref().map(|(_, _, crc)| crc.clone());
     let manifest =
         Manifest { format: codec.name(), shards: entries, table_crc32: table_crc32.clone() };
-    crate::io::write_bytes_atomic(&opts.outdir.join(MANIFEST_NAME), manifest.to_json().as_bytes())
-        .map_err(|e| Refusal::new("E_IO", format!("writing {MANIFEST_NAME}: {e}")))?;
+    // The completion marker, staged last and so renamed last.
+    outputs
+        .stage(&opts.outdir.join(MANIFEST_NAME), |w| w.write_all(manifest.to_json().as_bytes()))
+        .map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+    outputs.commit().map_err(|e| Refusal::new("E_IO", e.to_string()))?;
     Ok(PackReport {
         shards: manifest
             .shards
@@ -598,10 +630,10 @@ fn pooled_table(set: &ShardSet, all: &[&Selected]) -> Result<(Table, String, Str
     Ok((table, table_json, table_crc32))
 }
 
-/// Writes output shard `k` (records, then their `.qs` scales) atomically and returns its
-/// manifest entry.
+/// Stages output shard `k` (records, then their `.qs` scales) and returns its manifest entry.
 #[allow(clippy::too_many_arguments)] // one shard's worth of inputs
-fn write_shard(
+fn stage_shard(
+    outputs: &mut Outputs,
     opts: &PackOptions,
     k: usize,
     set: &ShardSet,
@@ -629,15 +661,16 @@ fn write_shard(
     let path = opts.outdir.join(&file);
     let mut hasher = Sha256::new();
     let mut size = 0u64;
-    write_atomic(&path, |w| -> Result<(), std::io::Error> {
-        for chunk in std::iter::once(&header[..]).chain(tensors.iter().map(|t| t.data)) {
-            w.write_all(chunk)?;
-            hasher.update(chunk);
-            size += chunk.len() as u64;
-        }
-        Ok(())
-    })
-    .map_err(|e| Refusal::new("E_IO", format!("writing {}: {e}", path.display())))?;
+    outputs
+        .stage(&path, |w| -> Result<(), std::io::Error> {
+            for chunk in std::iter::once(&header[..]).chain(tensors.iter().map(|t| t.data)) {
+                w.write_all(chunk)?;
+                hasher.update(chunk);
+                size += chunk.len() as u64;
+            }
+            Ok(())
+        })
+        .map_err(|e| Refusal::new("E_IO", e.to_string()))?;
     Ok(ShardEntry {
         bytes: size,
         file,

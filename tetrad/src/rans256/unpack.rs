@@ -9,10 +9,12 @@
 //! Tensors stamped `int4-rans64-t1` are decoded the same way (their blob carries its own
 //! models, so no table is needed; best arm, all cores, every chunk's seal checked).
 //!
-//! What is unpacked, and under which names: the `out-rans-*.safetensors` entries of the input
-//! directory and every file `repack-manifest.json` lists, each of which must be a regular
-//! file (`E_SHARD_MALFORMED` names a listed shard that is missing, or an entry that is a
-//! directory). With a manifest, every shard is held to it as `verify` holds it, by the same
+//! What is unpacked, and under which names: the set [`super::set::read_set`] reads — the
+//! `out-rans-*.safetensors` entries of the input directory and every file
+//! `repack-manifest.json` lists. A set that is not provably whole is refused as `verify DIR`
+//! refuses it (`E_SHARD_MISSING`, `E_SHARD_UNLISTED`, and `E_MANIFEST_MISSING` unless
+//! [`UnpackOptions::without_manifest`]); each shard must be a regular file
+//! (`E_SHARD_MALFORMED` for a directory). With a manifest, every shard is held to it as `verify` holds it, by the same
 //! code ([`super::verify::shard_digests`] and its checks), after the header, stamps and table:
 //! an entry with a sha256 (`E_DIGEST_MISSING`), the file's sha256
 //! (`E_SHARD_DIGEST_MISMATCH`), each record's digest (`E_DIGEST_MISMATCH`) and, for
@@ -26,25 +28,25 @@
 //!
 //! All or nothing: every output name is checked first (`E_OUTPUT_EXISTS` without `--force`,
 //! `E_OUTPUT_IS_DIR`, `E_OUTPUT_IS_INPUT` even with it: [`crate::io::check_output`]); then every
-//! shard is checked, decoded and written to a temporary file in the output directory
-//! ([`crate::io::stage`]); only when all succeeded are they renamed into place. On any refusal
-//! the temporary files are deleted and existing outputs are untouched (an output directory
-//! this run created is removed again, being empty).
+//! shard is checked, decoded and staged in the output directory ([`crate::output`]); only when
+//! all succeeded are they renamed into place. On any refusal the staged files are deleted and
+//! existing outputs are untouched (an output directory this run created is removed again).
+//! An existing shard that holds tensors its restored version lacks is never replaced, even
+//! with `--force` (`E_OUTPUT_FULLER`): that is the original checkpoint, and pack left those
+//! tensors out.
 
-use std::collections::BTreeSet;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use tetrad_rans::{Record, decode_record};
 
 use sha2::{Digest as _, Sha256};
 
-use super::manifest::{Digests, read_manifest};
+use super::manifest::Digests;
+use super::set::read_set;
 use super::verify::{check_original, shard_digests};
-use super::{
-    FORMAT_NAME, MANIFEST_NAME, Refusal, STAMP_KEY, TABLE_KEY, is_out_shard_name, table_from_parts,
-};
-use crate::io::{CreatedDirs, Staged, check_output, stage};
+use super::{FORMAT_NAME, MANIFEST_NAME, Refusal, STAMP_KEY, TABLE_KEY, table_from_parts};
+use crate::io::check_output;
+use crate::output::Outputs;
 use crate::rans64::FORMAT_NAME as RANS64_NAME;
 use crate::shard::{HeaderStyle, OutTensor, shard_bytes};
 use crate::shardset::Shard;
@@ -53,8 +55,20 @@ use crate::table_json;
 /// What `unpack` wrote: (input shard, output shard, records decoded, bytes written).
 pub type UnpackReport = Vec<(String, String, u64, u64)>;
 
+/// How to unpack.
+#[derive(Debug, Clone, Default)]
+pub struct UnpackOptions {
+    /// Replace existing output files.
+    pub force: bool,
+    /// Unpack the shards present although no manifest proves the set whole
+    /// (`E_MANIFEST_MISSING` otherwise).
+    pub without_manifest: bool,
+    /// No progress bar.
+    pub quiet: bool,
+}
+
 /// Unpacks every shard of `indir` (see the module docs) into `outdir`, all or nothing.
-pub fn unpack(indir: &Path, outdir: &Path, force: bool) -> Result<UnpackReport, Refusal> {
+pub fn unpack(indir: &Path, outdir: &Path, opts: &UnpackOptions) -> Result<UnpackReport, Refusal> {
     match std::fs::metadata(indir) {
         Err(e) => return Err(Refusal::new("E_IO", format!("{}: {e}", indir.display()))),
         Ok(m) if !m.is_dir() => {
@@ -68,16 +82,15 @@ pub fn unpack(indir: &Path, outdir: &Path, force: bool) -> Result<UnpackReport, 
         }
         Ok(_) => {}
     }
-    let manifest = read_manifest(indir)
-        .and_then(|m| match m {
-            Some(d) => d
-                .check_restore_names()
-                .map(|()| Some(d))
-                .map_err(|why| format!("{}: {why}", indir.join(MANIFEST_NAME).display())),
-            None => Ok(None),
-        })
-        .map_err(|why| Refusal::new("E_MANIFEST_MALFORMED", why))?;
-    let names = shard_names(indir, manifest.as_ref())?;
+    let set = read_set(indir)?;
+    if let Some(first) =
+        set.refusals.iter().find(|r| !(opts.without_manifest && r.class == "E_MANIFEST_MISSING"))
+    {
+        return Err(first.clone());
+    }
+    let manifest = set.manifest;
+    let names = set.shards;
+    check_shard_files(indir, &names)?;
     if names.is_empty() {
         return Err(Refusal::new(
             "E_NO_INPUT",
@@ -88,96 +101,89 @@ pub fn unpack(indir: &Path, outdir: &Path, force: bool) -> Result<UnpackReport, 
     if manifest.is_some() {
         inputs.push(indir.join(MANIFEST_NAME));
     }
-    // (input shard, output name, output path, whether it replaces an existing file)
+    if outdir.exists() && !outdir.is_dir() {
+        return Err(Refusal::new(
+            "E_OUTPUT_NOT_DIR",
+            format!(
+                "{} is not a directory; --outdir is the folder to write into",
+                outdir.display()
+            ),
+        ));
+    }
+    // (input shard, output name, output path)
     let mut plan = Vec::with_capacity(names.len());
     for base in names {
         let out_name = manifest.as_ref().map_or(base.as_str(), |m| m.output_name(&base)).to_owned();
         let out = outdir.join(&out_name);
-        check_output(&out, &inputs, force)?;
-        let replaces = std::fs::symlink_metadata(&out).is_ok();
-        plan.push((base, out_name, out, replaces));
+        check_output(&out, &inputs, opts.force)?;
+        plan.push((base, out_name, out));
     }
-    let dirs = CreatedDirs::create(outdir)
+    let total: u64 = inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+    let bar = crate::progress::bytes(total, "unpack", opts.quiet);
+    let mut outputs = Outputs::new();
+    outputs
+        .create_dir(outdir)
         .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
-    let mut staged = Vec::with_capacity(plan.len());
     let mut report = Vec::with_capacity(plan.len());
-    for (base, out_name, out, replaces) in plan {
-        // On a refusal, `staged` is dropped (its temporary files deleted) and so is `dirs`
-        // (an output directory this run created goes again, being empty).
-        let (bytes, records) = unpack_shard_checked(&indir.join(&base), manifest.as_ref())?;
-        let s = stage(&out, |w| w.write_all(&bytes))
-            .map_err(|e| Refusal::new("E_IO", format!("writing {}: {e}", out.display())))?;
-        staged.push((s, replaces));
+    for (base, out_name, out) in plan {
+        // On a refusal, `outputs` is dropped: its temporary files go, and so does an output
+        // folder this run created.
+        let input = indir.join(&base);
+        let (bytes, records) = unpack_shard_checked(&input, manifest.as_ref())?;
+        keeps_what_it_replaces(&out, &bytes)?;
+        outputs
+            .stage(&out, |w| w.write_all(&bytes))
+            .map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+        bar.inc(std::fs::metadata(&input).map_or(0, |m| m.len()));
         report.push((base, out_name, records, bytes.len() as u64));
     }
-    commit(staged)?;
-    dirs.keep();
+    outputs.commit().map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+    bar.finish_and_clear();
     Ok(report)
 }
 
-/// Renames every staged output into place, in order. Should a rename fail, the outputs this
-/// run already created are removed again (files it replaced cannot be restored; the error
-/// names them), and the remaining temporary files are deleted.
-fn commit(staged: Vec<(Staged, bool)>) -> Result<(), Refusal> {
-    let mut created: Vec<PathBuf> = Vec::new();
-    let mut replaced: Vec<String> = Vec::new();
-    for (s, replaces) in staged {
-        let path = s.dest().to_owned();
-        if let Err(e) = s.commit() {
-            for p in &created {
-                let _ = std::fs::remove_file(p);
-            }
-            let also = if replaced.is_empty() {
-                String::new()
-            } else {
-                format!("; already replaced: {}", replaced.join(", "))
-            };
-            return Err(Refusal::new(
-                "E_IO",
-                format!("renaming into {}: {e}{also}", path.display()),
-            ));
-        }
-        if replaces {
-            replaced.push(path.display().to_string());
-        } else {
-            created.push(path);
-        }
-    }
-    Ok(())
+/// Refuses to replace an existing safetensors file that holds tensors the restored shard
+/// `bytes` lacks (`E_OUTPUT_FULLER`): `pack` writes only the weights it selected and their
+/// scales, so unpacking over the original checkpoint with `--force` would drop every tensor
+/// pack left out. A file that is not a readable shard is replaced as `--force` says.
+fn keeps_what_it_replaces(out: &Path, bytes: &[u8]) -> Result<(), Refusal> {
+    let Ok(existing) = Shard::open(out) else { return Ok(()) };
+    let Ok(restored) = crate::shard::ShardHeader::parse(bytes, bytes.len() as u64) else {
+        return Ok(());
+    };
+    let lost: Vec<&str> = existing
+        .header
+        .tensors
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|n| restored.tensor(n).is_none())
+        .collect();
+    let Some(first) = lost.first() else { return Ok(()) };
+    Err(Refusal::new(
+        "E_OUTPUT_FULLER",
+        format!(
+            "{} holds {} tensor(s) the packed set does not carry (pack left them out), e.g. \
+             {first}: replacing it would lose them; unpack into another folder",
+            out.display(),
+            lost.len()
+        ),
+    ))
 }
 
-/// The shard files to unpack, sorted: the `out-rans-*.safetensors` entries of `indir` and
-/// every file the manifest lists. Each must be a regular file (or a link to one):
-/// `E_SHARD_MALFORMED` names one that is missing, a directory or unreadable.
-fn shard_names(indir: &Path, manifest: Option<&Digests>) -> Result<Vec<String>, Refusal> {
-    let rd = std::fs::read_dir(indir)
-        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", indir.display())))?;
-    let mut names = BTreeSet::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| Refusal::new("E_IO", format!("{}: {e}", indir.display())))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if is_out_shard_name(&name) {
-            names.insert(name);
-        }
-    }
-    if let Some(m) = manifest {
-        names.extend(m.shards.keys().cloned());
-    }
-    for name in &names {
+/// Each shard to unpack must be a regular file (or a link to one): `E_SHARD_MALFORMED` names
+/// one that is a directory or cannot be read.
+fn check_shard_files(indir: &Path, names: &[String]) -> Result<(), Refusal> {
+    for name in names {
         let path = indir.join(name);
-        let listed = manifest.is_some_and(|m| m.shards.contains_key(name));
         let why = match std::fs::metadata(&path) {
             Ok(md) if md.is_file() => continue,
             Ok(md) if md.is_dir() => "is a directory, not a shard file".to_owned(),
             Ok(_) => "is not a regular file".to_owned(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && listed => {
-                format!("is listed in {MANIFEST_NAME} but missing")
-            }
             Err(e) => format!("cannot be read: {e}"),
         };
         return Err(Refusal::new("E_SHARD_MALFORMED", format!("{}: {why}", path.display())));
     }
-    Ok(names.into_iter().collect())
+    Ok(())
 }
 
 /// The int4-row shard bytes of one `int4-rans256-g0` (or `int4-rans64-t1`) shard, and the
