@@ -62,7 +62,7 @@ impl Input {
 }
 
 /// Compresses one tensor and proves the blob decodes back to it.
-fn compress_checked(name: &str, src: &[u8]) -> Result<Vec<u8>, Refusal> {
+pub fn compress_checked(name: &str, src: &[u8]) -> Result<Vec<u8>, Refusal> {
     let mut blob = vec![0u8; tetrad_fse::max_compressed_len(src.len())];
     let n = tetrad_fse::compress_into(src, &mut blob)
         .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
@@ -84,7 +84,10 @@ fn compress_checked(name: &str, src: &[u8]) -> Result<Vec<u8>, Refusal> {
 /// worker threads).
 pub type Tick<'a> = &'a (dyn Fn(u64) + Sync);
 
-fn blobs_of<'a>(input: &'a Input, tick: Tick<'_>) -> Result<Vec<(&'a TensorEntry, Vec<u8>)>, Refusal> {
+fn blobs_of<'a>(
+    input: &'a Input,
+    tick: Tick<'_>,
+) -> Result<Vec<(&'a TensorEntry, Vec<u8>)>, Refusal> {
     input
         .by_offset()
         .into_par_iter()

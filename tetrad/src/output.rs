@@ -10,8 +10,8 @@
 //! error such as ENOSPC, a panic), an `Outputs` removes every temporary file and every folder
 //! the run created.
 //!
-//! Signals: the CLI calls [`exit_on_signals`]; SIGINT or SIGTERM then removes what the runs in
-//! progress staged and the folders they created, and exits 130 / 143. A commit in progress is
+//! Signals: the CLI calls [`exit_on_signals`]; SIGINT, SIGTERM or SIGHUP then removes what the
+//! runs in progress staged and the folders they created, and exits 130 / 143 / 129. A commit in progress is
 //! finished first (the renames take microseconds), so a signal never leaves half a set.
 //!
 //! A killed run (SIGKILL, power loss) leaves no temporary file where `O_TMPFILE` works: the
@@ -472,12 +472,13 @@ pub fn swept_line(dir: &Path, removed: &[String]) -> Option<String> {
     ))
 }
 
-/// Installs the SIGINT / SIGTERM handling of the command line (see the module docs): the
-/// runs' staged files and created folders are removed, then the process exits 130 or 143.
+/// Installs the SIGINT / SIGTERM / SIGHUP handling of the command line (see the module docs):
+/// the runs' staged files and created folders are removed, then the process exits 128 + the
+/// signal's number (130, 143, 129).
 #[cfg(unix)]
 pub fn exit_on_signals() -> io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     std::thread::Builder::new().name("tetrad-signals".into()).spawn(move || {
         let Some(signal) = signals.forever().next() else { return };
         // Waits for a commit in progress; held until exit, so no run stages anything more.
@@ -489,7 +490,11 @@ pub fn exit_on_signals() -> io::Result<()> {
         for d in live.dirs.iter().rev() {
             let _ = std::fs::remove_dir(d);
         }
-        let name = if signal == SIGINT { "SIGINT" } else { "SIGTERM" };
+        let name = match signal {
+            SIGINT => "SIGINT",
+            SIGTERM => "SIGTERM",
+            _ => "SIGHUP",
+        };
         let what = if live.committed {
             "after its outputs were complete".to_owned()
         } else {

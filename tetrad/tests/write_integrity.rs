@@ -155,7 +155,7 @@ fn sigint_and_sigterm_leave_nothing_at_every_stage() {
     let out = t.path().join("out");
     for (name, args, _) in cases(t.path()) {
         for point in ["staged", "commit"] {
-            for (sig, code) in [("INT", 130), ("TERM", 143)] {
+            for (sig, code) in [("INT", 130), ("TERM", 143), ("HUP", 129)] {
                 let what = format!("{name}, SIG{sig} at {point}");
                 let (child, _) = held(&args, point);
                 signal(&child, sig);

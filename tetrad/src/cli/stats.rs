@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use crate::quantize_container::QuantFormat;
 use crate::stats::plot::PlotFormat;
 use crate::stats::{
-    StatsOptions, Symbols, TensorStats, Total, collect, measure_with_progress, ratio, ratio_bound,
-    verdict,
+    Report, StatsOptions, Symbols, TensorStats, Total, collect, measure_with_progress, ratio,
+    ratio_bound, verdict,
 };
 
 /// Options of `tetrad stats`.
@@ -183,6 +183,21 @@ fn check_plot(plot: &std::path::Path, args: &StatsArgs) -> Result<(), crate::ran
         .map_err(|e| crate::rans256::Refusal::new("E_IO", e.to_string()))
 }
 
+/// The `--json` document of a report (float tensors measured as `quantize`): what `tetrad
+/// stats --json` prints, and what other front ends (the Python package) return.
+pub fn report_json(report: &Report, quantize: QuantFormat) -> Value {
+    let total_json = |t: &Total| total_json(t, &report.tensors);
+    let total = report.nibbles.as_ref().or(report.bytes.as_ref()).or(report.split.first());
+    json!({
+        "quantize": quantize.to_string(),
+        "tensors": report.tensors.iter().map(tensor_json).collect::<Vec<_>>(),
+        "total": total.map(total_json),
+        "total_bytes": report.bytes.as_ref().filter(|_| report.nibbles.is_some()).map(total_json),
+        "total_split": report.split.iter().map(total_json).collect::<Vec<_>>(),
+        "skipped": report.skipped.iter().map(|s| json!({"name": s.name, "file": s.file, "reason": s.reason})).collect::<Vec<_>>(),
+    })
+}
+
 /// Runs `tetrad stats`.
 pub fn run(args: &StatsArgs) -> ExitCode {
     let opts = StatsOptions { quantize: args.quantize, zstd: !args.no_zstd };
@@ -207,17 +222,7 @@ pub fn run(args: &StatsArgs) -> ExitCode {
         return super::refused_as(&r, args.json);
     }
     if args.json {
-        let total_json = |t: &Total| total_json(t, &report.tensors);
-        let total = report.nibbles.as_ref().or(report.bytes.as_ref()).or(report.split.first());
-        let v = json!({
-            "quantize": args.quantize.to_string(),
-            "tensors": report.tensors.iter().map(tensor_json).collect::<Vec<_>>(),
-            "total": total.map(total_json),
-            "total_bytes": report.bytes.as_ref().filter(|_| report.nibbles.is_some()).map(total_json),
-            "total_split": report.split.iter().map(total_json).collect::<Vec<_>>(),
-            "skipped": report.skipped.iter().map(|s| json!({"name": s.name, "file": s.file, "reason": s.reason})).collect::<Vec<_>>(),
-        });
-        println!("{v}");
+        println!("{}", report_json(&report, args.quantize));
         return ExitCode::SUCCESS;
     }
     if args.per_tensor {

@@ -85,42 +85,52 @@ fn verify_dir(dir: &Path, max_tensors: Option<u64>, quiet: bool) -> Vec<ShardVer
     verdicts
 }
 
-/// Runs `tetrad verify`.
-pub fn run(args: &VerifyArgs) -> ExitCode {
+/// The verdicts on `paths` (shard files, and folders checked as sets): what `tetrad verify`
+/// prints.
+pub fn verify_paths(paths: &[PathBuf], max_tensors: Option<u64>, quiet: bool) -> Vec<ShardVerdict> {
     let mut verdicts = Vec::new();
-    for path in &args.shards {
+    for path in paths {
         if path.is_dir() {
-            verdicts.extend(verify_dir(path, args.max_tensors, args.quiet || args.json));
+            verdicts.extend(verify_dir(path, max_tensors, quiet));
             continue;
         }
         if let Err(e) = std::fs::metadata(path) {
             verdicts.push(ShardVerdict::refused(path, "E_IO", format!("{}: {e}", path.display())));
             continue;
         }
-        verdicts.push(verify_shard(path, args.max_tensors));
+        verdicts.push(verify_shard(path, max_tensors));
     }
+    verdicts
+}
+
+/// The `--json` document of verdicts.
+pub fn verdicts_json(verdicts: &[ShardVerdict]) -> serde_json::Value {
+    let refusals: usize = verdicts.iter().map(|v| v.refusals.len()).sum();
+    let shards: Vec<_> = verdicts
+        .iter()
+        .map(|v| {
+            serde_json::json!({
+                "shard": v.shard,
+                "trust": v.refusals.is_empty(),
+                "records_verified": v.trusted,
+                "records_stamped": v.stamped,
+                "table_crc32": v.table_crc32,
+                "notes": v.notes,
+                "refusals": v.refusals.iter().map(|r| serde_json::json!({
+                    "tensor": r.tensor, "class": r.class, "detail": r.detail,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    serde_json::json!({"result": if refusals == 0 { "TRUST" } else { "REFUSE" }, "refusals": refusals, "shards": shards})
+}
+
+/// Runs `tetrad verify`.
+pub fn run(args: &VerifyArgs) -> ExitCode {
+    let verdicts = verify_paths(&args.shards, args.max_tensors, args.quiet || args.json);
     let refusals: usize = verdicts.iter().map(|v| v.refusals.len()).sum();
     if args.json {
-        let shards: Vec<_> = verdicts
-            .iter()
-            .map(|v| {
-                serde_json::json!({
-                    "shard": v.shard,
-                    "trust": v.refusals.is_empty(),
-                    "records_verified": v.trusted,
-                    "records_stamped": v.stamped,
-                    "table_crc32": v.table_crc32,
-                    "notes": v.notes,
-                    "refusals": v.refusals.iter().map(|r| serde_json::json!({
-                        "tensor": r.tensor, "class": r.class, "detail": r.detail,
-                    })).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        println!(
-            "{}",
-            serde_json::json!({"result": if refusals == 0 { "TRUST" } else { "REFUSE" }, "refusals": refusals, "shards": shards})
-        );
+        println!("{}", verdicts_json(&verdicts));
     } else {
         for v in &verdicts {
             for r in &v.refusals {

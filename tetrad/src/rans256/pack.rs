@@ -389,19 +389,134 @@ pub fn pack_with(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal
     pool.install(|| pack_in_pool(opts, codec))
 }
 
-fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal> {
-    let pattern = opts.select.as_deref().unwrap_or(EXPERT_PATTERN);
-    let re = Regex::new(pattern).map_err(|e| Refusal::new("E_USAGE", format!("--select: {e}")))?;
+/// The selection of a pack run: every input shard opened, every selected weight checked by
+/// the stamp and geometry guards, grouped by the input shard that owns it (the output shards,
+/// in order).
+struct Plan {
+    pattern: String,
+    re: Regex,
+    set: ShardSet,
+    by_shard: BTreeMap<usize, Vec<Selected>>,
+}
 
-    if opts.outdir.exists() && !opts.outdir.is_dir() {
-        return Err(Refusal::new(
-            "E_OUTPUT_NOT_DIR",
-            format!(
-                "{} is not a directory; --outdir is the folder to write into",
-                opts.outdir.display()
-            ),
-        ));
+impl Plan {
+    /// Reads and checks the input of `opts` (nothing is written).
+    fn new(opts: &PackOptions) -> Result<Self, Refusal> {
+        let pattern = opts.select.as_deref().unwrap_or(EXPERT_PATTERN).to_owned();
+        let re =
+            Regex::new(&pattern).map_err(|e| Refusal::new("E_USAGE", format!("--select: {e}")))?;
+        let set = ShardSet::open_dir(&opts.indir)?;
+        let stamps = input_stamps(&set)?;
+        // Selection, grouped by the shard that owns each weight (index order = sorted names).
+        let mut by_shard: BTreeMap<usize, Vec<Selected>> = BTreeMap::new();
+        for (name, &loc) in &set.index {
+            if !re.is_match(name) || set.entry(loc).dtype != "U8" {
+                continue;
+            }
+            if let Some(layers) = &opts.layers
+                && !layer_of(name).is_some_and(|l| layers.contains(&l))
+            {
+                continue;
+            }
+            stamp_guard(&set, &stamps, name, loc)?;
+            let scales = geometry_guard(&set, name, loc)?;
+            if set.entry(loc).is_empty() {
+                return Err(Refusal::new("E_EMPTY", format!("{name}: the weight has no bytes")));
+            }
+            by_shard.entry(loc.shard).or_default().push(Selected {
+                name: name.clone(),
+                weight: loc,
+                scales,
+            });
+        }
+        if by_shard.is_empty() {
+            let hint = if opts.select.is_none() {
+                " (the default selection, the routed-expert pattern); choose the weights with \
+                 --select REGEX, e.g. --select '\\.weight$' for every U8 .weight with F32 .qs scales"
+            } else {
+                ""
+            };
+            return Err(Refusal::new(
+                "E_SELECTION_EMPTY",
+                format!(
+                    "no U8 tensor of {} matches {pattern:?}{}{hint}",
+                    opts.indir.display(),
+                    if opts.layers.is_some() { " in the selected layers" } else { "" }
+                ),
+            ));
+        }
+        Ok(Self { pattern, re, set, by_shard })
     }
+
+    /// The output shards: (number k, index of the input shard, its selected weights).
+    fn outputs(&self) -> impl Iterator<Item = (usize, usize, &[Selected])> {
+        self.by_shard.iter().enumerate().map(|(k, (&i, sel))| (k, i, sel.as_slice()))
+    }
+
+    /// The input shards' basenames named in `shards` must each own selected weights.
+    fn check_named(&self, shards: &[String]) -> Result<(), Refusal> {
+        for name in shards {
+            if !self.outputs().any(|(_, i, _)| self.set.shards[i].basename() == *name) {
+                return Err(Refusal::new(
+                    "E_NO_INPUT",
+                    format!(
+                        "{name}: not an input shard of {} with weights matching {:?}",
+                        self.set.shards.first().map_or_else(String::new, |s| s
+                            .path
+                            .parent()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_default()),
+                        self.pattern
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The nibble histogram of the selected weights (of the input shards named in `only`, if
+    /// given), the pooled table's input.
+    fn histogram(&self, only: Option<&[String]>) -> [u64; 16] {
+        let all: Vec<&Selected> = self
+            .outputs()
+            .filter(|(_, i, _)| only.is_none_or(|o| o.contains(&self.set.shards[*i].basename())))
+            .flat_map(|(_, _, sel)| sel)
+            .collect();
+        all.par_iter().map(|s| crate::synth::nibble_histogram(self.set.data(s.weight))).reduce(
+            || [0u64; 16],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                a
+            },
+        )
+    }
+}
+
+/// The pooled `int4-rans256-g0` table of a nibble histogram, as `pack` builds it: the table,
+/// its JSON (as stored in every shard) and its CRC-32 hex (as the manifest records it).
+pub fn pooled_table(hist: &[u64; 16]) -> Result<(Table, String, String), Refusal> {
+    let table = Table::from_histogram(FORMAT_SCALE_BITS, hist)
+        .map_err(|e| Refusal::new(e.class(), format!("pooled histogram {hist:?}: {e}")))?;
+    let parts = table_parts(&table);
+    let table_json = table_json::to_json(&parts);
+    let table_crc32 = format!("{:08x}", crc32fast::hash(&table_json::slot_bytes(&parts.slots)));
+    Ok((table, table_json, table_crc32))
+}
+
+/// The nibble histogram `pack` pools its table from: every weight `opts` selects (in the
+/// input shards named in `shards`, by basename, if given). Summing the histograms of disjoint
+/// shard lists gives the whole checkpoint's, so a pack spread over workers builds the same
+/// table ([`pooled_table`]).
+pub fn histogram(opts: &PackOptions, shards: Option<&[String]>) -> Result<[u64; 16], Refusal> {
+    let plan = Plan::new(opts)?;
+    if let Some(names) = shards {
+        plan.check_named(names)?;
+    }
+    Ok(plan.histogram(shards))
+}
+
+fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal> {
+    check_outdir(&opts.outdir)?;
     let (old_shards, old_manifest) = existing_output(&opts.outdir)?;
     if !opts.force && (!old_shards.is_empty() || old_manifest) {
         let detail = if old_manifest {
@@ -420,54 +535,15 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
         return Err(Refusal::new("E_OUTPUT_EXISTS", detail));
     }
 
-    let set = ShardSet::open_dir(&opts.indir)?;
-    let stamps = input_stamps(&set)?;
-    // Selection, grouped by the shard that owns each weight (index order = sorted names).
-    let mut by_shard: BTreeMap<usize, Vec<Selected>> = BTreeMap::new();
-    for (name, &loc) in &set.index {
-        if !re.is_match(name) || set.entry(loc).dtype != "U8" {
-            continue;
-        }
-        if let Some(layers) = &opts.layers
-            && !layer_of(name).is_some_and(|l| layers.contains(&l))
-        {
-            continue;
-        }
-        stamp_guard(&set, &stamps, name, loc)?;
-        let scales = geometry_guard(&set, name, loc)?;
-        if set.entry(loc).is_empty() {
-            return Err(Refusal::new("E_EMPTY", format!("{name}: the weight has no bytes")));
-        }
-        by_shard.entry(loc.shard).or_default().push(Selected {
-            name: name.clone(),
-            weight: loc,
-            scales,
-        });
-    }
-    if by_shard.is_empty() {
-        let hint = if opts.select.is_none() {
-            " (the default selection, the routed-expert pattern); choose the weights with \
-             --select REGEX, e.g. --select '\\.weight$' for every U8 .weight with F32 .qs scales"
-        } else {
-            ""
-        };
-        return Err(Refusal::new(
-            "E_SELECTION_EMPTY",
-            format!(
-                "no U8 tensor of {} matches {pattern:?}{}{hint}",
-                opts.indir.display(),
-                if opts.layers.is_some() { " in the selected layers" } else { "" }
-            ),
-        ));
-    }
-    let all: Vec<&Selected> = by_shard.values().flatten().collect();
-    let left_out = left_out(&set, &all, &re, opts.layers.as_deref());
-    let input_tensors = set.shards.iter().map(|s| s.header.tensors.len() as u64).sum();
-    let original_bytes: u64 = all.iter().map(|s| set.entry(s.weight).len()).sum();
+    let plan = Plan::new(opts)?;
+    let all: Vec<&Selected> = plan.by_shard.values().flatten().collect();
+    let left_out = left_out(&plan.set, &all, &plan.re, opts.layers.as_deref());
+    let input_tensors = plan.set.shards.iter().map(|s| s.header.tensors.len() as u64).sum();
+    let original_bytes: u64 = all.iter().map(|s| plan.set.entry(s.weight).len()).sum();
 
     // One table pooled over every selected tensor (int4-rans256-g0 only).
     let pooled = match codec {
-        Codec::Rans256G0 => Some(pooled_table(&set, &all)?),
+        Codec::Rans256G0 => Some(pooled_table(&plan.histogram(None))?),
         Codec::Rans64T1 => None,
     };
 
@@ -492,48 +568,17 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
     let bar = crate::progress::bytes(original_bytes, "pack", opts.quiet);
     let mut entries = Vec::new();
     let mut record_bytes = 0u64;
-    for (k, (&shard_idx, selected)) in by_shard.iter().enumerate() {
-        let records: Vec<Vec<u8>> = selected
-            .par_iter()
-            .map(|s| {
-                let data = set.data(s.weight);
-                let r = match &pooled {
-                    Some((table, _, _)) => encode_verified(table, &s.name, data),
-                    None => crate::rans64::encode_verified(
-                        &s.name,
-                        data,
-                        tetrad_rans::rans64::DEFAULT_CHUNK_SHIFT,
-                    ),
-                };
-                bar.inc(set.entry(s.weight).len());
-                r
-            })
-            .collect::<Result<_, _>>()?;
-        let stamps =
-            sorted_string_map(selected.iter().map(|s| (s.name.as_str(), codec.name())), ", ", ": ");
-        let mut metadata: BTreeMap<String, String> = [(STAMP_KEY.to_owned(), stamps)].into();
-        if let Some((_, table_json, _)) = &pooled {
-            metadata.insert(TABLE_KEY.to_owned(), table_json.clone());
-        }
-        let originals = match codec {
-            Codec::Rans256G0 => BTreeMap::new(),
-            Codec::Rans64T1 => selected
-                .par_iter()
-                .map(|s| (s.name.clone(), hex(&Sha256::digest(set.data(s.weight)))))
-                .collect(),
-        };
-        let entry = stage_shard(
+    for (k, shard_idx, selected) in plan.outputs() {
+        let (entry, bytes) = stage_packed_shard(
             &mut outputs,
             opts,
-            k,
-            &set,
-            shard_idx,
-            selected,
-            &records,
-            &metadata,
-            originals,
+            &plan.set,
+            (k, shard_idx, selected),
+            codec,
+            pooled.as_ref().map(|(t, j, _)| (t, j.as_str())),
+            &|n| bar.inc(n),
         )?;
-        record_bytes += records.iter().map(|r| r.len() as u64).sum::<u64>();
+        record_bytes += bytes;
         entries.push(entry);
     }
     bar.finish_and_clear();
@@ -559,8 +604,264 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
         removed,
         input_tensors,
         left_out,
-        dropped_metadata: dropped_metadata(&set),
+        dropped_metadata: dropped_metadata(&plan.set),
     })
+}
+
+/// Refuses an output folder path that is a file (`E_OUTPUT_NOT_DIR`).
+fn check_outdir(outdir: &Path) -> Result<(), Refusal> {
+    if outdir.exists() && !outdir.is_dir() {
+        return Err(Refusal::new(
+            "E_OUTPUT_NOT_DIR",
+            format!(
+                "{} is not a directory; --outdir is the folder to write into",
+                outdir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Encodes the weights of one output shard (each checked by decoding it back) and stages the
+/// shard; returns its manifest entry and its record bytes. `pooled` is the table and its JSON
+/// for `int4-rans256-g0`.
+fn stage_packed_shard(
+    outputs: &mut Outputs,
+    opts: &PackOptions,
+    set: &ShardSet,
+    (k, shard_idx, selected): (usize, usize, &[Selected]),
+    codec: Codec,
+    pooled: Option<(&Table, &str)>,
+    tick: &(dyn Fn(u64) + Sync),
+) -> Result<(ShardEntry, u64), Refusal> {
+    let records: Vec<Vec<u8>> = selected
+        .par_iter()
+        .map(|s| {
+            let data = set.data(s.weight);
+            let r = match pooled {
+                Some((table, _)) => encode_verified(table, &s.name, data),
+                None => crate::rans64::encode_verified(
+                    &s.name,
+                    data,
+                    tetrad_rans::rans64::DEFAULT_CHUNK_SHIFT,
+                ),
+            };
+            tick(set.entry(s.weight).len());
+            r
+        })
+        .collect::<Result<_, _>>()?;
+    let stamps =
+        sorted_string_map(selected.iter().map(|s| (s.name.as_str(), codec.name())), ", ", ": ");
+    let mut metadata: BTreeMap<String, String> = [(STAMP_KEY.to_owned(), stamps)].into();
+    if let Some((_, table_json)) = pooled {
+        metadata.insert(TABLE_KEY.to_owned(), table_json.to_owned());
+    }
+    let originals = match codec {
+        Codec::Rans256G0 => BTreeMap::new(),
+        Codec::Rans64T1 => selected
+            .par_iter()
+            .map(|s| (s.name.clone(), hex(&Sha256::digest(set.data(s.weight)))))
+            .collect(),
+    };
+    let entry =
+        stage_shard(outputs, opts, k, set, shard_idx, selected, &records, &metadata, originals)?;
+    Ok((entry, records.iter().map(|r| r.len() as u64).sum()))
+}
+
+/// Name of the note a partial pack ([`pack_part`]) leaves beside output shard `k` of `n`: its
+/// manifest entry, for [`write_manifest`].
+fn part_name(k: usize, n: usize) -> String {
+    format!(".tetrad-part-{k:05}-of-{n:05}.json")
+}
+
+/// Packs only the input shards named in `shards` (basenames) of the checkpoint `opts`
+/// selects, into `opts.outdir`, with the pooled table `table_json` (`int4-rans256-g0`, the
+/// JSON [`pooled_table`] gives for the whole checkpoint's [`histogram`]; `None` for
+/// `int4-rans64-t1`). Each output shard gets the name and bytes the whole `pack` gives it;
+/// beside it a hidden note keeps its manifest entry until [`write_manifest`] writes the
+/// manifest. So workers can pack a checkpoint's shards independently, into one folder, and a
+/// last step completes the set; until then the folder holds no manifest and does not verify
+/// as whole. Returns the output shard names written. All or nothing for this call's shards.
+pub fn pack_part(
+    opts: &PackOptions,
+    codec: Codec,
+    table_json: Option<&str>,
+    shards: &[String],
+) -> Result<Vec<String>, Refusal> {
+    check_outdir(&opts.outdir)?;
+    let plan = Plan::new(opts)?;
+    plan.check_named(shards)?;
+    let pooled = match (codec, table_json) {
+        (Codec::Rans256G0, Some(text)) => {
+            let parts =
+                table_json::parse(text).map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+            Some((
+                crate::rans256::table_from_parts(&parts)
+                    .map_err(|e| Refusal::new(e.class(), e.to_string()))?,
+                text,
+            ))
+        }
+        (Codec::Rans256G0, None) => {
+            return Err(Refusal::new(
+                "E_USAGE",
+                "int4-rans256-g0 shards packed apart need the pooled table of the whole checkpoint",
+            ));
+        }
+        (Codec::Rans64T1, _) => None,
+    };
+    let n = plan.by_shard.len();
+    let mut outputs = Outputs::new();
+    outputs
+        .create_dir(&opts.outdir)
+        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", opts.outdir.display())))?;
+    let mut written = Vec::new();
+    for (k, shard_idx, selected) in plan.outputs() {
+        if !shards.contains(&plan.set.shards[shard_idx].basename()) {
+            continue;
+        }
+        let file = out_shard_name(k);
+        let path = opts.outdir.join(&file);
+        if !opts.force && std::fs::symlink_metadata(&path).is_ok() {
+            return Err(Refusal::new(
+                "E_OUTPUT_EXISTS",
+                format!("{} exists (force to replace it)", path.display()),
+            ));
+        }
+        let (entry, _) = stage_packed_shard(
+            &mut outputs,
+            opts,
+            &plan.set,
+            (k, shard_idx, selected),
+            codec,
+            pooled.as_ref().map(|(t, j)| (t, *j)),
+            &|_| {},
+        )?;
+        let crc = pooled.as_ref().map(|(t, _)| {
+            let parts = table_parts(t);
+            format!("{:08x}", crc32fast::hash(&table_json::slot_bytes(&parts.slots)))
+        });
+        let note = Manifest { format: codec.name(), shards: vec![entry], table_crc32: crc };
+        outputs
+            .stage(&opts.outdir.join(part_name(k, n)), |w| w.write_all(note.to_json().as_bytes()))
+            .map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+        written.push(file);
+    }
+    outputs.commit().map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+    Ok(written)
+}
+
+/// Completes a set packed by [`pack_part`] calls: every part of the set must be there
+/// (`E_SHARD_MISSING`), each shard must still be the bytes its note records
+/// (`E_SHARD_DIGEST_MISMATCH`) and all parts must agree on the codec and table
+/// (`E_MANIFEST_MALFORMED`); then the manifest is written — the same bytes a whole `pack`
+/// writes — and the notes are removed.
+pub fn write_manifest(outdir: &Path) -> Result<Manifest, Refusal> {
+    let rd = std::fs::read_dir(outdir)
+        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
+    let mut notes: BTreeMap<usize, (usize, PathBuf)> = BTreeMap::new();
+    for entry in rd {
+        let entry =
+            entry.map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(".tetrad-part-").and_then(|r| r.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        let Some((k, n)) = rest.split_once("-of-") else { continue };
+        let (Ok(k), Ok(n)) = (k.parse::<usize>(), n.parse::<usize>()) else { continue };
+        notes.insert(k, (n, entry.path()));
+    }
+    let Some(&(n, _)) = notes.values().next() else {
+        return Err(Refusal::new(
+            "E_NO_INPUT",
+            format!(
+                "{}: no shard packed apart (pack_part) waits for its manifest",
+                outdir.display()
+            ),
+        ));
+    };
+    let mut format = None;
+    let mut crc: Option<Option<String>> = None;
+    let mut shards = Vec::with_capacity(n);
+    for k in 0..n {
+        let Some((nk, path)) = notes.get(&k) else {
+            return Err(Refusal::new(
+                "E_SHARD_MISSING",
+                format!(
+                    "{}: part {k} of {n} ({}) was not packed",
+                    outdir.display(),
+                    out_shard_name(k)
+                ),
+            ));
+        };
+        let malformed = |why: String| {
+            Refusal::new("E_MANIFEST_MALFORMED", format!("{}: {why}", path.display()))
+        };
+        if *nk != n {
+            return Err(malformed(format!("part of a set of {nk}, others of {n}")));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", path.display())))?;
+        let (f, c, entry) = parse_note(&text).map_err(malformed)?;
+        if format.is_some_and(|g| g != f) || crc.as_ref().is_some_and(|g| *g != c) {
+            return Err(malformed("its codec or table differs from the other parts'".into()));
+        }
+        format = Some(f);
+        crc = Some(c);
+        let shard = outdir.join(&entry.file);
+        let bytes = crate::io::map_file(&shard)
+            .map_err(|e| Refusal::new("E_SHARD_MISSING", format!("{}: {e}", shard.display())))?;
+        if hex(&Sha256::digest(&*bytes)) != entry.sha256 {
+            return Err(Refusal::new(
+                "E_SHARD_DIGEST_MISMATCH",
+                format!(
+                    "{}: not the bytes packed (sha256 differs from its part note)",
+                    shard.display()
+                ),
+            ));
+        }
+        shards.push(entry);
+    }
+    let manifest = Manifest { format: format.expect("n > 0"), shards, table_crc32: crc.flatten() };
+    let mut outputs = Outputs::new();
+    for (_, path) in notes.values() {
+        outputs.retire(path);
+    }
+    outputs
+        .stage(&outdir.join(MANIFEST_NAME), |w| w.write_all(manifest.to_json().as_bytes()))
+        .map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+    outputs.commit().map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+    Ok(manifest)
+}
+
+/// A part note: (codec name, table CRC, the shard's entry).
+fn parse_note(text: &str) -> Result<(&'static str, Option<String>, ShardEntry), String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let format =
+        v["format"].as_str().and_then(Codec::from_name).ok_or("no known \"format\"")?.name();
+    let crc = v["table_crc32"].as_str().map(str::to_owned);
+    let s = &v["shards"][0];
+    let text_of = |k: &str| s[k].as_str().map(str::to_owned).ok_or(format!("no \"{k}\""));
+    let map_of = |k: &str| -> BTreeMap<String, String> {
+        s[k].as_object()
+            .map(|m| {
+                m.iter().filter_map(|(a, b)| Some((a.clone(), b.as_str()?.to_owned()))).collect()
+            })
+            .unwrap_or_default()
+    };
+    let entry = ShardEntry {
+        bytes: s["bytes"].as_u64().ok_or("no \"bytes\"")?,
+        file: text_of("file")?,
+        originals: map_of("originals"),
+        records: map_of("records"),
+        sha256: text_of("sha256")?,
+        source: text_of("source")?,
+        weight_tensors: s["weight_tensors"].as_u64().ok_or("no \"weight_tensors\"")?,
+    };
+    if !super::manifest::is_plain_file_name(&entry.file) {
+        return Err(format!("file {:?} is not a plain file name", entry.file));
+    }
+    Ok((format, crc, entry))
 }
 
 /// Every `__metadata__` key of the input shards, sorted, each once.
@@ -611,23 +912,6 @@ fn left_out(set: &ShardSet, all: &[&Selected], re: &Regex, layers: Option<&[u64]
         out.extend(here);
     }
     out
-}
-
-/// The pooled table over every selected weight: the table, its JSON, its CRC-32 hex.
-fn pooled_table(set: &ShardSet, all: &[&Selected]) -> Result<(Table, String, String), Refusal> {
-    let hist = all.par_iter().map(|s| crate::synth::nibble_histogram(set.data(s.weight))).reduce(
-        || [0u64; 16],
-        |mut a, b| {
-            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-            a
-        },
-    );
-    let table = Table::from_histogram(FORMAT_SCALE_BITS, &hist)
-        .map_err(|e| Refusal::new(e.class(), format!("pooled histogram {hist:?}: {e}")))?;
-    let parts = table_parts(&table);
-    let table_json = table_json::to_json(&parts);
-    let table_crc32 = format!("{:08x}", crc32fast::hash(&table_json::slot_bytes(&parts.slots)));
-    Ok((table, table_json, table_crc32))
 }
 
 /// Stages output shard `k` (records, then their `.qs` scales) and returns its manifest entry.
