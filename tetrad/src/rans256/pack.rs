@@ -499,7 +499,7 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
             Codec::Rans256G0 => BTreeMap::new(),
             Codec::Rans64T1 => selected
                 .par_iter()
-                .map(|s| (s.name.clone(), hex(&Sha256::digest(set.data(s.weight)))))
+                .map(|s| (s.name.clone(), format!("{:x}", Sha256::digest(set.data(s.weight)))))
                 .collect(),
         };
         let entry =
@@ -645,9 +645,9 @@ fn write_shard(
         records: selected
             .iter()
             .zip(records)
-            .map(|(s, r)| (s.name.clone(), hex(&Sha256::digest(r))))
+            .map(|(s, r)| (s.name.clone(), format!("{:x}", Sha256::digest(r))))
             .collect(),
-        sha256: hex(&hasher.finalize()),
+        sha256: format!("{:x}", hasher.finalize()),
         source: set.shards[shard_idx].basename(),
         weight_tensors: selected.len() as u64,
     })
@@ -673,13 +673,4 @@ fn encode_verified(table: &Table, name: &str, packed: &[u8]) -> Result<Vec<u8>, 
         ));
     }
     Ok(blob)
-}
-
-/// Lowercase hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
-        write!(s, "{b:02x}").expect("string write");
-        s
-    })
 }
