@@ -6,8 +6,7 @@
 //! `cargo bench -p tetrad-benches --bench cfs1`.
 //!
 //! Time is the shared bench clock [`tetrad_benches::clock`]: this thread's on-CPU time by
-//! default (the development machine is a shared 2-vCPU VM where wall time mostly measures the
-//! run queue), wall time with `TETRAD_BENCH_CLOCK=wall`. On-CPU time still includes the
+//! default (on a shared machine wall time mostly measures the run queue), wall time with `TETRAD_BENCH_CLOCK=wall`. On-CPU time still includes the
 //! neighbours' cache and SMT interference, so it is a slightly pessimistic single-core figure.
 //! Every group here is single-threaded, so the thread clock is the right one.
 #![allow(missing_docs)]

@@ -7,7 +7,7 @@
 //! default level) in the same run, with the same clock, for comparison.
 //! Run: `cargo bench -p tetrad-benches --bench rans`.
 //!
-//! Clock: the development machine is shared by several agents, so by default the bench
+//! Clock: a machine may be shared by other processes, so by default the bench
 //! measures this thread's CPU time (`/proc/thread-self/schedstat`, ns) rather than wall time;
 //! under contention wall time mostly measures the other processes. `TETRAD_BENCH_CLOCK=wall`
 //! switches to wall-clock time (the right choice on an idle machine). The clock in use is

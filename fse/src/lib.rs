@@ -92,17 +92,16 @@
 //!
 //! # Format
 //! `docs/cfs1.md` in the repository (the normative description, with the test-vector
-//! appendix); the origin spec is `shared/specs/cfs1.md`.
+//! appendix), which follows the colibrì engine's `cfse_pack` codec byte for byte.
 //!
 //! # Performance
 //! The decoder runs blocks of 16 pairs without per-byte bounds branches where the remaining
 //! payload proves them unnecessary, refills branch-free, and loads the stream one pair ahead
 //! so that no load sits on the states' dependency chains. Its speed is bounded by the
 //! per-state chain (slot → table load → multiply → add → refill select, ≈ 14 cycles
-//! measured): the two states overlap, so at best one pair per chain latency. On the 2-vCPU
-//! development VM (Zen 4, shared) it decodes ≈ 0.4 G nibbles/s of realistic int4 codes on one
-//! core (bound measured at 0.52), encodes ≈ 0.29; numbers, machine and command:
-//! `docs/PERFORMANCE.md`, section "tetrad-fse (CFS1)".
+//! measured): the two states overlap, so at best one pair per chain latency. `tetrad bench
+//! codecs` and `cargo bench -p tetrad-benches --bench cfs1` measure it; `docs/PERFORMANCE.md`
+//! has the numbers, with the CPU and the command.
 //!
 //! # MSRV
 //! The workspace's `rust-version` (1.89).

@@ -1,4 +1,4 @@
-//! The known inputs of issue 11: exact blobs where the spec fixes them, modes, bounds and
+//! The known inputs: exact blobs where the spec fixes them, modes, bounds and
 //! ratios elsewhere.
 #![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 

@@ -45,8 +45,8 @@ use core::arch::x86_64::{
 
 /// Rounds per tile (the output of one tile, `TILE · N/2` bytes = 16 KiB at 256 streams, stays
 /// in L1). 128 rather than 64, as in the AVX-512 driver: half the per-call work (lane copies,
-/// bounds); on Zen 5 this arm measured 1.29–1.32 against 1.01–1.30 G nibbles/s
-/// (docs/PERFORMANCE.md, twenty-seventh session). 256 would fill a 32 KiB L1.
+/// bounds), a few per cent faster (`cargo bench -p tetrad-benches --bench rans` measures it).
+/// 256 would fill a 32 KiB L1.
 const TILE: usize = 128;
 /// Vectors of 8 lanes kept in flight by the main kernel.
 const WIDE: usize = 4;
