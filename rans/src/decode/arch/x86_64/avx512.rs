@@ -79,7 +79,7 @@
 //! operation fewer per bound than the zero-masked constants and XOR below) measured the same.
 //!
 //! Why 8-lane AVX2 gathers in the `avx512` build rather than one 16-lane `vpgatherdd zmm`: on
-//! the Zen 4 project machine they measure the same or faster, and Miri has shims for the AVX2
+//! a Zen 4 core they measure the same or faster, and Miri has shims for the AVX2
 //! gathers but not the AVX-512 ones, so the kernel runs under Miri (`.ci/miri-tests`). The arm
 //! therefore requires `avx512f`, `avx512bw` and `avx2` (every AVX-512 CPU has AVX2; it is
 //! checked anyway). The other intrinsics were picked from the ones Miri implements (`vpermd`
