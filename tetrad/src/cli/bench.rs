@@ -266,8 +266,7 @@ fn codecs(
                "runs": runs, "input": source})
     };
     out.push(base("encode", "int4-rans256-g0", "scalar", t, len));
-    let record =
-        Record::parse_format(&blob[..len]).map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+    let record = Record::parse(&blob[..len]).map_err(|e| Refusal::new(e.class(), e.to_string()))?;
     let mut back = vec![0u8; n];
     let arms: Vec<Arm> = match (forced.arm, &args.isa) {
         (Some(a), _) => vec![a],
@@ -287,10 +286,10 @@ fn codecs(
         out.push(base("decode", "int4-rans256-g0", a.name(), t, len));
     }
     // CFS1.
-    let mut cblob = vec![0u8; tetrad_fse::max_compressed_len(n)];
+    let mut cblob = vec![0u8; tetrad_fse::max_encoded_len(n)];
     let mut clen = 0;
     let t = median_secs(runs, || {
-        clen = tetrad_fse::compress_into(&data, &mut cblob).unwrap_or(0);
+        clen = tetrad_fse::encode_into(&data, &mut cblob).unwrap_or(0);
     });
     if clen == 0 {
         return Err(Refusal::new("E_CFS1", "CFS1 encode failed".to_owned()));
@@ -298,7 +297,7 @@ fn codecs(
     out.push(base("encode", "cfs1", "scalar", t, clen));
     let mut ok = true;
     let t = median_secs(runs, || {
-        ok &= tetrad_fse::decompress_into(&cblob[..clen], &mut back).is_ok_and(|m| m == n);
+        ok &= tetrad_fse::decode_into(&cblob[..clen], &mut back).is_ok_and(|m| m == n);
     });
     if !ok || back != data {
         return Err(Refusal::new("E_ROUNDTRIP", "CFS1 decode differs from the input".to_owned()));
@@ -730,9 +729,9 @@ fn adapter(
     let m64 =
         Rans64Matrix::new(&blob64, &scales, o, i).map_err(|e| refuse(e.class(), e.to_string()))?;
     // CFS1 blob.
-    let mut cfs1 = vec![0u8; tetrad_fse::max_compressed_len(codes.len())];
-    let n = tetrad_fse::compress_into(&codes, &mut cfs1)
-        .map_err(|e| refuse("E_CFS1", e.to_string()))?;
+    let mut cfs1 = vec![0u8; tetrad_fse::max_encoded_len(codes.len())];
+    let n =
+        tetrad_fse::encode_into(&codes, &mut cfs1).map_err(|e| refuse("E_CFS1", e.to_string()))?;
     cfs1.truncate(n);
     let mc = Cfs1Matrix::new(&cfs1, &scales, o, i).map_err(|e| refuse(e.class(), e.to_string()))?;
 

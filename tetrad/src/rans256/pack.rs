@@ -659,7 +659,7 @@ fn encode_verified(table: &Table, name: &str, packed: &[u8]) -> Result<Vec<u8>, 
     let len = encode_record_packed(table, packed, &mut blob)
         .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
     blob.truncate(len);
-    let record = Record::parse_format(&blob).map_err(|e| {
+    let record = Record::parse(&blob).map_err(|e| {
         Refusal::new("E_INTERNAL", format!("{name}: own record does not parse: {e}"))
     })?;
     let mut back = vec![0u8; packed.len()];

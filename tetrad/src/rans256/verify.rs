@@ -474,8 +474,9 @@ pub fn check_record_with_limit(
     blob: &[u8],
     limit: u64,
 ) -> Result<(), (&'static str, String)> {
-    let record = Record::parse_with(blob, tetrad_rans::FORMAT_STREAMS, ParseOrder::Validator)
-        .map_err(|e| (e.class(), e.to_string()))?;
+    let record =
+        Record::parse_streams_in_order(blob, tetrad_rans::FORMAT_STREAMS, ParseOrder::Validator)
+            .map_err(|e| (e.class(), e.to_string()))?;
     let pb = record.packed_bytes();
     let mut dec =
         Decoder::new(Arm::best(), table, record).map_err(|e| (e.class(), e.to_string()))?;
