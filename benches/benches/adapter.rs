@@ -48,8 +48,8 @@ fn data() -> Data {
     let mut record = vec![0u8; max_record_len(2 * codes.len(), 256)];
     let n = encode_record_packed(&table, &codes, &mut record).expect("encode");
     record.truncate(n);
-    let mut cfs1 = vec![0u8; tetrad_fse::max_compressed_len(codes.len())];
-    let n = tetrad_fse::compress_into(&codes, &mut cfs1).expect("encode");
+    let mut cfs1 = vec![0u8; tetrad_fse::max_encoded_len(codes.len())];
+    let n = tetrad_fse::encode_into(&codes, &mut cfs1).expect("encode");
     cfs1.truncate(n);
     let shift = tetrad_rans::rans64::DEFAULT_CHUNK_SHIFT;
     let mut rans64 = vec![0u8; tetrad_rans::rans64::max_encoded_len(codes.len(), shift)];

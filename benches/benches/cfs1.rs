@@ -6,8 +6,7 @@
 //! `cargo bench -p tetrad-benches --bench cfs1`.
 //!
 //! Time is the shared bench clock [`tetrad_benches::clock`]: this thread's on-CPU time by
-//! default (the development machine is a shared 2-vCPU VM where wall time mostly measures the
-//! run queue), wall time with `TETRAD_BENCH_CLOCK=wall`. On-CPU time still includes the
+//! default (on a shared machine wall time mostly measures the run queue), wall time with `TETRAD_BENCH_CLOCK=wall`. On-CPU time still includes the
 //! neighbours' cache and SMT interference, so it is a slightly pessimistic single-core figure.
 //! Every group here is single-threaded, so the thread clock is the right one.
 #![allow(missing_docs)]
@@ -17,7 +16,7 @@ use std::hint::black_box;
 use std::time::Duration;
 use tetrad_benches::clock::Clock;
 use tetrad_benches::synth;
-use tetrad_fse::{compress_into, decompress_into, max_compressed_len};
+use tetrad_fse::{decode_into, encode_into, max_encoded_len};
 
 const SIZES: [(usize, &str); 2] = [(1 << 20, "1MiB"), (64 << 20, "64MiB")];
 
@@ -60,8 +59,8 @@ fn cfs1(c: &mut Criterion<Clock>) {
     for (bytes, label) in SIZES {
         let src = synth::int4_bytes(bytes, 0x7e7_4ad);
         let h = synth::nibble_histogram(&src);
-        let mut blob = vec![0u8; max_compressed_len(src.len())];
-        let len = compress_into(&src, &mut blob).expect("bound-sized buffer");
+        let mut blob = vec![0u8; max_encoded_len(src.len())];
+        let len = encode_into(&src, &mut blob).expect("bound-sized buffer");
         blob.truncate(len);
         let zblob = zstd::bulk::compress(&src, 19).expect("zstd compresses");
         #[allow(clippy::cast_precision_loss)]
@@ -84,14 +83,14 @@ fn cfs1(c: &mut Criterion<Clock>) {
         g.measurement_time(Duration::from_secs(if bytes > 1 << 20 { 6 } else { 3 }));
 
         let mut out = vec![0u8; src.len()];
-        assert_eq!(decompress_into(&blob, &mut out), Ok(src.len()));
+        assert_eq!(decode_into(&blob, &mut out), Ok(src.len()));
         assert_eq!(out, src);
         g.bench_function(BenchmarkId::new("decode", label), |b| {
-            b.iter(|| decompress_into(black_box(&blob), black_box(&mut out)))
+            b.iter(|| decode_into(black_box(&blob), black_box(&mut out)))
         });
-        let mut enc = vec![0u8; max_compressed_len(src.len())];
+        let mut enc = vec![0u8; max_encoded_len(src.len())];
         g.bench_function(BenchmarkId::new("encode", label), |b| {
-            b.iter(|| compress_into(black_box(&src), black_box(&mut enc)))
+            b.iter(|| encode_into(black_box(&src), black_box(&mut enc)))
         });
         let mut dz = zstd::bulk::Decompressor::new().expect("zstd context");
         assert_eq!(dz.decompress_to_buffer(&zblob, &mut out).expect("zstd decodes"), src.len());

@@ -4,10 +4,10 @@
 //! row splitting on the large int4-row / int8-row matrices.
 //!
 //! Run: `cargo bench -p tetrad-benches --bench kernels` (filter with a trailing substring, e.g.
-//! `-- int4-row`). Results and the machine: docs/PERFORMANCE.md, section "tetrad-quant kernels".
+//! `-- int4-row`). Current results, with the CPU: docs/PERFORMANCE.md, "Kernels".
 //! `TETRAD_DRAM_I=N` sets the row length of the DRAM matrices (default 14336).
 //!
-//! Clock: the development machine is shared, so the single-thread groups measure this thread's
+//! Clock: a machine may be shared, so the single-thread groups measure this thread's
 //! CPU time (`/proc/thread-self/schedstat`) unless `TETRAD_BENCH_CLOCK=wall`; the 2-thread
 //! group always uses wall time (CPU time of one thread cannot measure two).
 #![allow(missing_docs, clippy::cast_possible_truncation, clippy::cast_precision_loss)]

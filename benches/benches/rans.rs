@@ -7,7 +7,7 @@
 //! default level) in the same run, with the same clock, for comparison.
 //! Run: `cargo bench -p tetrad-benches --bench rans`.
 //!
-//! Clock: the development machine is shared by several agents, so by default the bench
+//! Clock: a machine may be shared by other processes, so by default the bench
 //! measures this thread's CPU time (`/proc/thread-self/schedstat`, ns) rather than wall time;
 //! under contention wall time mostly measures the other processes. `TETRAD_BENCH_CLOCK=wall`
 //! switches to wall-clock time (the right choice on an idle machine). The clock in use is
@@ -51,7 +51,7 @@ fn case(name: &'static str, bytes: usize) -> Case {
 }
 
 fn bench_case(c: &mut Criterion<Clock>, cs: &Case, samples: usize, secs: u64) {
-    let rec = Record::parse_format(&cs.record).expect("parse");
+    let rec = Record::parse(&cs.record).expect("parse");
     let nibbles = 2 * cs.packed.len() as u64;
     let mut out = vec![0u8; cs.packed.len()];
     for &arm in Arm::ALL.iter().filter(|a| a.is_available()) {
@@ -117,7 +117,7 @@ fn process_cpu_s() -> Option<f64> {
 /// does not hide.
 fn threads(c: &mut Criterion) {
     let big = case("64MiB", 64 << 20);
-    let rec = Record::parse_format(&big.record).expect("parse");
+    let rec = Record::parse(&big.record).expect("parse");
     let mut out = vec![0u8; big.packed.len()];
     let arm = Arm::best();
     for t in [1usize, 2, 1, 2] {

@@ -4,7 +4,7 @@
 //! Data: 64 MiB of `tetrad_benches::synth::int4_bytes` (per-row int4 of Gaussian/Laplace
 //! weights), or the packed int4 file named by `TETRAD_BENCH_INPUT` (for real weights; the
 //! bytes are read as they are). Throughput is in nibbles, so criterion's `Gelem/s` reads as
-//! G nibbles/s. zstd runs at level 19 (the ratio reference of issue #10) and level 3 (the CLI
+//! G nibbles/s. zstd runs at level 19 (the smallest frame, the ratio reference) and level 3 (the CLI
 //! default); its decode speed barely depends on the level for this data. The printed header
 //! gives sizes, bits per nibble and the order-0 entropy bound.
 //! Run: `cargo bench -p tetrad-benches --bench rans64` (thread CPU time by default; see

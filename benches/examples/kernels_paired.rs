@@ -1,6 +1,6 @@
 //! In-process kernel comparisons that criterion's one-bench-after-another runs cannot make on
-//! a machine whose core speed changes in phases (the dev VM: the same binary gives int4-row q8
-//! 44–74 G weights/s from one minute to the next).
+//! a machine whose core speed changes in phases (a shared virtual machine, where the same binary
+//! can run int4-row q8 at rates 1.7 × apart from one minute to the next).
 //!
 //! - `pair`: mxfp4 vs int4-row q8 (512 × 1024, S = 1, L2-resident), 20 calls of each
 //!   alternately, 300 times, per arm: the median and quartiles of the per-round ratio.

@@ -5,7 +5,7 @@ pub use tetrad::synth;
 pub mod clock {
     //! The benches' clock: this thread's CPU time by default, wall time on request.
     //!
-    //! The development machine is shared by several processes; under contention wall time
+    //! On a machine shared with other processes, under contention wall time
     //! mostly measures the others, while the thread's on-CPU time
     //! (`/proc/thread-self/schedstat`, ns) measures the code. `TETRAD_BENCH_CLOCK=wall` switches
     //! to wall-clock time (right on an idle machine, and for multi-threaded groups). The clock

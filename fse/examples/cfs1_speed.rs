@@ -38,7 +38,7 @@ fn main() {
         let mut q = || ((unit.sample(&mut rng) * scale).round().clamp(-7.0, 7.0) + 8.0) as u8;
         *b = q() | q() << 4;
     }
-    let mut blob = vec![0u8; tetrad_fse::max_compressed_len(n)];
+    let mut blob = vec![0u8; tetrad_fse::max_encoded_len(n)];
     let mut out = vec![0u8; n];
     let mut best_e = f64::MAX;
     let mut best_d = f64::MAX;
@@ -48,10 +48,10 @@ fn main() {
     // minimum, so that a quiet moment on a shared machine counts for all three.
     for _ in 0..8 {
         let t = Instant::now();
-        len = tetrad_fse::compress_into(&src, &mut blob).unwrap();
+        len = tetrad_fse::encode_into(&src, &mut blob).unwrap();
         best_e = best_e.min(t.elapsed().as_secs_f64());
         let t = Instant::now();
-        tetrad_fse::decompress_into(&blob[..len], &mut out).unwrap();
+        tetrad_fse::decode_into(&blob[..len], &mut out).unwrap();
         best_d = best_d.min(t.elapsed().as_secs_f64());
         // A chain of dependent xor + 64-bit multiply (1 + 3 cycles on Zen 3/4) gives the
         // clock this process actually gets.

@@ -2,7 +2,7 @@
 //! then the seal.
 //!
 //! # Structure
-//! [`decompress_into`] runs the header stage ([`crate::header`]), builds the table and
+//! [`decode_into`] runs the header stage ([`crate::header`]), builds the table and
 //! decodes pairs of nibbles. Each output byte `j` is one *pair*: state A decodes nibble `2j`
 //! (the low nibble) and renormalises, then state B decodes nibble `2j+1` and renormalises;
 //! both draw renormalisation bytes from one shared forward stream.
@@ -44,7 +44,7 @@
 //! development timer. A blob built to hit it often only decodes slower. State B's bytes follow
 //! A's in the stream, which couples the chains only through a shift of `cur`, never through a
 //! load.
-//! See `docs/PERFORMANCE.md` for measured numbers.
+//! `docs/PERFORMANCE.md` has the measured numbers (`tetrad bench codecs`).
 //!
 //! # What the decoder writes
 //! On `Ok(n)` exactly `dst[..n]` is written (the decoded bytes). On a header-stage error
@@ -64,12 +64,12 @@ const BLOCK: usize = 16;
 /// Payload bytes a fast block needs: 4 per pair (module docs), plus 8 bytes of look-ahead.
 const WINDOW: usize = 4 * BLOCK + 8;
 
-/// Decompresses one CFS1 blob into `dst` and returns the number of bytes written (`rawlen`).
+/// Decodes one CFS1 blob into `dst` and returns the number of bytes written (`rawlen`).
 ///
 /// `dst` must hold at least `rawlen` bytes (read it first with
 /// [`Header::parse`](crate::Header::parse) if unknown). See the module docs of
 /// `tetrad_fse::decode` — "What the decoder writes" — for what `dst` holds after an error.
-/// Builds a 16 KiB decode table on the stack; [`decompress_into_with`] takes one from the
+/// Builds a 16 KiB decode table on the stack; [`decode_into_scratch`] takes one from the
 /// caller instead.
 ///
 /// # Errors
@@ -79,25 +79,25 @@ const WINDOW: usize = 4 * BLOCK + 8;
 /// ```
 /// let src = b"\x01\x23\x45\x67\x89\xab\xcd\xef".repeat(8);
 /// let mut blob = [0u8; 64 + 73];
-/// let len = tetrad_fse::compress_into(&src, &mut blob).unwrap();
+/// let len = tetrad_fse::encode_into(&src, &mut blob).unwrap();
 /// let mut out = [0u8; 64];
-/// assert_eq!(tetrad_fse::decompress_into(&blob[..len], &mut out), Ok(64));
+/// assert_eq!(tetrad_fse::decode_into(&blob[..len], &mut out), Ok(64));
 /// assert_eq!(out[..], src[..]);
 /// // One byte short: refused, never a panic.
-/// let err = tetrad_fse::decompress_into(&blob[..len - 1], &mut out).unwrap_err();
+/// let err = tetrad_fse::decode_into(&blob[..len - 1], &mut out).unwrap_err();
 /// assert_eq!(err.class(), "E_RAW_LENGTH");
 /// ```
-pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize, DecodeError> {
+pub fn decode_into(src: &[u8], dst: &mut [u8]) -> Result<usize, DecodeError> {
     let mut table = DecodeTable::new();
-    decompress_into_with(&mut table, src, dst)
+    decode_into_scratch(&mut table, src, dst)
 }
 
-/// [`decompress_into`] with a caller-owned decode table (e.g. a `static` on a small stack, or
+/// [`decode_into`] with a caller-owned decode table (e.g. a `static` on a small stack, or
 /// one reused across many blobs). The table's previous contents do not matter.
 ///
 /// # Errors
-/// As [`decompress_into`].
-pub fn decompress_into_with(
+/// As [`decode_into`].
+pub fn decode_into_scratch(
     table: &mut DecodeTable,
     src: &[u8],
     dst: &mut [u8],
@@ -317,7 +317,7 @@ mod tests {
         let mut fast = [0u8; 4096];
         let mut slow = [0u8; 4096];
         let n = n.min(fast.len());
-        let rf = decompress_into(blob, &mut fast[..n]);
+        let rf = decode_into(blob, &mut fast[..n]);
         let rs = reference(blob, &mut slow[..n]);
         prop_assert_eq!(rf, rs);
         if let Ok(k) = rf {
@@ -346,7 +346,7 @@ mod tests {
         };
         let src: [u8; 4096] = core::array::from_fn(|_| nib() | nib() << 4);
         let mut out = [0u8; 4096 + 73];
-        let len = crate::compress_into(&src[..n], &mut out).unwrap();
+        let len = crate::encode_into(&src[..n], &mut out).unwrap();
         (out, len)
     }
 

@@ -10,7 +10,7 @@
 //!
 //! # The raw-fallback conditions, and why the output does not depend on `dst.len()`
 //! The reference writes raw when (1) normalisation fails, (2) the backward output would
-//! collide with the 41-byte header+table region of its `max_compressed_len(n) = n + 73`
+//! collide with the 41-byte header+table region of its `max_encoded_len(n) = n + 73`
 //! buffer, (3) fewer than 8 bytes remain there for the final states, or (4)
 //! `32 + payload_len ≥ n`, where `payload_len = 8 + r` counts the two states and the `r`
 //! renormalisation bytes. In that buffer (2) means `r > n + 32` and (3) means `r > n + 24`;
@@ -24,11 +24,11 @@
 use crate::error::EncodeError;
 use crate::header::{HEADER_LEN, MAGIC, Mode, TABLE_END};
 use crate::model::{count_nibbles, normalize};
-use crate::{L, PROB_BITS, max_compressed_len};
+use crate::{L, PROB_BITS, max_encoded_len};
 
-/// Compresses `src` into `dst` as one CFS1 blob and returns the blob's length.
+/// Encodes `src` into `dst` as one CFS1 blob and returns the blob's length.
 ///
-/// `dst` must hold at least [`max_compressed_len`]`(src.len())` bytes; the blob written to
+/// `dst` must hold at least [`max_encoded_len`]`(src.len())` bytes; the blob written to
 /// `dst[..len]` is the same for every such buffer (byte-identical to the reference encoder),
 /// and `dst[len..]` is used as scratch. The blob is never longer than `src.len() + 9` (raw).
 ///
@@ -38,14 +38,14 @@ use crate::{L, PROB_BITS, max_compressed_len};
 ///
 /// ```
 /// let src = [0x88u8; 1000];
-/// let mut blob = vec![0u8; tetrad_fse::max_compressed_len(src.len())];
-/// let n = tetrad_fse::compress_into(&src, &mut blob).unwrap();
+/// let mut blob = vec![0u8; tetrad_fse::max_encoded_len(src.len())];
+/// let n = tetrad_fse::encode_into(&src, &mut blob).unwrap();
 /// assert_eq!(n, 49); // one symbol: header, table, two states, no payload bytes
 /// ```
-pub fn compress_into(src: &[u8], dst: &mut [u8]) -> Result<usize, EncodeError> {
+pub fn encode_into(src: &[u8], dst: &mut [u8]) -> Result<usize, EncodeError> {
     let n = src.len();
     let rawlen = u32::try_from(n).map_err(|_| EncodeError::InputTooLarge { len: n })?;
-    let needed = max_compressed_len(n);
+    let needed = max_encoded_len(n);
     if dst.len() < needed {
         return Err(EncodeError::DstTooSmall { needed, available: dst.len() });
     }

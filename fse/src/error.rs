@@ -3,13 +3,13 @@
 //! The decoder's refusals are the ones `docs/cfs1.md` §5 lists, in the order the decoder
 //! checks them; each maps to exactly one variant and its spec class name is available as
 //! [`DecodeError::class`]. The encoder can only refuse for reasons of the caller's making (an
-//! output buffer below [`max_compressed_len`](crate::max_compressed_len), an input too long
+//! output buffer below [`max_encoded_len`](crate::max_encoded_len), an input too long
 //! for the 32-bit `rawlen` field): every input that fits is encodable, because raw mode
 //! always is. Errors are small `Copy` values without allocation so they work in `no_std`.
 
 use thiserror::Error;
 
-/// Why a blob could not be decoded (`decompress_into`, `Header::parse`).
+/// Why a blob could not be decoded (`decode_into`, `Header::parse`).
 ///
 /// Variants are listed in the order the decoder checks them; for a blob with several faults
 /// the first one in this order is reported.
@@ -116,7 +116,7 @@ impl DecodeError {
     }
 
     /// True for the payload-stage refusals (`E_TRUNCATED`, `E_LEFTOVER`, `E_FINAL_STATE`),
-    /// the only ones raised after the decoder has started writing; `decompress_into` then
+    /// the only ones raised after the decoder has started writing; `decode_into` then
     /// zeroes `dst[..rawlen]` before returning (see the crate docs, "What the decoder writes").
     #[must_use]
     pub const fn is_payload(&self) -> bool {
@@ -124,14 +124,14 @@ impl DecodeError {
     }
 }
 
-/// Why an input could not be encoded (`compress_into`).
+/// Why an input could not be encoded (`encode_into`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum EncodeError {
-    /// `E_DST_TOO_SMALL`: the output buffer is below `max_compressed_len(src.len())`.
-    #[error("output buffer is {available} bytes, expected at least {needed} (max_compressed_len)")]
+    /// `E_DST_TOO_SMALL`: the output buffer is below `max_encoded_len(src.len())`.
+    #[error("output buffer is {available} bytes, expected at least {needed} (max_encoded_len)")]
     DstTooSmall {
-        /// `max_compressed_len(src.len())`.
+        /// `max_encoded_len(src.len())`.
         needed: usize,
         /// Length of the caller's output buffer.
         available: usize,

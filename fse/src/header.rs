@@ -48,7 +48,7 @@ impl Header {
     /// Reads the header of `blob` and runs every framing check that needs no output buffer:
     /// `E_SHORT`, `E_MAGIC`, `E_RAW_LENGTH`, `E_MODE`, `E_EMPTY_RANS`, `E_SHORT_RANS`,
     /// `E_FREQ_SUM` and `E_STATE_RANGE`, in that order. It does not look at the payload, so a
-    /// blob it accepts can still be refused by `decompress_into` with `E_CAPACITY` (the only
+    /// blob it accepts can still be refused by `decode_into` with `E_CAPACITY` (the only
     /// header-stage check that needs the caller's buffer) or a payload-stage refusal.
     ///
     /// # Errors

@@ -7,10 +7,10 @@
 //! decode table in a table the caller owns, so the decoder itself is a few words and the
 //! crate stays allocation-free. Each [`Decoder::decode_next`] call continues the two rANS
 //! states where the previous one stopped, with the same fast blocks and checked tail as
-//! [`decompress_into`](crate::decompress_into); the piece that produces the last byte also
+//! [`decode_into`](crate::decode_into); the piece that produces the last byte also
 //! checks the seal. Because the fast and the checked step compute the same function, the
 //! bytes and the error of a blob never depend on how the output is cut into pieces (a
-//! property test compares every split with `decompress_into`).
+//! property test compares every split with `decode_into`).
 //!
 //! Integrity is only known at the end: a blob whose seal fails has already handed out its
 //! earlier pieces. A caller that must not act on unsealed data (the adapter) treats an error
@@ -26,11 +26,11 @@ use crate::model::DecodeTable;
 /// A CFS1 blob being decoded piece by piece (see the module docs of `tetrad_fse::incremental`).
 ///
 /// ```
-/// use tetrad_fse::{compress_into, max_compressed_len, DecodeTable, Decoder};
+/// use tetrad_fse::{encode_into, max_encoded_len, DecodeTable, Decoder};
 ///
 /// let src: Vec<u8> = (0..5000u32).map(|i| [0x78u8, 0x87, 0x88, 0x98][(i * 7 % 4) as usize]).collect();
-/// let mut blob = vec![0u8; max_compressed_len(src.len())];
-/// let len = compress_into(&src, &mut blob).unwrap();
+/// let mut blob = vec![0u8; max_encoded_len(src.len())];
+/// let len = encode_into(&src, &mut blob).unwrap();
 ///
 /// let mut table = DecodeTable::new();
 /// let mut dec = Decoder::new(&mut table, &blob[..len]).unwrap();

@@ -19,16 +19,16 @@
 //!
 //! | item | what it does |
 //! |---|---|
-//! | [`compress_into`] | encode into a caller buffer of at least [`max_compressed_len`] bytes |
-//! | [`decompress_into`] | decode, refusing malformed blobs by name |
-//! | [`decompress_into_with`] | the same with a caller-owned 16 KiB [`DecodeTable`] |
+//! | [`encode_into`] | encode into a caller buffer of at least [`max_encoded_len`] bytes |
+//! | [`decode_into`] | decode, refusing malformed blobs by name |
+//! | [`decode_into_scratch`] | the same with a caller-owned 16 KiB [`DecodeTable`] |
 //! | [`Decoder`] | the same in caller-sized pieces (tiles), seal checked with the last one |
 //! | [`Header::parse`] | mode and `rawlen` (plus every framing check) without decoding |
 //! | [`normalize`], [`count_nibbles`] | the model, exposed for tests and tools |
 //!
 //! # Examples
 //! ```
-//! use tetrad_fse::{compress_into, decompress_into, max_compressed_len, Header, Mode};
+//! use tetrad_fse::{encode_into, decode_into, max_encoded_len, Header, Mode};
 //!
 //! // Nibbles peaked at 8, like int4 weight codes.
 //! let src: Vec<u8> = (0..4096u32)
@@ -38,8 +38,8 @@
 //!         lo | hi << 4
 //!     })
 //!     .collect();
-//! let mut blob = vec![0u8; max_compressed_len(src.len())];
-//! let len = compress_into(&src, &mut blob).unwrap();
+//! let mut blob = vec![0u8; max_encoded_len(src.len())];
+//! let len = encode_into(&src, &mut blob).unwrap();
 //! blob.truncate(len);
 //!
 //! let h = Header::parse(&blob).unwrap();
@@ -47,19 +47,19 @@
 //! assert!(len < src.len());
 //!
 //! let mut out = vec![0u8; h.len()];
-//! assert_eq!(decompress_into(&blob, &mut out), Ok(src.len()));
+//! assert_eq!(decode_into(&blob, &mut out), Ok(src.len()));
 //! assert_eq!(out, src);
 //! ```
 //! Incompressible input falls back to raw, and damage is refused by name:
 //! ```
-//! # use tetrad_fse::{compress_into, decompress_into, max_compressed_len, Header, Mode};
+//! # use tetrad_fse::{encode_into, decode_into, max_encoded_len, Header, Mode};
 //! let src = [0x00u8, 0xff, 0x88];
-//! let mut blob = [0u8; max_compressed_len(3)];
-//! let len = compress_into(&src, &mut blob).unwrap();
+//! let mut blob = [0u8; max_encoded_len(3)];
+//! let len = encode_into(&src, &mut blob).unwrap();
 //! assert_eq!(&blob[..len], b"CFS1\x00\x03\x00\x00\x00\x00\xff\x88");
 //!
 //! let mut out = [0u8; 2];
-//! let err = decompress_into(&blob[..len], &mut out).unwrap_err();
+//! let err = decode_into(&blob[..len], &mut out).unwrap_err();
 //! assert_eq!(err.class(), "E_CAPACITY");
 //! assert_eq!(err.to_string(), "rawlen is 3 bytes, expected at most the output capacity 2");
 //! ```
@@ -92,17 +92,16 @@
 //!
 //! # Format
 //! `docs/cfs1.md` in the repository (the normative description, with the test-vector
-//! appendix); the origin spec is `shared/specs/cfs1.md`.
+//! appendix), which follows the colibrì engine's `cfse_pack` codec byte for byte.
 //!
 //! # Performance
 //! The decoder runs blocks of 16 pairs without per-byte bounds branches where the remaining
 //! payload proves them unnecessary, refills branch-free, and loads the stream one pair ahead
 //! so that no load sits on the states' dependency chains. Its speed is bounded by the
 //! per-state chain (slot → table load → multiply → add → refill select, ≈ 14 cycles
-//! measured): the two states overlap, so at best one pair per chain latency. On the 2-vCPU
-//! development VM (Zen 4, shared) it decodes ≈ 0.4 G nibbles/s of realistic int4 codes on one
-//! core (bound measured at 0.52), encodes ≈ 0.29; numbers, machine and command:
-//! `docs/PERFORMANCE.md`, section "tetrad-fse (CFS1)".
+//! measured): the two states overlap, so at best one pair per chain latency. `tetrad bench
+//! codecs` and `cargo bench -p tetrad-benches --bench cfs1` measure it; `docs/PERFORMANCE.md`
+//! has the numbers, with the CPU and the command.
 //!
 //! # MSRV
 //! The workspace's `rust-version` (1.89).
@@ -116,8 +115,8 @@ mod header;
 mod incremental;
 mod model;
 
-pub use decode::{decompress_into, decompress_into_with};
-pub use encode::compress_into;
+pub use decode::{decode_into, decode_into_scratch};
+pub use encode::encode_into;
 pub use error::{DecodeError, EncodeError};
 pub use header::{HEADER_LEN, Header, MAGIC, MIN_RANS_LEN, Mode, TABLE_END};
 pub use incremental::Decoder;
@@ -130,10 +129,10 @@ pub const M: u32 = 1 << PROB_BITS;
 /// Lower bound of a normalised state (and the initial and final state): `2^23`.
 pub const L: u32 = 1 << 23;
 
-/// The largest blob [`compress_into`] can write for `n` input bytes, and the smallest output
+/// The largest blob [`encode_into`] can write for `n` input bytes, and the smallest output
 /// buffer it accepts: `n + 9 + 64` (header, and headroom the reference reserves). Blobs
 /// themselves never exceed `n + 9`. Saturates at `usize::MAX`.
 #[must_use]
-pub const fn max_compressed_len(n: usize) -> usize {
+pub const fn max_encoded_len(n: usize) -> usize {
     n.saturating_add(HEADER_LEN + 64)
 }

@@ -141,7 +141,7 @@ impl Default for DecodeTable {
 }
 
 impl DecodeTable {
-    /// An empty table (every slot zero); [`decompress_into_with`](crate::decompress_into_with)
+    /// An empty table (every slot zero); [`decode_into_scratch`](crate::decode_into_scratch)
     /// fills it from each blob's frequencies. `const`, so it can initialise a `static`.
     #[must_use]
     pub const fn new() -> Self {

@@ -7,7 +7,7 @@ mod common;
 
 use common::{gaussian_nibbles, round_trip};
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use tetrad_fse::{DecodeError, Header, Mode, decompress_into};
+use tetrad_fse::{DecodeError, Header, Mode, decode_into};
 
 /// A mode-1 blob for 4 KiB of bell-shaped nibbles.
 fn rans_blob() -> (Vec<u8>, Vec<u8>) {
@@ -19,7 +19,7 @@ fn rans_blob() -> (Vec<u8>, Vec<u8>) {
 
 fn class(blob: &[u8], cap: usize) -> &'static str {
     let mut out = vec![0u8; cap];
-    decompress_into(blob, &mut out).map_or_else(|e| e.class(), |_| "OK")
+    decode_into(blob, &mut out).map_or_else(|e| e.class(), |_| "OK")
 }
 
 #[test]
@@ -59,7 +59,7 @@ fn every_refusal_class_is_triggered_by_exactly_its_fault() {
     b[45..49].copy_from_slice(&0x7f_ffffu32.to_le_bytes());
     let mut out = vec![0u8; n];
     assert_eq!(
-        decompress_into(&b, &mut out),
+        decode_into(&b, &mut out),
         Err(DecodeError::StateRange { which: 'B', state: 0x7f_ffff })
     );
     // Payload stage.
@@ -72,7 +72,7 @@ fn every_refusal_class_is_triggered_by_exactly_its_fault() {
     one[41..45].copy_from_slice(&0x80_0001u32.to_le_bytes());
     let mut out = [0u8; 100];
     assert_eq!(
-        decompress_into(&one, &mut out),
+        decode_into(&one, &mut out),
         Err(DecodeError::FinalState { a: 0x80_0001, b: 0x80_0000 })
     );
 }
@@ -80,11 +80,11 @@ fn every_refusal_class_is_triggered_by_exactly_its_fault() {
 #[test]
 fn errors_display_got_and_expected() {
     let mut out = [0u8; 4];
-    let e = decompress_into(b"CFS", &mut out).unwrap_err();
+    let e = decode_into(b"CFS", &mut out).unwrap_err();
     assert_eq!(e.to_string(), "blob is 3 bytes, expected at least 9 (the header)");
-    let e = decompress_into(b"CFS2\x00\x00\x00\x00\x00", &mut out).unwrap_err();
+    let e = decode_into(b"CFS2\x00\x00\x00\x00\x00", &mut out).unwrap_err();
     assert_eq!(e.to_string(), "magic is [43, 46, 53, 32], expected \"CFS1\" (43 46 53 31)");
-    let e = decompress_into(b"CFS1\x07\x00\x00\x00\x00", &mut out).unwrap_err();
+    let e = decode_into(b"CFS1\x07\x00\x00\x00\x00", &mut out).unwrap_err();
     assert_eq!(e.to_string(), "mode byte is 7, expected 0 (raw) or 1 (rans)");
 }
 
@@ -104,7 +104,7 @@ fn every_proper_prefix_of_a_64k_blob_is_refused() {
                     let mut out = vec![0u8; n];
                     let mut classes = std::collections::BTreeMap::new();
                     for len in (t..blob.len()).step_by(threads) {
-                        let e = decompress_into(&blob[..len], &mut out)
+                        let e = decode_into(&blob[..len], &mut out)
                             .expect_err("a proper prefix must not decode");
                         *classes.entry(e.class()).or_insert(0usize) += 1;
                     }
@@ -136,7 +136,7 @@ fn random_single_byte_corruptions_almost_never_decode_to_wrong_data() {
         let mut b = blob.clone();
         let at = rng.random_range(0..b.len());
         b[at] ^= rng.random_range(1..=255u8);
-        match decompress_into(&b, &mut out) {
+        match decode_into(&b, &mut out) {
             Ok(n) => {
                 // Only rawlen changes could alter n; either way it is wrong unless identical.
                 if n != src.len() || out[..n] != src[..] {

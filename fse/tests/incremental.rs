@@ -1,6 +1,6 @@
-//! The incremental decoder against `decompress_into`: for every blob (valid, damaged,
+//! The incremental decoder against `decode_into`: for every blob (valid, damaged,
 //! hostile) and every split of the output into random piece sizes, the pieces concatenate to
-//! exactly what `decompress_into` writes, and the first error is exactly its error, met at the
+//! exactly what `decode_into` writes, and the first error is exactly its error, met at the
 //! piece that covers the failing byte (the seal: at the piece with the last byte).
 #![allow(clippy::cast_possible_truncation)]
 
@@ -8,7 +8,7 @@ mod common;
 
 use common::{compress, gaussian_nibbles};
 use proptest::prelude::*;
-use tetrad_fse::{DecodeError, DecodeTable, Decoder, Header, decompress_into};
+use tetrad_fse::{DecodeError, DecodeTable, Decoder, Header, decode_into};
 
 /// Outcome of decoding `blob` in pieces of the sizes `cuts` cycles through: the bytes
 /// produced and the first error (with the output offset at which its piece started).
@@ -57,7 +57,7 @@ fn same_as_whole(blob: &[u8], cuts: &[usize]) -> Result<(), TestCaseError> {
         return Ok(());
     }
     let mut whole = vec![0u8; h.len()];
-    let r = decompress_into(blob, &mut whole);
+    let r = decode_into(blob, &mut whole);
     match (r, in_pieces(blob, cuts)) {
         (Ok(n), Ok(out)) => {
             prop_assert_eq!(n, out.len());
@@ -94,14 +94,14 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
     #[test]
-    fn pieces_equal_decompress_into(src in sources(), cuts in cuts()) {
+    fn pieces_equal_decode_into(src in sources(), cuts in cuts()) {
         let blob = compress(&src);
         same_as_whole(&blob, &cuts)?;
         prop_assert_eq!(in_pieces(&blob, &cuts).unwrap(), src);
     }
 
     #[test]
-    fn damaged_pieces_equal_decompress_into(
+    fn damaged_pieces_equal_decode_into(
         src in sources(),
         cuts in cuts(),
         flips in proptest::collection::vec((any::<usize>(), 1u8..=255), 0..3),
@@ -120,7 +120,7 @@ proptest! {
     }
 
     #[test]
-    fn garbage_pieces_equal_decompress_into(
+    fn garbage_pieces_equal_decode_into(
         body in proptest::collection::vec(any::<u8>(), 0..400),
         rawlen in 0u32..2000,
         mode in 0u8..3,
@@ -148,7 +148,7 @@ fn every_small_piece_size() {
     let mut bad = blob.clone();
     bad[41] ^= 1; // state A's low byte: decodes, then fails the seal
     let mut whole = vec![0u8; src.len()];
-    let e = decompress_into(&bad, &mut whole).unwrap_err();
+    let e = decode_into(&bad, &mut whole).unwrap_err();
     let (f, at) = in_pieces(&bad, &[src.len() - 1, 1]).unwrap_err();
     assert_eq!((f, at), (e, src.len() - 1));
     assert!(matches!(f, DecodeError::FinalState { .. } | DecodeError::Leftover { .. }), "{f}");

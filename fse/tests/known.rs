@@ -1,4 +1,4 @@
-//! The known inputs of issue 11: exact blobs where the spec fixes them, modes, bounds and
+//! The known inputs: exact blobs where the spec fixes them, modes, bounds and
 //! ratios elsewhere.
 #![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 
@@ -7,7 +7,7 @@ mod common;
 use common::{compress, gaussian_nibbles, random_bytes, round_trip};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use tetrad_fse::{
-    EncodeError, Header, L, Mode, compress_into, decompress_into, max_compressed_len, normalize,
+    EncodeError, Header, L, Mode, decode_into, encode_into, max_encoded_len, normalize,
 };
 
 fn raw_blob(src: &[u8]) -> Vec<u8> {
@@ -27,9 +27,9 @@ fn sixteen_distinct_bytes_are_raw() {
 fn empty_input_is_a_nine_byte_raw_blob() {
     let blob = round_trip(&[]);
     assert_eq!(blob, b"CFS1\x00\x00\x00\x00\x00");
-    assert_eq!(max_compressed_len(0), 73);
+    assert_eq!(max_encoded_len(0), 73);
     let mut nothing: [u8; 0] = [];
-    assert_eq!(decompress_into(&blob, &mut nothing), Ok(0));
+    assert_eq!(decode_into(&blob, &mut nothing), Ok(0));
 }
 
 #[test]
@@ -138,8 +138,8 @@ fn four_hundred_random_sizes_round_trip_with_capacity_independent_output() {
         let blob = round_trip(&src);
         let h = Header::parse(&blob).unwrap();
         modes[usize::from(h.mode == Mode::Rans)] += 1;
-        let mut big = vec![0xeeu8; max_compressed_len(n) + rng.random_range(1..5000)];
-        let len = compress_into(&src, &mut big).unwrap();
+        let mut big = vec![0xeeu8; max_encoded_len(n) + rng.random_range(1..5000)];
+        let len = encode_into(&src, &mut big).unwrap();
         assert_eq!(big[..len], blob[..], "n = {n}: output depends on capacity");
     }
     assert!(modes[0] > 50 && modes[1] > 50, "both modes exercised: {modes:?}");
@@ -149,12 +149,12 @@ fn four_hundred_random_sizes_round_trip_with_capacity_independent_output() {
 fn encoder_refuses_small_buffers_by_name() {
     let src = [1u8, 2, 3];
     let mut dst = [0u8; 75];
-    let err = compress_into(&src, &mut dst).unwrap_err();
+    let err = encode_into(&src, &mut dst).unwrap_err();
     assert_eq!(err, EncodeError::DstTooSmall { needed: 76, available: 75 });
     assert_eq!(err.class(), "E_DST_TOO_SMALL");
     assert_eq!(
         err.to_string(),
-        "output buffer is 75 bytes, expected at least 76 (max_compressed_len)"
+        "output buffer is 75 bytes, expected at least 76 (max_encoded_len)"
     );
 }
 
@@ -163,7 +163,7 @@ fn encoder_refuses_inputs_beyond_u32_rawlen() {
     // calloc'd and never touched: the length check comes first, so no page is faulted in.
     let huge = vec![0u8; (u32::MAX as usize) + 1];
     let mut dst = [0u8; 16];
-    let err = compress_into(&huge, &mut dst).unwrap_err();
+    let err = encode_into(&huge, &mut dst).unwrap_err();
     assert_eq!(err, EncodeError::InputTooLarge { len: huge.len() });
     assert_eq!(err.class(), "E_INPUT_TOO_LARGE");
 }

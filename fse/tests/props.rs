@@ -7,7 +7,7 @@ mod common;
 
 use common::compress;
 use proptest::prelude::*;
-use tetrad_fse::{DecodeError, Header, compress_into, decompress_into, max_compressed_len};
+use tetrad_fse::{DecodeError, Header, decode_into, encode_into, max_encoded_len};
 
 /// Inputs with extreme distributions: arbitrary bytes, a few symbols, one symbol with rare
 /// outliers, and sizes around the raw/rANS threshold (40 bytes) and the fast-block sizes.
@@ -60,7 +60,7 @@ fn check_contract(blob: &[u8], cap: usize) -> Result<(), TestCaseError> {
     let mut results = Vec::new();
     for fill in [0x00u8, 0xff] {
         let mut dst = vec![fill; cap];
-        let r = decompress_into(blob, &mut dst);
+        let r = decode_into(blob, &mut dst);
         match r {
             Ok(n) => prop_assert!(dst[n..].iter().all(|&b| b == fill)),
             Err(e) if e.is_payload() => {
@@ -87,18 +87,18 @@ proptest! {
     fn round_trip(src in inputs(), slack in 0usize..300) {
         let blob = compress(&src);
         prop_assert!(blob.len() <= src.len() + 9);
-        let mut big = vec![0xa5u8; max_compressed_len(src.len()) + slack];
-        let len = compress_into(&src, &mut big).unwrap();
+        let mut big = vec![0xa5u8; max_encoded_len(src.len()) + slack];
+        let len = encode_into(&src, &mut big).unwrap();
         prop_assert_eq!(&big[..len], &blob[..]);
         let mut out = vec![0u8; src.len()];
-        prop_assert_eq!(decompress_into(&blob, &mut out), Ok(src.len()));
+        prop_assert_eq!(decode_into(&blob, &mut out), Ok(src.len()));
         prop_assert_eq!(out, src);
     }
 
     #[test]
     fn arbitrary_bytes_never_panic(blob in proptest::collection::vec(any::<u8>(), 0..200), cap in 0usize..300) {
         let mut dst = vec![0u8; cap];
-        let _ = decompress_into(&blob, &mut dst);
+        let _ = decode_into(&blob, &mut dst);
         let _ = Header::parse(&blob);
     }
 
@@ -138,7 +138,7 @@ fn payload_refusal_zeroes_exactly_rawlen() {
     let src: Vec<u8> = (0..3000u32).map(|i| (i % 7 + 5) as u8 | ((i % 5 + 6) as u8) << 4).collect();
     let blob = compress(&src);
     let mut dst = vec![0xffu8; src.len() + 10];
-    let e = decompress_into(&blob[..blob.len() - 1], &mut dst).unwrap_err();
+    let e = decode_into(&blob[..blob.len() - 1], &mut dst).unwrap_err();
     assert!(matches!(e, DecodeError::Truncated { .. }));
     assert!(dst[..src.len()].iter().all(|&b| b == 0));
     assert!(dst[src.len()..].iter().all(|&b| b == 0xff));

@@ -3,7 +3,7 @@
 //! outcome, with the reason mapped to one `DecodeError` variant.
 
 use serde_json::Value;
-use tetrad_fse::{DecodeError, Header, Mode, compress_into, decompress_into, max_compressed_len};
+use tetrad_fse::{DecodeError, Header, Mode, decode_into, encode_into, max_encoded_len};
 
 fn vectors() -> Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/vectors/vectors.json");
@@ -56,8 +56,8 @@ fn cfs1_blobs_encode_byte_identically_and_round_trip() {
         // Encoder output must not depend on the capacity: try the bound and a lot more,
         // with different garbage in the buffer.
         for (extra, fill) in [(0usize, 0u8), (1, 0xff), (4096, 0x5a)] {
-            let mut dst = vec![fill; max_compressed_len(input.len()) + extra];
-            let len = compress_into(&input, &mut dst).unwrap();
+            let mut dst = vec![fill; max_encoded_len(input.len()) + extra];
+            let len = encode_into(&input, &mut dst).unwrap();
             assert_eq!(dst[..len], blob[..], "vector {i}: blob differs (extra {extra})");
         }
         let h = Header::parse(&blob).unwrap();
@@ -65,7 +65,7 @@ fn cfs1_blobs_encode_byte_identically_and_round_trip() {
         assert_eq!(h.len(), input.len());
         modes[usize::from(mode)] += 1;
         let mut out = vec![0xa5u8; input.len()];
-        assert_eq!(decompress_into(&blob, &mut out), Ok(input.len()), "vector {i}");
+        assert_eq!(decode_into(&blob, &mut out), Ok(input.len()), "vector {i}");
         assert_eq!(out, input, "vector {i}");
     }
     assert!(modes[0] > 0 && modes[1] > 0, "both modes covered: {modes:?}");
@@ -90,7 +90,7 @@ fn cfs1_rejections_give_exactly_the_listed_outcome() {
             c => usize::try_from(c.as_u64().expect("cap is null or an integer")).unwrap(),
         };
         let mut out = vec![0u8; cap];
-        let got = decompress_into(&blob, &mut out);
+        let got = decode_into(&blob, &mut out);
         assert_eq!(reason(&got), want, "entry {i}: got {got:?}");
         *seen.entry(want).or_insert(0) += 1;
     }

@@ -157,8 +157,8 @@ fn cfs1(
     xq: &QuantizedActs<'_>,
     small: (u16, u8),
 ) {
-    let mut blob = vec![0u8; tetrad_fse::max_compressed_len(packed.len())];
-    let n = tetrad_fse::compress_into(packed, &mut blob).expect("bound-sized buffer");
+    let mut blob = vec![0u8; tetrad_fse::max_encoded_len(packed.len())];
+    let n = tetrad_fse::encode_into(packed, &mut blob).expect("bound-sized buffer");
     blob.truncate(n);
     for &(at, v) in mutations.iter().take(4) {
         let at = usize::from(at) % blob.len();

@@ -97,8 +97,8 @@ fuzz_target!(|inp: Input| {
     }
 
     // CFS1, the same bytes.
-    let mut blob = vec![0u8; tetrad_fse::max_compressed_len(packed.len())];
-    let n = tetrad_fse::compress_into(&packed, &mut blob).expect("bound-sized buffer");
+    let mut blob = vec![0u8; tetrad_fse::max_encoded_len(packed.len())];
+    let n = tetrad_fse::encode_into(&packed, &mut blob).expect("bound-sized buffer");
     blob.truncate(n);
     mutate(&mut blob, &inp.mutations);
     match Cfs1Matrix::new(&blob, &scales, o, i) {

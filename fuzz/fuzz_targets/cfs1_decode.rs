@@ -1,4 +1,4 @@
-//! CFS1 blobs from hostile bytes: `decompress_into` returns `Ok(rawlen)` or a named refusal,
+//! CFS1 blobs from hostile bytes: `decode_into` returns `Ok(rawlen)` or a named refusal,
 //! never panics, and never leaks: run twice, into a 0x00- and a 0xFF-prefilled buffer, the
 //! results are identical, `Ok(n)` writes exactly `dst[..n]`, a payload-stage refusal leaves
 //! `dst[..rawlen]` zeroed, a header-stage refusal writes nothing, and `dst[rawlen..]` is never
@@ -14,7 +14,7 @@ use std::cell::RefCell;
 
 use libfuzzer_sys::fuzz_target;
 use tetrad_fse::{
-    DecodeTable, Header, compress_into, decompress_into, decompress_into_with, max_compressed_len,
+    DecodeTable, Header, decode_into, decode_into_scratch, encode_into, max_encoded_len,
 };
 use tetrad_fuzz::assert_class;
 
@@ -46,12 +46,12 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut a = vec![0x00u8; cap];
     let mut b = vec![0xFFu8; cap];
-    let ra = decompress_into(blob, &mut a);
-    let rb = decompress_into(blob, &mut b);
+    let ra = decode_into(blob, &mut a);
+    let rb = decode_into(blob, &mut b);
     assert_eq!(ra, rb, "result depends on the output buffer's contents");
     let rc = TABLE.with(|t| {
         let mut c = vec![0x5Au8; cap];
-        let r = decompress_into_with(&mut t.borrow_mut(), blob, &mut c);
+        let r = decode_into_scratch(&mut t.borrow_mut(), blob, &mut c);
         if let Ok(n) = r {
             assert!(c[..n] == a[..n], "caller-table decode differs");
         }
@@ -65,11 +65,11 @@ fuzz_target!(|data: &[u8]| {
             assert!(a[..n] == b[..n], "decoded bytes depend on the buffer");
             assert!(a[n..].iter().all(|&x| x == 0x00) && b[n..].iter().all(|&x| x == 0xFF));
             // Decoded bytes round-trip through the encoder (not necessarily to the same blob).
-            let mut blob2 = vec![0u8; max_compressed_len(n)];
-            let m = compress_into(&a[..n], &mut blob2).expect("encodes");
+            let mut blob2 = vec![0u8; max_encoded_len(n)];
+            let m = encode_into(&a[..n], &mut blob2).expect("encodes");
             assert!(m <= n + 9);
             let mut back = vec![0u8; n];
-            assert_eq!(decompress_into(&blob2[..m], &mut back), Ok(n));
+            assert_eq!(decode_into(&blob2[..m], &mut back), Ok(n));
             assert!(back == a[..n]);
         }
         Err(e) => {

@@ -1,14 +1,12 @@
 //! CFS1 round trip: any bytes (raw, or shaped like int4 codes so the rANS mode is taken) →
-//! `compress_into` → `Header::parse` → `decompress_into` gives the bytes back; the blob is never
+//! `encode_into` → `Header::parse` → `decode_into` gives the bytes back; the blob is never
 //! longer than `n + 9`; raw fallback is exactly `CFS1 0 rawlen bytes`; the encoder output does
 //! not depend on the buffer's size or prior contents; any proper prefix of a rANS blob and any
 //! extension by one byte is refused.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tetrad_fse::{
-    HEADER_LEN, Header, MAGIC, Mode, compress_into, decompress_into, max_compressed_len,
-};
+use tetrad_fse::{HEADER_LEN, Header, MAGIC, Mode, decode_into, encode_into, max_encoded_len};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, rest)) = data.split_first() else { return };
@@ -27,12 +25,12 @@ fuzz_target!(|data: &[u8]| {
             .collect()
     };
     let n = src.len();
-    let mut blob = vec![0u8; max_compressed_len(n)];
-    let len = compress_into(&src, &mut blob).expect("any input below 4 GiB encodes");
+    let mut blob = vec![0u8; max_encoded_len(n)];
+    let len = encode_into(&src, &mut blob).expect("any input below 4 GiB encodes");
     assert!(len <= n + HEADER_LEN, "blob {len} longer than n + 9 = {}", n + HEADER_LEN);
     // Same blob from a larger, dirty buffer.
-    let mut blob2 = vec![0xEEu8; max_compressed_len(n) + 100];
-    let len2 = compress_into(&src, &mut blob2).unwrap();
+    let mut blob2 = vec![0xEEu8; max_encoded_len(n) + 100];
+    let len2 = encode_into(&src, &mut blob2).unwrap();
     assert!(blob[..len] == blob2[..len2], "encoder output depends on the buffer");
     let blob = &blob[..len];
     let h = Header::parse(blob).expect("own blob has a valid header");
@@ -45,15 +43,15 @@ fuzz_target!(|data: &[u8]| {
         assert!(n > 40 && len < n + HEADER_LEN, "rANS chosen without gain");
     }
     let mut out = vec![0xC3u8; n + 3];
-    assert_eq!(decompress_into(blob, &mut out), Ok(n));
+    assert_eq!(decode_into(blob, &mut out), Ok(n));
     assert!(out[..n] == src[..], "round trip");
     assert_eq!(&out[n..], &[0xC3; 3]);
     // Truncation and extension are refused (raw blobs by length; rANS by the seal).
     if len > 0 {
         let mut o = vec![0u8; n];
-        assert!(decompress_into(&blob[..len - 1], &mut o).is_err(), "truncated blob accepted");
+        assert!(decode_into(&blob[..len - 1], &mut o).is_err(), "truncated blob accepted");
         let mut ext = blob.to_vec();
         ext.push(0);
-        assert!(decompress_into(&ext, &mut o).is_err(), "extended blob accepted");
+        assert!(decode_into(&ext, &mut o).is_err(), "extended blob accepted");
     }
 });

@@ -76,7 +76,7 @@ fn coded_bytes(h: &ShardHeader, data: &[u8]) -> u64 {
             if b.starts_with(&tetrad_rans::rans64::MAGIC) {
                 b.get(8..16).map_or(0, |n| u64::from_le_bytes(n.try_into().expect("8 bytes")))
             } else {
-                tetrad_rans::Record::parse_format(b).map_or(0, |r| r.packed_bytes())
+                tetrad_rans::Record::parse(b).map_or(0, |r| r.packed_bytes())
             }
         })
         .fold(0u64, u64::saturating_add)

@@ -133,8 +133,8 @@ fn mutate(blob: &mut Vec<u8>, n_streams: usize, m: &Mutation) {
 
 /// Parse in both orders, decode with every arm, and check the re-encode property.
 fn check(t: &Table, blob: &[u8], n_streams: usize) {
-    let codec = Record::parse_with(blob, n_streams, ParseOrder::Codec);
-    let validator = Record::parse_with(blob, n_streams, ParseOrder::Validator);
+    let codec = Record::parse_streams_in_order(blob, n_streams, ParseOrder::Codec);
+    let validator = Record::parse_streams_in_order(blob, n_streams, ParseOrder::Validator);
     // The two orders differ only in which refusal a multi-fault record reports.
     assert_eq!(codec.is_ok(), validator.is_ok(), "parse orders disagree on acceptance");
     let rec = match codec {
@@ -201,7 +201,7 @@ fn run(data: &[u8]) -> arbitrary::Result<()> {
         .expect("codable nibbles encode");
     blob.truncate(len);
     // The pristine record must decode to its nibbles.
-    let rec = Record::parse(&blob, n_streams).expect("own record parses");
+    let rec = Record::parse_streams(&blob, n_streams).expect("own record parses");
     let out = decode_all_arms(&t, &rec).expect("own record decodes").expect("small");
     assert_eq!(unpack(&out, n), nib);
     let muts: Vec<Mutation> = u.arbitrary()?;

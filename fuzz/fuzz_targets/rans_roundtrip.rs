@@ -53,7 +53,7 @@ fn run(data: &[u8]) -> arbitrary::Result<()> {
         .expect("codable nibbles encode into max_record_len");
     assert!(len <= bound && len.is_multiple_of(16));
     blob.truncate(len);
-    let rec = Record::parse(&blob, n_streams).expect("own record parses");
+    let rec = Record::parse_streams(&blob, n_streams).expect("own record parses");
     assert_eq!(rec.n_symbols(), n as u64);
     let out = decode_all_arms(&t, &rec).expect("own record decodes").expect("small record");
     assert_eq!(unpack(&out, n), nib, "record round trip");
@@ -66,7 +66,7 @@ fn run(data: &[u8]) -> arbitrary::Result<()> {
         let mut b3 = vec![0u8; max_record_len(n, FORMAT_STREAMS)];
         let l3 = encode_record(&t, Nibbles::Unpacked(&nib), FORMAT_STREAMS, &mut b3).unwrap();
         assert!(b2[..l2] == b3[..l3], "packed and unpacked encodes differ");
-        let rec = Record::parse_format(&b2[..l2]).expect("format record parses");
+        let rec = Record::parse(&b2[..l2]).expect("format record parses");
         let back = decode_all_arms(&t, &rec).unwrap().unwrap();
         assert_eq!(back, packed);
     }

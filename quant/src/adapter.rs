@@ -220,7 +220,7 @@ impl<'a> Rans256Matrix<'a> {
         o: usize,
         i: usize,
     ) -> Result<Self, AdapterError> {
-        let record = Record::parse_format(blob).map_err(AdapterError::Record)?;
+        let record = Record::parse(blob).map_err(AdapterError::Record)?;
         let stride = i.div_ceil(2);
         let expected = (o as u64)
             .checked_mul(stride as u64)

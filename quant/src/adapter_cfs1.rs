@@ -130,7 +130,7 @@ impl<'a> Cfs1Matrix<'a> {
                 got: out.len(),
             }));
         }
-        tetrad_fse::decompress_into(self.blob, out)?;
+        tetrad_fse::decode_into(self.blob, out)?;
         Ok(())
     }
 

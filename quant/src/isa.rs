@@ -117,7 +117,7 @@ impl Isa {
             Self::Scalar => true,
             #[cfg(target_arch = "x86_64")]
             // F16C (the fp8 decode) is on every AVX2 CPU (Intel since Ivy Bridge, AMD since
-            // Piledriver, both before AVX2); checked anyway, a VM may mask it.
+            // Piledriver, both before AVX2); checked anyway, a hypervisor may mask it.
             Self::Avx2 => x86::has("avx2") && x86::has("fma") && x86::has("f16c"),
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => x86::has("avx512f") && x86::has("avx512bw"),

@@ -64,7 +64,7 @@
 //! # MSRV
 //! Rust 1.89 (AVX-512 intrinsics).
 #![no_std]
-#![deny(unsafe_code)] // `unsafe` is allowed only inside `arch/` modules (STYLE.md).
+#![deny(unsafe_code)] // `unsafe` is allowed only inside `arch/` modules (CONTRIBUTING.md).
 
 #[cfg(feature = "std")]
 extern crate std;

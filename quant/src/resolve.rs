@@ -453,7 +453,7 @@ pub fn resolve(
     }
 }
 
-/// What a reader that follows the shared spec (../shared/specs/formats.md) **to the letter**
+/// What a reader that follows the colibrì engine's format spec (docs/FORMATS.md) **to the letter**
 /// decides: steps 1–5 with the stamp consulted only at their ambiguous branches, the spec's
 /// three E8 collision flags (not tetrad's `i4row`), and a stamp accepted only when those steps
 /// resolve to it — without [`resolve`]'s rule that a stamp whose own formulas reproduce the

@@ -5,7 +5,7 @@
 #![allow(clippy::cast_possible_truncation)]
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use tetrad_fse::{DecodeTable, Mode, compress_into, max_compressed_len};
+use tetrad_fse::{DecodeTable, Mode, encode_into, max_encoded_len};
 use tetrad_quant::Format;
 use tetrad_quant::adapter::{Acts, AdapterError, Cfs1Matrix};
 use tetrad_quant::isa::Isa;
@@ -40,8 +40,8 @@ fn case(o: usize, i: usize, seed: u64, raw: bool) -> Case {
         }
     }
     let scales: Vec<f32> = (0..o).map(|_| rng.random_range(0.001f32..0.05)).collect();
-    let mut blob = vec![0u8; max_compressed_len(codes.len())];
-    let n = compress_into(&codes, &mut blob).unwrap();
+    let mut blob = vec![0u8; max_encoded_len(codes.len())];
+    let n = encode_into(&codes, &mut blob).unwrap();
     blob.truncate(n);
     Case { codes, scales, blob }
 }

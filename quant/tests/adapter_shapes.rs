@@ -35,8 +35,8 @@ fn blobs(o: usize, i: usize) -> Blobs {
     // An empty matrix has no record (the record encoder refuses zero symbols).
     let n = encode_record_packed(&table, &codes, &mut record).unwrap_or(0);
     record.truncate(n);
-    let mut cfs1 = vec![0u8; tetrad_fse::max_compressed_len(codes.len())];
-    let n = tetrad_fse::compress_into(&codes, &mut cfs1).unwrap();
+    let mut cfs1 = vec![0u8; tetrad_fse::max_encoded_len(codes.len())];
+    let n = tetrad_fse::encode_into(&codes, &mut cfs1).unwrap();
     cfs1.truncate(n);
     let mut rans64 = vec![0u8; tetrad_rans::rans64::max_encoded_len(codes.len(), 12)];
     let n = tetrad_rans::rans64::encode_into(&codes, 12, &mut rans64).unwrap();

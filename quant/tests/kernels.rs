@@ -1098,7 +1098,7 @@ fn check_arms(arms: &[Isa], t: &Tensor, s: usize, rng: &mut StdRng) {
     }
 }
 
-/// The AVX-VNNI arm is built on x86-64; on a CPU without AVX-VNNI (the dev VM, Zen 4) forcing
+/// The AVX-VNNI arm is built on x86-64; on a CPU without AVX-VNNI (Zen 4, for one) forcing
 /// it is `E_PATH_UNAVAILABLE` on both paths, never a downgrade; where the CPU (or Miri with the
 /// feature on) has it, it is available (its selftest passed).
 #[test]

@@ -15,7 +15,7 @@ fn main() {
     let mut rec = vec![0u8; max_record_len(2 * bytes, 256)];
     let len = encode_record_packed(&table, &packed, &mut rec).unwrap();
     rec.truncate(len);
-    let r = Record::parse_format(&rec).unwrap();
+    let r = Record::parse(&rec).unwrap();
     let mut out = vec![0u8; bytes];
     let reps = 40;
     for &arm in Arm::ALL

@@ -8,7 +8,7 @@
 //! - [`stream`]: one rANS stream: encode (backwards into the caller's buffer), the plain
 //!   decoder of the spec, and checked decode with the seal.
 //! - [`record`]: the `int4-rans256-g0` record: [`max_record_len`], [`encode_record`], and
-//!   [`Record::parse`] with the ten ordered refusals.
+//!   [`Record::parse_streams`] with the ten ordered refusals.
 //! - [`decode`]: batched checked decode of whole records with selectable [`Arm`]s, in one
 //!   call ([`decode_record`]) or in chunks ([`Decoder`]).
 //! - [`error`]: one error enum per stage; `err.class()` gives the spec's refusal name.
@@ -58,7 +58,7 @@
 //! let len = encode_record_packed(&table, &packed, &mut blob)?;
 //! blob.truncate(len);
 //!
-//! let record = Record::parse_format(&blob)?;
+//! let record = Record::parse(&blob)?;
 //! assert_eq!(record.n_symbols(), 20_000);
 //! let mut out = vec![0u8; record.packed_bytes() as usize];
 //! decode_record(&table, &record, &mut out)?;
@@ -74,7 +74,7 @@
 //! # let len = encode_record_packed(&table, &packed, &mut blob)?;
 //! # blob.truncate(len);
 //! blob[1056 + 5] ^= 0x10; // flip a bit in stream 0
-//! let record = Record::parse_format(&blob)?;
+//! let record = Record::parse(&blob)?;
 //! let mut out = vec![0u8; 4096];
 //! let err = decode_record(&table, &record, &mut out).unwrap_err();
 //! assert!(err.class().starts_with("E_STREAM_"));
@@ -99,7 +99,7 @@
 //! # MSRV
 //! Rust 1.89.
 #![no_std]
-#![deny(unsafe_code)] // `unsafe` is allowed only inside `arch/` modules (STYLE.md).
+#![deny(unsafe_code)] // `unsafe` is allowed only inside `arch/` modules (CONTRIBUTING.md).
 
 #[cfg(feature = "std")]
 extern crate std;

@@ -14,7 +14,7 @@
 //!               zero padding to round16(payload_len)
 //! ```
 //!
-//! [`Record::parse`] checks the ten refusals in the codec's order, without allocating, without
+//! [`Record::parse_streams`] checks the ten refusals in the codec's order, without allocating, without
 //! reading past the blob and without any alignment requirement (every field is read with
 //! `from_le_bytes`). The reference validator checks all offsets for monotonicity before any
 //! stream length; [`ParseOrder::Validator`] reproduces that order (the two differ only on
@@ -361,20 +361,20 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
 
 impl<'a> Record<'a> {
     /// Parses a record of `n_streams` streams in the codec's order (see the module docs).
-    pub fn parse(blob: &'a [u8], n_streams: usize) -> Result<Self, RecordError> {
-        Self::parse_with(blob, n_streams, ParseOrder::Codec)
+    pub fn parse_streams(blob: &'a [u8], n_streams: usize) -> Result<Self, RecordError> {
+        Self::parse_streams_in_order(blob, n_streams, ParseOrder::Codec)
     }
 
     /// Parses a record with the format's 256 streams in the codec's order.
-    pub fn parse_format(blob: &'a [u8]) -> Result<Self, RecordError> {
-        Self::parse(blob, FORMAT_STREAMS)
+    pub fn parse(blob: &'a [u8]) -> Result<Self, RecordError> {
+        Self::parse_streams(blob, FORMAT_STREAMS)
     }
 
     /// Parses a record, checking offsets in the given order. Refusals, in order:
     /// `E_NSTREAMS`, `E_TRUNCATED` (header), `E_EMPTY`, `E_COUNT_MISMATCH`, `E_OFFSET_FIRST`,
     /// `E_OFFSETS_MONOTONIC` / `E_STREAM_SHORT`, `E_TRUNCATED` (payload),
     /// `E_LENGTH_MISMATCH`, `E_OVERSIZE`, `E_PAD_NONZERO` (header pad, then payload pad).
-    pub fn parse_with(
+    pub fn parse_streams_in_order(
         blob: &'a [u8],
         n_streams: usize,
         order: ParseOrder,

@@ -85,7 +85,7 @@ fn encode(table: &Table, nib: &[u8], n_streams: usize) -> Vec<u8> {
 }
 
 fn decode(arm: Arm, table: &Table, blob: &[u8], n_streams: usize) -> Result<Vec<u8>, DecodeError> {
-    let rec = Record::parse(blob, n_streams).unwrap();
+    let rec = Record::parse_streams(blob, n_streams).unwrap();
     let mut out = vec![0u8; rec.packed_bytes() as usize];
     decode_record_with(arm, table, &rec, &mut out).map(|()| out)
 }
@@ -155,7 +155,7 @@ fn unavailable_arm_is_refused_by_name() {
         let err = decode(arm, &table, &blob, 256).unwrap_err();
         assert_eq!(err, DecodeError::Unavailable { arm });
         assert_eq!(err.class(), "E_PATH_UNAVAILABLE");
-        let rec = Record::parse(&blob, 256).unwrap();
+        let rec = Record::parse_streams(&blob, 256).unwrap();
         assert!(tetrad_rans::Decoder::new(arm, &table, rec).is_err());
         seen += 1;
     }
@@ -215,7 +215,7 @@ proptest! {
             blob[i] ^= 1 << bit;
         }
         // Flips in the padding may make the record unparsable: nothing to decode then.
-        let Ok(rec) = Record::parse(&blob, n_streams) else { return Ok(()); };
+        let Ok(rec) = Record::parse_streams(&blob, n_streams) else { return Ok(()); };
         let mut want = vec![0u8; rec.packed_bytes() as usize];
         let want = decode_record_with(Arm::Scalar, &table, &rec, &mut want).map(|()| want);
         if flips.is_empty() {
@@ -274,7 +274,7 @@ fn threaded_decode_matches_single_threaded() {
                 if let Some(at) = corrupt {
                     damage_payload(&mut blob, n_streams, at);
                 }
-                let Ok(rec) = Record::parse(&blob, n_streams) else { continue };
+                let Ok(rec) = Record::parse_streams(&blob, n_streams) else { continue };
                 let want = whole_decode(arm, &table, &rec);
                 if corrupt.is_none() {
                     assert_eq!(want.as_ref(), Ok(&pack(&nib)));
@@ -324,7 +324,7 @@ fn stream_shares_give_the_whole_record() {
                 if let Some(at) = corrupt {
                     damage_payload(&mut blob, n_streams, at);
                 }
-                let Ok(rec) = Record::parse(&blob, n_streams) else { continue };
+                let Ok(rec) = Record::parse_streams(&blob, n_streams) else { continue };
                 let want = whole_decode(arm, &table, &rec);
                 let pairs = n_streams / 2;
                 let mut out = vec![0u8; rec.packed_bytes() as usize];
@@ -364,11 +364,11 @@ fn stream_shares_give_the_whole_record() {
         }
         let nib = source(2 * 41, 3);
         let odd = encode(&table, &nib, 41);
-        let rec = Record::parse(&odd, 41).unwrap();
+        let rec = Record::parse_streams(&odd, 41).unwrap();
         let err = StreamShare::new(arm, &table, &rec, 0..10).err().unwrap();
         assert_eq!(err.class(), "E_SHARE_RANGE", "odd N");
         let even = encode(&table, &nib, 42);
-        let rec = Record::parse(&even, 42).unwrap();
+        let rec = Record::parse_streams(&even, 42).unwrap();
         for (a, b) in [(0, 22), (5, 4), (3, 3)] {
             let r = a..b;
             let err = StreamShare::new(arm, &table, &rec, r.clone()).err().unwrap();
@@ -398,7 +398,7 @@ fn initial_states_with_the_top_bit_decode_alike_on_every_arm() {
                 // The state is big-endian: its first byte is the top one.
                 blob[head + off as usize] |= [0x80, 0xFF, 0xC0][i % 3];
             }
-            let rec = Record::parse(&blob, n_streams).unwrap();
+            let rec = Record::parse_streams(&blob, n_streams).unwrap();
             let run = |arm: Arm| {
                 let mut d = tetrad_rans::Decoder::new(arm, &table, rec).unwrap();
                 let mut out = vec![0u8; rec.packed_bytes() as usize];

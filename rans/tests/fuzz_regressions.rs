@@ -70,7 +70,7 @@ fn non_canonical_initial_state_passes_the_seal() {
     blob[20..24].copy_from_slice(&(nc.len() as u32).to_le_bytes());
     blob.extend_from_slice(&nc);
     blob.resize(head + nc.len().div_ceil(16) * 16, 0);
-    let rec = Record::parse(&blob, 1).expect("framing is valid");
+    let rec = Record::parse_streams(&blob, 1).expect("framing is valid");
     let mut packed = vec![0u8; syms.len().div_ceil(2)];
     decode_record(&t, &rec, &mut packed).expect("sealed");
     let nib: Vec<u8> = (0..syms.len()).map(|j| (packed[j / 2] >> ((j & 1) * 4)) & 15).collect();

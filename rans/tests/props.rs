@@ -83,7 +83,7 @@ proptest! {
         let sym: Vec<u8> = picks.iter().map(|&p| codable[usize::from(p) % codable.len()]).collect();
         let mut rec = vec![0u8; max_record_len(sym.len(), n_streams)];
         let len = encode_record(&t, Nibbles::Unpacked(&sym), n_streams, &mut rec).unwrap();
-        let r = Record::parse(&rec[..len], n_streams).unwrap();
+        let r = Record::parse_streams(&rec[..len], n_streams).unwrap();
         let out = all_arms(&t, &r).unwrap();
         prop_assert_eq!(&out, &pack(&sym));
         for &arm in &arms() {
@@ -103,7 +103,7 @@ proptest! {
         n_streams in prop_oneof![Just(0usize), Just(1), Just(8), Just(256), Just(257), 0usize..300],
     ) {
         for order in [ParseOrder::Codec, ParseOrder::Validator] {
-            if let Ok(r) = Record::parse_with(&blob, n_streams, order) {
+            if let Ok(r) = Record::parse_streams_in_order(&blob, n_streams, order) {
                 let t = Table::from_freq(14, &[1024; 16]).unwrap();
                 let _ = all_arms(&t, &r);
             }
@@ -135,7 +135,7 @@ proptest! {
             rec[0..8].copy_from_slice(&v.to_le_bytes());
             rec[8..16].copy_from_slice(&v.div_ceil(2).to_le_bytes());
         }
-        if let Ok(r) = Record::parse(&rec, n_streams)
+        if let Ok(r) = Record::parse_streams(&rec, n_streams)
             && let Ok(out) = all_arms(&t, &r)
         {
             // Accepted: the record really encodes what was decoded, byte for byte, unless a

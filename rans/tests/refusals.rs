@@ -35,12 +35,12 @@ fn put_u32(b: &mut [u8], at: usize, v: u32) {
 }
 
 fn parse_class(blob: &[u8], n_streams: usize, order: ParseOrder) -> &'static str {
-    Record::parse_with(blob, n_streams, order).map_or_else(|e| e.class(), |_| "OK")
+    Record::parse_streams_in_order(blob, n_streams, order).map_or_else(|e| e.class(), |_| "OK")
 }
 
 /// Parse, then checked decode with every arm; all arms must agree. Returns the class or "OK".
 fn full_class(t: &Table, blob: &[u8], n_streams: usize) -> &'static str {
-    let rec = match Record::parse(blob, n_streams) {
+    let rec = match Record::parse_streams(blob, n_streams) {
         Err(e) => return e.class(),
         Ok(r) => r,
     };
@@ -240,7 +240,7 @@ fn record_classes_in_both_orders() {
     b.push(0x42);
     b.resize(head + (payload + 1).div_ceil(16) * 16, 0);
     put_u32(&mut b, 16 + 4 * 8, payload as u32 + 1);
-    let r = Record::parse(&b, 8).unwrap();
+    let r = Record::parse_streams(&b, 8).unwrap();
     let mut out = vec![0u8; 1500];
     assert_eq!(
         decode_record_with(Arm::ScalarBranchFree, &t, &r, &mut out),
@@ -256,7 +256,7 @@ fn record_classes_in_both_orders() {
 fn decode_api_classes() {
     let t = weight_table();
     let (good, packed) = record(&t, 3000, 8, 6);
-    let r = Record::parse(&good, 8).unwrap();
+    let r = Record::parse_streams(&good, 8).unwrap();
     let mut out = vec![0u8; packed.len() + 1];
     let err = decode_record_with(Arm::Scalar, &t, &r, &mut out).unwrap_err();
     assert_eq!(err, DecodeError::OutputLen { got: 1501, expected: 1500 });
@@ -334,7 +334,7 @@ fn header_field_battery_and_bomb() {
     // the parser, before any output could be sized from n.
     let bomb = framed(1 << 40, 1 << 39);
     assert_eq!(
-        Record::parse_format(&bomb).unwrap_err(),
+        Record::parse(&bomb).unwrap_err(),
         RecordError::Oversize { n_symbols: 1 << 40, limit: 1024 * 8 * (1 << 15) }
     );
     // n at the bound with other tables: a framing-valid record that fails the seal.
@@ -360,7 +360,7 @@ fn sweep(t: &Table, n: usize, n_streams: usize, seed: u64) -> (u64, u64) {
             tried += 1;
             if full_class(t, &b, n_streams) == "OK" {
                 accepted += 1;
-                let rec = Record::parse(&b, n_streams).unwrap();
+                let rec = Record::parse_streams(&b, n_streams).unwrap();
                 let mut out = vec![0u8; rec.packed_bytes() as usize];
                 decode_record_with(Arm::Scalar, t, &rec, &mut out).unwrap();
                 assert_ne!(out, packed, "flip of bit {bit} of byte {byte} decodes to the original");

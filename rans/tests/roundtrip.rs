@@ -52,7 +52,7 @@ fn roundtrip(t: &Table, sym: &[u8], n_streams: usize) -> usize {
     let mut short = vec![0u8; len - 1];
     let err = encode_record(t, Nibbles::Unpacked(sym), n_streams, &mut short).unwrap_err();
     assert_eq!(err.class(), "E_SCRATCH");
-    let r = Record::parse(&rec[..len], n_streams).unwrap();
+    let r = Record::parse_streams(&rec[..len], n_streams).unwrap();
     assert_eq!(r.n_symbols(), sym.len() as u64);
     let want = pack(sym);
     for &arm in &arms() {
@@ -218,7 +218,7 @@ fn realistic_megabyte_all_arms() {
     let packed = pack(&sym);
     let mut rec = vec![0u8; max_record_len(sym.len(), 256)];
     let len = encode_record(&t, Nibbles::Packed(&packed), 256, &mut rec).unwrap();
-    let r = Record::parse_format(&rec[..len]).unwrap();
+    let r = Record::parse(&rec[..len]).unwrap();
     for &arm in &arms() {
         let mut out = vec![0u8; packed.len()];
         decode_record_with(arm, &t, &r, &mut out).unwrap();

@@ -140,7 +140,7 @@ fn record_vectors() {
             assert_eq!(&dst2[..len2], &want[..], "entry {k} packed encode");
         }
         for order in [ParseOrder::Codec, ParseOrder::Validator] {
-            let rec = Record::parse_with(&want, n_streams, order).unwrap();
+            let rec = Record::parse_streams_in_order(&want, n_streams, order).unwrap();
             assert_eq!(rec.n_symbols(), nibbles.len() as u64);
             let out = decode_all_arms(&t, &rec);
             assert_eq!(out, pack(&nibbles), "entry {k} decode");
@@ -160,7 +160,7 @@ fn record_refusal_vectors() {
             [(ParseOrder::Codec, "class_c"), (ParseOrder::Validator, "class_python")]
         {
             let want = e[key].as_str().unwrap();
-            let got = match Record::parse_with(&blob, 256, order) {
+            let got = match Record::parse_streams_in_order(&blob, 256, order) {
                 Err(err) => err.class(),
                 Ok(rec) => {
                     decode_all_arms(&t, &rec);
@@ -181,7 +181,7 @@ fn unchecked_vectors() {
     // Case 0: a genuine record; every arm returns the reference's scalar output.
     let t = table_of(&v[0]);
     let blob = unhex(v[0]["record_hex"].as_str().unwrap());
-    let rec = Record::parse_format(&blob).unwrap();
+    let rec = Record::parse(&blob).unwrap();
     let out = decode_all_arms(&t, &rec);
     assert_eq!(hex(&out), v[0]["scalar_hex"].as_str().unwrap());
     assert_eq!(v[0]["scalar_hex"], v[0]["scalar_bf_hex"]);
@@ -189,7 +189,7 @@ fn unchecked_vectors() {
     let t = table_of(&v[1]);
     let blob = unhex(v[1]["record_hex"].as_str().unwrap());
     assert_ne!(v[1]["scalar_hex"], v[1]["avx512_hex"]);
-    let rec = Record::parse_format(&blob).unwrap();
+    let rec = Record::parse(&blob).unwrap();
     for &arm in &arms() {
         let mut out = vec![0u8; rec.packed_bytes() as usize];
         let err = decode_record_with(arm, &t, &rec, &mut out).unwrap_err();

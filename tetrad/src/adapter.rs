@@ -30,9 +30,9 @@ use tetrad_rans::{Arm, StreamShare};
 /// Int4 bytes per tile when two threads split a record's streams: each tile costs the two
 /// threads a hand-off (a channel round trip, a thread woken), so tiles are much larger than the
 /// single-threaded [`TILE_BYTES`]; the two tiles and the halves' compact buffers (1.5 MiB)
-/// live in L2 and L3, never DRAM. On the Zen 5 dev VM (`tetrad bench adapter`: a 64 MiB
-/// record of 1024 columns, batch 1, three alternations) 512 KiB tiles ran at 3.15–3.26 (f32)
-/// and 3.62–4.00 (int8) G weights/s against 2.58–2.77 and 2.53–2.63 with 128 KiB tiles.
+/// live in L2 and L3, never DRAM. On a Zen 5 core, 512 KiB tiles ran
+/// about 1.2 × (f32) and 1.5 × (int8) as fast as 128 KiB tiles at batch 1 (`tetrad bench
+/// adapter` measures the split).
 pub const SPLIT_TILE_BYTES: usize = 512 * 1024;
 
 /// The largest f32 batch at which two threads split the streams rather than pipeline: the

@@ -63,12 +63,12 @@ impl Input {
 
 /// Compresses one tensor and proves the blob decodes back to it.
 pub fn compress_checked(name: &str, src: &[u8]) -> Result<Vec<u8>, Refusal> {
-    let mut blob = vec![0u8; tetrad_fse::max_compressed_len(src.len())];
-    let n = tetrad_fse::compress_into(src, &mut blob)
+    let mut blob = vec![0u8; tetrad_fse::max_encoded_len(src.len())];
+    let n = tetrad_fse::encode_into(src, &mut blob)
         .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
     blob.truncate(n);
     let mut back = vec![0u8; src.len()];
-    let m = tetrad_fse::decompress_into(&blob, &mut back).map_err(|e| {
+    let m = tetrad_fse::decode_into(&blob, &mut back).map_err(|e| {
         Refusal::new("E_ROUNDTRIP", format!("{name}: own blob does not decode: {e}"))
     })?;
     if m != src.len() || back != src {
@@ -217,7 +217,7 @@ const PIECE: usize = 1 << 20;
 /// never sized up front by the blob's `rawlen`: a hostile 150-byte blob claiming 4 GiB is
 /// refused after its first piece (it made `cfs1 unpack` allocate and zero 4 GiB before
 /// refusing it), while a genuine one — CFS1 compresses runs of one nibble a thousandfold, so
-/// no size bound on `rawlen` holds — decodes in full. The classes are `decompress_into`'s
+/// no size bound on `rawlen` holds — decodes in full. The classes are `decode_into`'s
 /// for a buffer of exactly `rawlen` bytes. `Err(None)`: memory for the output was refused.
 pub fn decode_growing(blob: &[u8]) -> Result<Vec<u8>, Option<tetrad_fse::DecodeError>> {
     let mut table = tetrad_fse::DecodeTable::new();

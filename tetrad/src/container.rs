@@ -216,7 +216,7 @@ impl TensorView<'_> {
                 .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
             }
             Self::Cfs1Int4Row { blob, .. } => {
-                tetrad_fse::decompress_into(blob, out)
+                tetrad_fse::decode_into(blob, out)
                     .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
             }
         }
@@ -452,8 +452,8 @@ impl Container {
         let parts = table_json::parse(text).map_err(|e| refuse(e.class(), e.to_string()))?;
         let table =
             Box::new(table_from_parts(&parts).map_err(|e| refuse(e.class(), e.to_string()))?);
-        let record = Record::parse_format(self.set.data(loc))
-            .map_err(|e| refuse(e.class(), e.to_string()))?;
+        let record =
+            Record::parse(self.set.data(loc)).map_err(|e| refuse(e.class(), e.to_string()))?;
         let want = o.checked_mul(i.div_ceil(2)).and_then(|b| b.checked_mul(2));
         if Some(record.n_symbols()) != want {
             return Err(refuse(

@@ -278,7 +278,7 @@ fn stamp_for(
     Ok(stamp)
 }
 
-/// Whether a reader that follows ../shared/specs/formats.md to the letter reads the stamped
+/// Whether a reader that follows the colibrì engine's format spec (docs/FORMATS.md) to the letter reads the stamped
 /// bytes as the stamped format; if not, what it reads instead. tetrad's own readers settle
 /// collision shapes by the stamp (docs/FORMATS.md, "With a stamp"), the spec's do not: an
 /// int4-row `[O, 1]` has int8-row's byte counts, an int4-row `[1, 196]` carries the E8 tag,

@@ -146,11 +146,6 @@ pub fn matmul(
     out
 }
 
-/// Lowercase hex of a digest.
-pub fn hex(bytes: &[u8]) -> String {
-    crate::rans256::pack::hex(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -593,7 +593,7 @@ pub fn collect_safetensors(
         // int4-row row) and its columns follow from the packed size its header records.
         let coded_packed_bytes = match stamp {
             Some(FORMAT_NAME) => Some(
-                tetrad_rans::Record::parse_format(set.data(loc))
+                tetrad_rans::Record::parse(set.data(loc))
                     .map(|r| r.packed_bytes())
                     .map_err(|err| Refusal::new(err.class(), format!("{name}: {err}"))),
             ),
@@ -832,8 +832,8 @@ pub fn measure_with_progress(
                 _ => None,
             };
             let cfs1_bytes = {
-                let mut blob = vec![0u8; tetrad_fse::max_compressed_len(m.data.len())];
-                tetrad_fse::compress_into(&m.data, &mut blob).ok().map(|n| n as u64)
+                let mut blob = vec![0u8; tetrad_fse::max_encoded_len(m.data.len())];
+                tetrad_fse::encode_into(&m.data, &mut blob).ok().map(|n| n as u64)
             };
             let rans64_bytes = match m.symbols {
                 Symbols::Nibble => {

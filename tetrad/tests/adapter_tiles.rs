@@ -79,7 +79,7 @@ fn record_case(o: usize, i: usize, n: usize) {
     record.truncate(len);
     // Damage in the payload (the header's checks are not the adapter's business here): near
     // its end (the last streams) and near its start (the first).
-    let payload = tetrad_rans::Record::parse(&record, n).unwrap().payload().len();
+    let payload = tetrad_rans::Record::parse_streams(&record, n).unwrap().payload().len();
     let head = len - payload;
     let mut late = record.clone();
     late[len - 1 - payload / 8] ^= 0x24;
@@ -120,8 +120,8 @@ fn record_streams_split_over_threads_give_the_same_bits() {
 #[test]
 fn cfs1_tiles_of_any_size_give_the_same_bits() {
     let (codes, scales, _) = data(O, I);
-    let mut blob = vec![0u8; tetrad_fse::max_compressed_len(codes.len())];
-    let n = tetrad_fse::compress_into(&codes, &mut blob).unwrap();
+    let mut blob = vec![0u8; tetrad_fse::max_encoded_len(codes.len())];
+    let n = tetrad_fse::encode_into(&codes, &mut blob).unwrap();
     blob.truncate(n);
     let mut damaged = blob.clone();
     damaged[n / 2] ^= 0x81;

@@ -16,7 +16,9 @@ fn json_schema_of_all() {
     assert_eq!(code, Some(0), "{out}");
     let v: Value = serde_json::from_str(&out).unwrap();
     let m = &v["machine"];
-    for k in ["cpu", "cores", "rustc", "date", "arch", "profile", "rans_arms", "kernel_isas"] {
+    for k in
+        ["cpu", "cores", "rustc", "date", "arch", "profile", "rans_arms", "kernel_isas", "libzstd"]
+    {
         assert!(m.get(k).is_some(), "machine.{k} missing");
     }
     assert!(m["cores"].as_u64().unwrap() >= 1);
@@ -31,7 +33,7 @@ fn json_schema_of_all() {
             "decode" | "encode" => {
                 assert!(r["codec"].is_string(), "{r}");
                 if r["codec"] == "zstd" {
-                    assert!(r["level"].is_u64(), "{r}");
+                    assert!(r["level"].is_u64() && r["zstd"].is_string(), "{r}");
                 }
                 "gnib_per_s"
             }
@@ -42,10 +44,16 @@ fn json_schema_of_all() {
                 "gweights_per_s"
             }
             "adapter" => {
-                assert_eq!(r["format"], "int4-rans256-g0", "{r}");
+                assert!(
+                    matches!(
+                        r["format"].as_str(),
+                        Some("int4-rans256-g0" | "int4-rans64-t1" | "cfs1")
+                    ),
+                    "{r}"
+                );
                 assert!(r["decode_arm"].is_string() && r["batch"].is_u64(), "{r}");
                 assert!(matches!(r["mode"].as_str(), Some("f32" | "q8")), "{r}");
-                // One-thread records carry issue 7's ratios and the times behind them.
+                // One-thread records carry the adapter's batch-1 and batch-16 ratios and the times behind them.
                 let ratios = ["of_decode", "of_dense", "decode_median_s", "dense_median_s"];
                 if r["threads"] == 1 {
                     assert!(ratios.iter().all(|k| r[k].as_f64().unwrap() > 0.0), "{r}");
@@ -72,22 +80,50 @@ fn json_schema_of_all() {
     ] {
         assert!(seen.contains(&(w.to_owned(), c.to_owned())), "no {w} {c} in {seen:?}");
     }
-    // Every batch × mode × threads combination, once.
-    let adapter: std::collections::BTreeSet<(u64, String, u64)> = results
+    // Every codec × batch × mode × threads combination of the adapters, once.
+    type Combo = (String, u64, String, u64);
+    let adapter: std::collections::BTreeSet<Combo> = results
         .iter()
         .filter(|r| r["what"] == "adapter")
         .map(|r| {
+            let format = r["format"].as_str().unwrap().to_owned();
             let mode = r["mode"].as_str().unwrap().to_owned();
-            (r["batch"].as_u64().unwrap(), mode, r["threads"].as_u64().unwrap())
+            (format, r["batch"].as_u64().unwrap(), mode, r["threads"].as_u64().unwrap())
         })
         .collect();
-    let want: std::collections::BTreeSet<(u64, String, u64)> = [1, 16]
+    let want: std::collections::BTreeSet<Combo> = ["int4-rans256-g0", "int4-rans64-t1", "cfs1"]
         .into_iter()
-        .flat_map(|b| ["f32", "q8"].map(move |m| (b, m.to_owned())))
-        .flat_map(|(b, m)| [1, 2].map(|t| (b, m.clone(), t)))
+        .flat_map(|f| [1, 16].map(move |b| (f, b)))
+        .flat_map(|(f, b)| ["f32", "q8"].map(move |m| (f, b, m)))
+        .flat_map(|(f, b, m)| [1, 2].map(move |t| (f.to_owned(), b, m.to_owned(), t)))
         .collect();
     assert_eq!(adapter, want);
     assert_eq!(results.iter().filter(|r| r["what"] == "adapter").count(), want.len());
+    // zstd at every setting, and the headline against the fastest-decoding and the smallest
+    // frame, naming libzstd's version.
+    let levels: std::collections::BTreeSet<&str> = results
+        .iter()
+        .filter(|r| r["what"] == "decode" && r["codec"] == "zstd")
+        .map(|r| r["zstd"].as_str().unwrap())
+        .collect();
+    assert_eq!(levels, ["-1", "-3", "-19", "-22", "-19 --long"].into_iter().collect());
+    let h = &v["headline"];
+    assert_eq!(h["codec"], "int4-rans64-t1", "{h}");
+    assert_eq!(h["libzstd"], m["libzstd"], "{h}");
+    let zstd_decodes: Vec<&Value> =
+        results.iter().filter(|r| r["what"] == "decode" && r["codec"] == "zstd").collect();
+    let fastest = zstd_decodes
+        .iter()
+        .max_by(|a, b| {
+            a["gnib_per_s"].as_f64().unwrap().total_cmp(&b["gnib_per_s"].as_f64().unwrap())
+        })
+        .unwrap();
+    assert_eq!(h["fastest_zstd"]["zstd"], fastest["zstd"], "{h}");
+    let smallest = zstd_decodes.iter().map(|r| r["compressed_bytes"].as_u64().unwrap()).min();
+    assert_eq!(h["smallest_zstd"]["compressed_bytes"].as_u64(), smallest, "{h}");
+    let ratio = h["fastest_zstd"]["speed_ratio"].as_f64().unwrap();
+    let want_ratio = h["gnib_per_s"].as_f64().unwrap() / fastest["gnib_per_s"].as_f64().unwrap();
+    assert!((ratio - want_ratio).abs() <= 1e-9 * want_ratio, "{h}");
 }
 
 #[test]
@@ -124,7 +160,9 @@ fn forced_arm_and_refusals() {
     let (code, out) = bench(&["--mib", "1", "--isa", "scalar", "adapter"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("adapter int4-rans256-g0 [scalar x1 batch 1 f32]"), "{out}");
-    assert!(out.contains("x the record decode's speed"), "{out}");
+    assert!(out.contains("x the standalone decode's speed"), "{out}");
+    assert!(out.contains("adapter int4-rans64-t1 [scalar x1 batch 16 q8]"), "{out}");
+    assert!(out.contains("adapter cfs1 [scalar x2 batch 16 f32]"), "{out}");
     let (code, _) = bench(&["--runs", "2", "codecs"]);
     assert_eq!(code, Some(2), "fewer than 5 runs is a usage error");
 }

@@ -220,8 +220,8 @@ fn corrupted_blob_is_refused_naming_tensor_and_class() {
             bytes: good.len() as u64,
             file: "out-rans-00000.safetensors".into(),
             originals: [(w.clone(), "00".repeat(32))].into(),
-            records: [(w.clone(), tetrad::rans64::hex(&sha256(&good[r.clone()])))].into(),
-            sha256: tetrad::rans64::hex(&sha256(&good)),
+            records: [(w.clone(), sha256(&good[r.clone()]))].into(),
+            sha256: sha256(&good),
             source: "model-00001-of-00002.safetensors".into(),
             weight_tensors: 6,
         }],
@@ -241,9 +241,9 @@ fn corrupted_blob_is_refused_naming_tensor_and_class() {
     assert!(!restored.join("model-00001-of-00002.safetensors").exists());
 }
 
-fn sha256(b: &[u8]) -> Vec<u8> {
+fn sha256(b: &[u8]) -> String {
     use sha2::Digest as _;
-    sha2::Sha256::digest(b).to_vec()
+    format!("{:x}", sha2::Sha256::digest(b))
 }
 
 /// Rewrites one shard's stamps (`colibri.fmt`) and optionally swaps a tensor's data.

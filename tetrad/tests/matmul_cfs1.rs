@@ -172,8 +172,8 @@ fn cfs1_non_int4_row_tensor_is_refused_by_name() {
 fn cfs1_pipeline_threads_agree_and_zero_fill() {
     let (o, i) = (200usize, 4096usize);
     let (codes, scales) = tetrad::synth::int4_rows(o, i, tetrad::synth::Dist::Laplace, 3);
-    let mut blob = vec![0u8; tetrad_fse::max_compressed_len(codes.len())];
-    let n = tetrad_fse::compress_into(&codes, &mut blob).unwrap();
+    let mut blob = vec![0u8; tetrad_fse::max_encoded_len(codes.len())];
+    let n = tetrad_fse::encode_into(&codes, &mut blob).unwrap();
     blob.truncate(n);
     let m = Cfs1Matrix::new(&blob, &scales, o, i).unwrap();
     let isa: Isa = isa::best();

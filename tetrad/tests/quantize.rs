@@ -405,7 +405,7 @@ fn cli_quantize_json_and_usage_errors() {
 }
 
 /// Shapes whose quantized bytes collide with another format's are copied as floats, so that
-/// a reader following ../shared/specs/formats.md literally never refuses or misreads what
+/// a reader following the colibrì engine's format spec (docs/FORMATS.md) literally never refuses or misreads what
 /// quantize wrote; every tensor it does quantize resolves literally to its stamp.
 #[test]
 fn collision_shapes_are_kept_as_floats_and_the_rest_resolves_literally() {

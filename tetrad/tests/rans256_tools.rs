@@ -596,7 +596,7 @@ fn verify_refuses_a_sealed_stream_no_encoder_writes() {
         let parts = tetrad::table_json::parse(&m["colibri.int4-rans256-g0.table"]).unwrap();
         let t = tetrad::rans256::table_from_parts(&parts).unwrap();
         let rec = &mut ts.iter_mut().find(|x| x.0 == W).unwrap();
-        let r = tetrad_rans::Record::parse_format(&rec.3).unwrap();
+        let r = tetrad_rans::Record::parse(&rec.3).unwrap();
         for k in 0..256 {
             let c = r.stream(k);
             let x0c = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);

@@ -112,8 +112,8 @@ fn int4_container_numbers_match_an_independent_computation() {
         let r = tetrad_rans::encode_record_packed(&table, data, &mut blob).unwrap() as u64;
         rans_total += r;
         assert_eq!(t["rans256_bytes"], r);
-        let mut c = vec![0u8; tetrad_fse::max_compressed_len(data.len())];
-        assert_eq!(t["cfs1_bytes"], tetrad_fse::compress_into(data, &mut c).unwrap() as u64);
+        let mut c = vec![0u8; tetrad_fse::max_encoded_len(data.len())];
+        assert_eq!(t["cfs1_bytes"], tetrad_fse::encode_into(data, &mut c).unwrap() as u64);
         let shift = tetrad_rans::rans64::DEFAULT_CHUNK_SHIFT;
         let mut r64 = vec![0u8; tetrad_rans::rans64::max_encoded_len(data.len(), shift)];
         let r64 = tetrad_rans::rans64::encode_into(data, shift, &mut r64).unwrap() as u64;
@@ -452,8 +452,8 @@ fn gguf_q4_1_q4_k_q8_0_are_measured_and_uniform_codes_are_called_incompressible(
             check_nibbles(t, codes, row_bytes);
             assert!(t["rans256_bytes"].as_u64().unwrap() > 0);
         }
-        let mut c = vec![0u8; tetrad_fse::max_compressed_len(codes.len())];
-        assert_eq!(t["cfs1_bytes"], tetrad_fse::compress_into(codes, &mut c).unwrap() as u64);
+        let mut c = vec![0u8; tetrad_fse::max_encoded_len(codes.len())];
+        assert_eq!(t["cfs1_bytes"], tetrad_fse::encode_into(codes, &mut c).unwrap() as u64);
     }
     let total = &v["total"];
     assert_eq!(total["tensors"], 2);
@@ -753,8 +753,8 @@ fn half_precision_floats_are_measured_as_after_quantize() {
         assert_eq!(t["nibbles"], n);
         close(&t["entropy_bits"], h0);
         close(&t["entropy_bits_order1"], h1);
-        let mut c = vec![0u8; tetrad_fse::max_compressed_len(codes.len())];
-        assert_eq!(t["cfs1_bytes"], tetrad_fse::compress_into(&codes, &mut c).unwrap() as u64);
+        let mut c = vec![0u8; tetrad_fse::max_encoded_len(codes.len())];
+        assert_eq!(t["cfs1_bytes"], tetrad_fse::encode_into(&codes, &mut c).unwrap() as u64);
     }
     assert_eq!(ts[2]["file"], "h.gguf");
 }

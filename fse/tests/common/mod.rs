@@ -3,7 +3,7 @@
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::{Distribution, Normal};
-use tetrad_fse::{compress_into, decompress_into, max_compressed_len};
+use tetrad_fse::{decode_into, encode_into, max_encoded_len};
 
 /// Bell-shaped int4 codes: rows of 4096 weights from a Gaussian with a per-row spread drawn
 /// over a factor of two, rounded to 16 levels centred on 8 (like per-row int4 quantization).
@@ -30,8 +30,8 @@ pub(crate) fn random_bytes(bytes: usize, seed: u64) -> Vec<u8> {
 
 /// Encodes into a bound-sized buffer and returns the blob.
 pub(crate) fn compress(src: &[u8]) -> Vec<u8> {
-    let mut blob = vec![0u8; max_compressed_len(src.len())];
-    let len = compress_into(src, &mut blob).expect("bound-sized buffer");
+    let mut blob = vec![0u8; max_encoded_len(src.len())];
+    let len = encode_into(src, &mut blob).expect("bound-sized buffer");
     blob.truncate(len);
     blob
 }
@@ -41,7 +41,7 @@ pub(crate) fn round_trip(src: &[u8]) -> Vec<u8> {
     let blob = compress(src);
     assert!(blob.len() <= src.len() + 9, "blob {} > n + 9 = {}", blob.len(), src.len() + 9);
     let mut out = vec![0x5au8; src.len()];
-    assert_eq!(decompress_into(&blob, &mut out), Ok(src.len()));
+    assert_eq!(decode_into(&blob, &mut out), Ok(src.len()));
     assert!(out == src, "round trip differs (n = {})", src.len());
     blob
 }

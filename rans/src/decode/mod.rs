@@ -499,7 +499,7 @@ fn selftest(arm: Arm) -> bool {
     else {
         return false;
     };
-    let Ok(record) = Record::parse(&blob[..len], SELFTEST_STREAMS) else {
+    let Ok(record) = Record::parse_streams(&blob[..len], SELFTEST_STREAMS) else {
         return false;
     };
     let mut want = [0u8; SELFTEST_NIBBLES.div_ceil(2)];

@@ -15,8 +15,8 @@
 //! so `2·TILE` bytes left suffice), the cap on `k` is provably inactive and is skipped, and
 //! each stream reads from a fixed-size window so the compiler can drop the bounds checks; the
 //! format's 14 scale bits get their own instance with the shift and mask as constants.
-//! Elsewhere (the last tiles of each stream) the general capped step runs. Measured on the
-//! project machine this arm is about 3× the reference (docs/PERFORMANCE.md).
+//! Elsewhere (the last tiles of each stream) the general capped step runs. It runs about 3× the
+//! reference arm (`tetrad bench codecs`; docs/PERFORMANCE.md).
 
 use crate::stream::{step, step_branch_free};
 use crate::table::{FORMAT_SCALE_BITS, MAX_SCALE_BITS, SYMBOLS, Table};

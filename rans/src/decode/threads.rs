@@ -20,7 +20,7 @@
 //! (`packed_bytes / threads`, freshly allocated and page-faulted every call) and scattered the
 //! buffers into the output on the calling thread after the join: about 40% more CPU time than
 //! the single-threaded decode (allocation, page faults, and a serial 64 MiB scatter), which
-//! is why two threads showed no speed-up (docs/PERFORMANCE.md, "SIMD arms").
+//! is why two threads showed no speed-up (docs/design/rans-decode.md).
 //!
 //! Errors are the single-threaded decoder's: every worker checks its streams' seals in order,
 //! and the lowest-numbered faulty stream is reported. A record with an odd `N` (pairs straddle

@@ -11,7 +11,10 @@
 //! adapter group multiplies through the fused decode-then-matmul adapter on a record of a
 //! 2 × `--mib` MiB int4-row matrix (batch 1 and 16, f32 and int8 activations; 1 thread and the
 //! 2-thread decode/multiply pipeline), beside the record's standalone decode and dense int4-row
-//! at the same batch. The JSON schema is documented in `docs/CLI.md`.
+//! at the same batch. zstd runs on the same bytes at several settings (`-1`, `-3`, `-19`,
+//! `-22`, `-19 --long`): the headline compares the fastest `int4-rans64-t1` decode with the
+//! zstd frame that decodes fastest, at that frame's size, and with the smallest frame, naming
+//! the libzstd version linked in. The JSON schema is documented in `docs/CLI.md`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -32,7 +35,8 @@ use crate::stats::{Measured, StatsOptions, Symbols, collect};
 /// Which group of measurements to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Which {
-    /// int4-rans256-g0, CFS1, int4-rans64-t1 and zstd encode/decode.
+    /// int4-rans256-g0, CFS1, int4-rans64-t1 and zstd (-1, -3, -19, -22, -19 --long)
+    /// encode/decode.
     Codecs,
     /// matmul kernels: every format, ISA and accumulation mode, L2- and DRAM-resident.
     Kernels,
@@ -174,6 +178,7 @@ fn machine() -> Value {
         "rustc_note": "the rustc on PATH when the bench ran; rust-toolchain.toml pins the build",
         "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
         "tetrad": env!("CARGO_PKG_VERSION"),
+        "libzstd": libzstd_version(),
         "date": utc_now(),
         "rans_arms": Arm::ALL.iter().filter(|a| a.is_available()).map(|a| a.name()).collect::<Vec<_>>(),
         "kernel_isas": tetrad_quant::isa::available().map(Isa::name).collect::<Vec<_>>(),
@@ -261,8 +266,7 @@ fn codecs(
                "runs": runs, "input": source})
     };
     out.push(base("encode", "int4-rans256-g0", "scalar", t, len));
-    let record =
-        Record::parse_format(&blob[..len]).map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+    let record = Record::parse(&blob[..len]).map_err(|e| Refusal::new(e.class(), e.to_string()))?;
     let mut back = vec![0u8; n];
     let arms: Vec<Arm> = match (forced.arm, &args.isa) {
         (Some(a), _) => vec![a],
@@ -282,10 +286,10 @@ fn codecs(
         out.push(base("decode", "int4-rans256-g0", a.name(), t, len));
     }
     // CFS1.
-    let mut cblob = vec![0u8; tetrad_fse::max_compressed_len(n)];
+    let mut cblob = vec![0u8; tetrad_fse::max_encoded_len(n)];
     let mut clen = 0;
     let t = median_secs(runs, || {
-        clen = tetrad_fse::compress_into(&data, &mut cblob).unwrap_or(0);
+        clen = tetrad_fse::encode_into(&data, &mut cblob).unwrap_or(0);
     });
     if clen == 0 {
         return Err(Refusal::new("E_CFS1", "CFS1 encode failed".to_owned()));
@@ -293,7 +297,7 @@ fn codecs(
     out.push(base("encode", "cfs1", "scalar", t, clen));
     let mut ok = true;
     let t = median_secs(runs, || {
-        ok &= tetrad_fse::decompress_into(&cblob[..clen], &mut back).is_ok_and(|m| m == n);
+        ok &= tetrad_fse::decode_into(&cblob[..clen], &mut back).is_ok_and(|m| m == n);
     });
     if !ok || back != data {
         return Err(Refusal::new("E_ROUNDTRIP", "CFS1 decode differs from the input".to_owned()));
@@ -352,33 +356,97 @@ fn codecs(
         }
         out.push(base("decode", rans64::FORMAT_NAME, a.name(), t, rlen));
     }
-    // zstd on the same bytes: level 3 both ways, level 19 decode (its encode is too slow to
-    // repeat; it is done once, untimed).
-    for (level, time_encode) in [(3, true), (19, false)] {
-        let io = |e: std::io::Error| Refusal::new("E_ZSTD", e.to_string());
-        let z = if time_encode {
+    zstd_reference(&data, runs, &base, out)?;
+    Ok(())
+}
+
+/// The zstd frames `tetrad bench` compares against, all of the same bytes: `(name, level,
+/// long-distance matching)`. The fast levels decode fastest on most int4 data; 19, 22 and 19
+/// with `--long` compress smallest (which of them depends on the data). Levels 1 and 3 are
+/// timed both ways; the slow levels are encoded once, untimed.
+const ZSTD_FRAMES: [(&str, i32, bool); 5] = [
+    ("-1", 1, false),
+    ("-3", 3, false),
+    ("-19", 19, false),
+    ("-22", 22, false),
+    ("-19 --long", 19, true),
+];
+
+/// The version of the libzstd linked into this build (`zstd -d` speed depends on it).
+fn libzstd_version() -> String {
+    zstd::zstd_safe::version_string().to_owned()
+}
+
+/// Encodes and decodes `data` with each of [`ZSTD_FRAMES`], pushing one decode result per
+/// frame (and an encode result for the timed levels), each with `level` and `zstd` (the
+/// frame's command-line form).
+fn zstd_reference(
+    data: &[u8],
+    runs: u32,
+    base: &dyn Fn(&str, &str, &str, f64, usize) -> Value,
+    out: &mut Vec<Value>,
+) -> Result<(), Refusal> {
+    let n = data.len();
+    let io = |e: std::io::Error| Refusal::new("E_ZSTD", e.to_string());
+    let mut back = vec![0u8; n];
+    for (name, level, long) in ZSTD_FRAMES {
+        let compress = || -> std::io::Result<Vec<u8>> {
+            let mut c = zstd::bulk::Compressor::new(level)?;
+            if long {
+                c.set_parameter(zstd::zstd_safe::CParameter::EnableLongDistanceMatching(true))?;
+                c.set_parameter(zstd::zstd_safe::CParameter::WindowLog(27))?;
+            }
+            c.compress(data)
+        };
+        let z = if level <= 3 {
             let mut res = Ok(Vec::new());
-            let t = median_secs(runs, || res = zstd::bulk::compress(&data, level));
+            let t = median_secs(runs, || res = compress());
             let z = res.map_err(io)?;
             let mut r = base("encode", "zstd", "libzstd", t, z.len());
             r["level"] = json!(level);
+            r["zstd"] = json!(name);
             out.push(r);
             z
         } else {
-            zstd::bulk::compress(&data, level).map_err(io)?
+            compress().map_err(io)?
         };
         let mut ok = true;
         let t = median_secs(runs, || {
             ok &= zstd::bulk::decompress_to_buffer(&z, &mut back).is_ok_and(|m| m == n);
         });
         if !ok || back != data {
-            return Err(Refusal::new("E_ROUNDTRIP", "zstd decode differs".to_owned()));
+            return Err(Refusal::new("E_ROUNDTRIP", format!("zstd {name} decode differs")));
         }
         let mut r = base("decode", "zstd", "libzstd", t, z.len());
         r["level"] = json!(level);
+        r["zstd"] = json!(name);
         out.push(r);
     }
     Ok(())
+}
+
+/// The headline comparison of the codecs group: the fastest `int4-rans64-t1` decode against
+/// the zstd frame that decodes fastest (speed and size both), and against the smallest zstd
+/// frame; `None` when the group did not run both.
+fn zstd_headline(results: &[Value]) -> Option<Value> {
+    let decodes = |codec: &'static str| {
+        results.iter().filter(move |r| r["what"] == "decode" && r["codec"] == codec)
+    };
+    let speed = |r: &Value| r["gnib_per_s"].as_f64().unwrap_or(0.0);
+    let size = |r: &Value| r["compressed_bytes"].as_f64().unwrap_or(f64::INFINITY);
+    let ours =
+        decodes(tetrad_rans::rans64::FORMAT_NAME).max_by(|a, b| speed(a).total_cmp(&speed(b)))?;
+    let fastest = decodes("zstd").max_by(|a, b| speed(a).total_cmp(&speed(b)))?;
+    let smallest = decodes("zstd").min_by(|a, b| size(a).total_cmp(&size(b)))?;
+    let against = |z: &Value| {
+        json!({"zstd": z["zstd"], "gnib_per_s": z["gnib_per_s"],
+               "compressed_bytes": z["compressed_bytes"],
+               "speed_ratio": speed(ours) / speed(z), "size_ratio": size(ours) / size(z)})
+    };
+    Some(json!({"codec": tetrad_rans::rans64::FORMAT_NAME, "arm": ours["arm"],
+                "gnib_per_s": ours["gnib_per_s"], "compressed_bytes": ours["compressed_bytes"],
+                "libzstd": libzstd_version(),
+                "fastest_zstd": against(fastest), "smallest_zstd": against(smallest)}))
 }
 
 fn read_bandwidth(args: &BenchArgs, out: &mut Vec<Value>) {
@@ -496,10 +564,9 @@ fn read_sum(bytes: &[u8]) -> u64 {
 /// Columns of the kernel group's L2-resident matrix (256 rows).
 const L2_COLS: usize = 1024;
 
-/// Columns of the kernel group's DRAM matrix: the row length of issue 6's example
+/// Columns of the kernel group's DRAM matrix: the row length of a 7B model's MLP
 /// (4096 × 14 336) and of the criterion bench. Short rows stream at a lower fraction of the
-/// read (1024 columns: 0.78–0.88 for int4-row q8 against about 0.9, `docs/PERFORMANCE.md`,
-/// twenty-ninth session).
+/// read (1024 columns: about 0.8 for int4-row q8 against about 0.9).
 const DRAM_COLS: usize = 14_336;
 
 /// Every format × every available (or the forced) ISA × accumulation mode (`f32`; `q8` where
@@ -614,95 +681,139 @@ fn kernels(args: &BenchArgs, isa: Option<Isa>, out: &mut Vec<Value>) -> Result<(
     Ok(())
 }
 
-/// The fused decode-then-matmul adapter on an int4-row matrix of 2 × `--mib` MiB coded as one
-/// `int4-rans256-g0` record: batch 1 and 16 (issue 7's), f32 and int8 activations, one thread
-/// and the 2-thread decode/multiply pipeline. Beside them, once per matrix, the standalone
-/// record decode and, per batch and mode, dense int4-row on the decoded bytes (one thread):
-/// one-thread records carry their median times and `of_decode` / `of_dense` (the fused
-/// product's speed over theirs: issue 7's batch-1 and batch-16 ratios). Every fused product is
+/// The fused decode-then-matmul adapters on an int4-row matrix of 2 × `--mib` MiB coded as one
+/// `int4-rans256-g0` record, one `int4-rans64-t1` blob and one CFS1 blob: batch 1 and 16, f32
+/// and int8 activations, one thread and two (`int4-rans256-g0` and CFS1: the decode/multiply
+/// pipeline or the stream split; `int4-rans64-t1`: row bands). Beside them, once per codec,
+/// the standalone decode and, per batch and mode, dense int4-row on the decoded bytes (one
+/// thread): one-thread records carry their median times and `of_decode` / `of_dense` (the
+/// fused product's speed over theirs: the batch-1 and batch-16 ratios). Every fused product is
 /// checked bit for bit against the dense one (same arm, same order).
 fn adapter(
     args: &BenchArgs,
     isa: Option<Isa>,
     arm: Option<Arm>,
+    arm64: Option<tetrad_rans::rans64::Arm>,
     out: &mut Vec<Value>,
 ) -> Result<(), Refusal> {
-    use tetrad_quant::adapter::{Acts, Rans256Matrix};
+    use tetrad_quant::adapter::{Acts, Cfs1Matrix, Rans256Matrix};
+    use tetrad_quant::adapter_rans64::Rans64Matrix;
     use tetrad_quant::kernels::{matmul_q8_with, matmul_with};
+    use tetrad_rans::rans64;
+    let refuse = |class: &'static str, e: String| Refusal::new(class, e);
     let i = 1024usize;
     let o = ((usize::try_from(args.mib).unwrap_or(1) << 20) * 2 / (i / 2)).max(256);
     let (codes, _) = crate::synth::int4_rows(o, i, crate::synth::Dist::Laplace, 11);
     let scales: Vec<f32> = (0..o).map(|r| 0.01 + r as f32 * 1e-6).collect();
-    let table = Table::from_histogram(FORMAT_SCALE_BITS, &crate::synth::nibble_histogram(&codes))
-        .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
-    let mut blob = vec![0u8; max_record_len(2 * codes.len(), FORMAT_STREAMS)];
-    let n = encode_record_packed(&table, &codes, &mut blob)
-        .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
-    blob.truncate(n);
-    let m = Rans256Matrix::new(&blob, &table, &scales, o, i)
-        .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
     let dense = Matrix::new(Format::Int4Row, &codes, Scales::F32(&scales), o, i, 0)
-        .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+        .map_err(|e| refuse(e.class(), e.to_string()))?;
     let isa = isa.unwrap_or_else(tetrad_quant::isa::best);
     let arm = arm.unwrap_or_else(Arm::best);
+    let arm64 = arm64.unwrap_or_else(rans64::Arm::best);
+
+    // int4-rans256-g0 record.
+    let table = Table::from_histogram(FORMAT_SCALE_BITS, &crate::synth::nibble_histogram(&codes))
+        .map_err(|e| refuse(e.class(), e.to_string()))?;
+    let mut record = vec![0u8; max_record_len(2 * codes.len(), FORMAT_STREAMS)];
+    let n = encode_record_packed(&table, &codes, &mut record)
+        .map_err(|e| refuse(e.class(), e.to_string()))?;
+    record.truncate(n);
+    let m256 = Rans256Matrix::new(&record, &table, &scales, o, i)
+        .map_err(|e| refuse(e.class(), e.to_string()))?;
+    // int4-rans64-t1 blob.
+    let shift = rans64::DEFAULT_CHUNK_SHIFT;
+    let mut blob64 = vec![0u8; rans64::max_encoded_len(codes.len(), shift)];
+    let n = rans64::encode_into(&codes, shift, &mut blob64)
+        .map_err(|e| refuse(e.class(), e.to_string()))?;
+    blob64.truncate(n);
+    let m64 =
+        Rans64Matrix::new(&blob64, &scales, o, i).map_err(|e| refuse(e.class(), e.to_string()))?;
+    // CFS1 blob.
+    let mut cfs1 = vec![0u8; tetrad_fse::max_encoded_len(codes.len())];
+    let n =
+        tetrad_fse::encode_into(&codes, &mut cfs1).map_err(|e| refuse("E_CFS1", e.to_string()))?;
+    cfs1.truncate(n);
+    let mc = Cfs1Matrix::new(&cfs1, &scales, o, i).map_err(|e| refuse(e.class(), e.to_string()))?;
+
+    let codecs: [(&str, &str, usize); 3] = [
+        ("int4-rans256-g0", arm.name(), record.len()),
+        (rans64::FORMAT_NAME, arm64.name(), blob64.len()),
+        ("cfs1", "scalar", cfs1.len()),
+    ];
     let weights = (o * i) as f64;
-
     let mut decoded = vec![0u8; codes.len()];
-    let decode_s = median_secs_ok(args.runs, || m.decode_into(arm, &mut decoded))
-        .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
-    if decoded != codes {
-        return Err(Refusal::new(
-            "E_ROUNDTRIP",
-            format!("{arm} record decode differs from the input"),
-        ));
-    }
-
-    for batch in [1usize, 16] {
-        let x: Vec<f32> = (0..batch * i).map(|k| ((k % 17) as f32 - 8.0) * 0.1).collect();
-        let (mut q, mut qs) = (vec![0i8; batch * i], vec![0f32; batch]);
-        for mode in ["f32", "q8"] {
-            let mut want = vec![0f32; batch * o];
-            let dense_s = median_secs_ok(args.runs, || {
-                with_acts(mode, &x, batch, i, &mut q, &mut qs, |a| match a {
-                    Acts::F32 { x, s } => matmul_with(isa, &dense, x, s, &mut want),
-                    Acts::Q8(xq) => matmul_q8_with(isa, &dense, xq, &mut want),
-                })
-            })
-            .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
-            let mut y = vec![0f32; batch * o];
-            for threads in [1usize, 2] {
-                let t = median_secs_ok(args.runs, || {
-                    with_acts(mode, &x, batch, i, &mut q, &mut qs, |a| {
-                        crate::adapter::matmul(&m, isa, arm, a, &mut y, threads)
+    for (c, &(format, decode_arm, compressed)) in codecs.iter().enumerate() {
+        let decode_s = median_secs_ok(args.runs, || match c {
+            0 => m256.decode_into(arm, &mut decoded).map_err(|e| Failed(e.class(), e.to_string())),
+            1 => m64.decode_into(arm64, &mut decoded).map_err(|e| Failed(e.class(), e.to_string())),
+            _ => mc.decode_into(&mut decoded).map_err(|e| Failed(e.class(), e.to_string())),
+        })
+        .map_err(|Failed(class, e)| refuse(class, e))?;
+        if decoded != codes {
+            return Err(refuse("E_ROUNDTRIP", format!("{format} decode differs from the input")));
+        }
+        for batch in [1usize, 16] {
+            let x: Vec<f32> = (0..batch * i).map(|k| ((k % 17) as f32 - 8.0) * 0.1).collect();
+            let (mut q, mut qs) = (vec![0i8; batch * i], vec![0f32; batch]);
+            for mode in ["f32", "q8"] {
+                let mut want = vec![0f32; batch * o];
+                let dense_s = median_secs_ok(args.runs, || {
+                    with_acts(mode, &x, batch, i, &mut q, &mut qs, |a| match a {
+                        Acts::F32 { x, s } => matmul_with(isa, &dense, x, s, &mut want),
+                        Acts::Q8(xq) => matmul_q8_with(isa, &dense, xq, &mut want),
                     })
                 })
-                .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
-                if y.iter().map(|v| v.to_bits()).ne(want.iter().map(|v| v.to_bits())) {
-                    return Err(Refusal::new(
-                        "E_ROUNDTRIP",
-                        format!(
-                            "fused {mode} batch {batch} x{threads} differs from dense int4-row"
-                        ),
-                    ));
+                .map_err(|e| refuse(e.class(), e.to_string()))?;
+                let mut y = vec![0f32; batch * o];
+                for threads in [1usize, 2] {
+                    let t = median_secs_ok(args.runs, || {
+                        with_acts(mode, &x, batch, i, &mut q, &mut qs, |a| match c {
+                            0 => crate::adapter::matmul(&m256, isa, arm, a, &mut y, threads)
+                                .map_err(|e| Failed(e.class(), e.to_string())),
+                            1 => crate::rans64::matmul(&m64, isa, arm64, a, &mut y, threads)
+                                .map_err(|e| Failed(e.class(), e.to_string())),
+                            _ => crate::adapter::matmul_cfs1(&mc, isa, a, &mut y, threads)
+                                .map_err(|e| Failed(e.class(), e.to_string())),
+                        })
+                    })
+                    .map_err(|Failed(class, e)| refuse(class, e))?;
+                    if y.iter().map(|v| v.to_bits()).ne(want.iter().map(|v| v.to_bits())) {
+                        return Err(refuse(
+                            "E_ROUNDTRIP",
+                            format!(
+                                "fused {format} {mode} batch {batch} x{threads} differs from \
+                                 dense int4-row"
+                            ),
+                        ));
+                    }
+                    let rate = weights * batch as f64 / t / 1e9;
+                    let mut r = json!({"what": "adapter", "format": format,
+                        "arm": isa.name(), "decode_arm": decode_arm, "threads": threads,
+                        "batch": batch, "mode": mode, "bytes": codes.len(),
+                        "compressed_bytes": compressed, "rows": o, "cols": i,
+                        "gweights_per_s": rate, "median_s": t, "runs": args.runs});
+                    if threads == 1 {
+                        // Speed ratios, i.e. the others' times over the fused product's.
+                        r["decode_median_s"] = json!(decode_s);
+                        r["dense_median_s"] = json!(dense_s);
+                        r["of_decode"] = json!(decode_s / t);
+                        r["of_dense"] = json!(dense_s / t);
+                    }
+                    out.push(r);
                 }
-                let rate = weights * batch as f64 / t / 1e9;
-                let mut r = json!({"what": "adapter", "format": "int4-rans256-g0",
-                    "arm": isa.name(), "decode_arm": arm.name(), "threads": threads,
-                    "batch": batch, "mode": mode, "bytes": codes.len(), "compressed_bytes": n,
-                    "rows": o, "cols": i, "gweights_per_s": rate, "median_s": t,
-                    "runs": args.runs});
-                if threads == 1 {
-                    // Speed ratios, i.e. the others' times over the fused product's.
-                    r["decode_median_s"] = json!(decode_s);
-                    r["dense_median_s"] = json!(dense_s);
-                    r["of_decode"] = json!(decode_s / t);
-                    r["of_dense"] = json!(dense_s / t);
-                }
-                out.push(r);
             }
         }
     }
     Ok(())
+}
+
+/// A timed call that failed: its refusal class and message.
+struct Failed(&'static str, String);
+
+impl From<tetrad_quant::KernelError> for Failed {
+    fn from(e: tetrad_quant::KernelError) -> Self {
+        Failed(e.class(), e.to_string())
+    }
 }
 
 /// Calls `f` with `batch × i` activations `x` in `mode`: `"f32"` as they are, `"q8"` quantized
@@ -787,13 +898,11 @@ fn bench(args: &BenchArgs) -> Result<Value, Refusal> {
         }
     }
     if matches!(w, Which::Adapter | Which::All) {
-        if args.isa.is_some() && arm.is_none() && isa.is_none() {
-            unavailable.push(json!({"what": "adapter", "reason": "--isa names an int4-rans64-t1 arm only; adapter skipped"}));
-        } else {
-            adapter(args, isa, arm, &mut results)?;
-        }
+        adapter(args, isa, arm, forced.arm64, &mut results)?;
     }
-    Ok(json!({"machine": machine(), "results": results, "unavailable": unavailable}))
+    let headline = zstd_headline(&results);
+    Ok(json!({"machine": machine(), "results": results, "headline": headline,
+              "unavailable": unavailable}))
 }
 
 /// Runs `tetrad bench`.
@@ -808,18 +917,20 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     }
     let m = &v["machine"];
     println!(
-        "machine: {} ({} cores, {}), {}, {} build, {}",
+        "machine: {} ({} cores, {}), {}, {} build, libzstd {}, {}",
         m["cpu"].as_str().unwrap_or("unknown cpu"),
         m["cores"],
         m["arch"].as_str().unwrap_or(""),
         m["rustc"].as_str().unwrap_or("rustc unknown"),
         m["profile"].as_str().unwrap_or(""),
+        m["libzstd"].as_str().unwrap_or("unknown"),
         m["date"].as_str().unwrap_or("")
     );
     for r in v["results"].as_array().into_iter().flatten() {
         let what = r["what"].as_str().unwrap_or("");
         let name = r["codec"].as_str().or(r["format"].as_str()).unwrap_or("memory");
-        let level = r.get("level").map(|l| format!(" -{l}")).unwrap_or_default();
+        let level =
+            r.get("zstd").and_then(Value::as_str).map(|z| format!(" {z}")).unwrap_or_default();
         let extra = match (r.get("batch"), r.get("resident")) {
             (Some(b), Some(res)) => format!(
                 " batch {b} {}{}",
@@ -844,7 +955,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             .and_then(Value::as_f64)
             .zip(r.get("of_dense").and_then(Value::as_f64))
             .map(|(d, n)| {
-                format!(" ({d:.2} x the record decode's speed, {n:.2} x dense int4-row's)")
+                format!(" ({d:.2} x the standalone decode's speed, {n:.2} x dense int4-row's)")
             })
             .or_else(|| {
                 r.get("compressed_bytes").map(|c| format!(" ({c} of {} bytes)", r["bytes"]))
@@ -863,6 +974,27 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             r["arm"].as_str().unwrap_or(""),
             r["threads"]
         );
+    }
+    let h = &v["headline"];
+    if !h.is_null() {
+        let line = |label: &str, z: &Value| {
+            println!(
+                "{label:>14}: {} [{}] {:.3} G nibbles/s, {} bytes = {:.2} x the speed of zstd -d \
+                 on the {} frame ({:.3} G nibbles/s, libzstd {}) at {:.3} x its size ({} bytes)",
+                h["codec"].as_str().unwrap_or(""),
+                h["arm"].as_str().unwrap_or(""),
+                h["gnib_per_s"].as_f64().unwrap_or(0.0),
+                h["compressed_bytes"],
+                z["speed_ratio"].as_f64().unwrap_or(0.0),
+                z["zstd"].as_str().unwrap_or(""),
+                z["gnib_per_s"].as_f64().unwrap_or(0.0),
+                h["libzstd"].as_str().unwrap_or(""),
+                z["size_ratio"].as_f64().unwrap_or(0.0),
+                z["compressed_bytes"]
+            );
+        };
+        line("headline", &h["fastest_zstd"]);
+        line("vs smallest", &h["smallest_zstd"]);
     }
     for u in v["unavailable"].as_array().into_iter().flatten() {
         println!(

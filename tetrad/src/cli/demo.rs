@@ -95,7 +95,7 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     let len = encode_record_packed(&table, &data, &mut blob).map_err(|e| fail("encode", e))?;
     let enc = t.elapsed().as_secs_f64();
     blob.truncate(len);
-    let record = Record::parse_format(&blob).map_err(|e| fail("parse", e))?;
+    let record = Record::parse(&blob).map_err(|e| fail("parse", e))?;
     let mut back = vec![0u8; data.len()];
     let arm = Arm::best();
     let t = Instant::now();
@@ -109,13 +109,13 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     )?;
 
     // CFS1 on the same bytes.
-    let mut cblob = vec![0u8; tetrad_fse::max_compressed_len(data.len())];
+    let mut cblob = vec![0u8; tetrad_fse::max_encoded_len(data.len())];
     let t = Instant::now();
-    let clen = tetrad_fse::compress_into(&data, &mut cblob).map_err(|e| fail("cfs1 encode", e))?;
+    let clen = tetrad_fse::encode_into(&data, &mut cblob).map_err(|e| fail("cfs1 encode", e))?;
     let cenc = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let n = tetrad_fse::decompress_into(&cblob[..clen], &mut back)
-        .map_err(|e| fail("cfs1 decode", e))?;
+    let n =
+        tetrad_fse::decode_into(&cblob[..clen], &mut back).map_err(|e| fail("cfs1 decode", e))?;
     let cdec = t.elapsed().as_secs_f64();
     if n != data.len() || back != data {
         return Err(CliError("demo: CFS1 round trip differs".into()));

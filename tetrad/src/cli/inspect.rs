@@ -87,7 +87,7 @@ fn describe(
     }
     let stamp = stamps.get(&t.name).and_then(|v| v.as_str());
     if stamp == Some(FORMAT_NAME) {
-        return match Record::parse_format(shard.data(t)) {
+        return match Record::parse(shard.data(t)) {
             Ok(r) => format!(
                 "{FORMAT_NAME} (stamped): {} nibbles, {:.4} of int4-row",
                 r.n_symbols(),

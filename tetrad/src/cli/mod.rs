@@ -90,6 +90,12 @@ fn print_failure(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
     msg.starts_with("failed printing to std").then_some(msg)
 }
 
+/// The kind of the OS error that a print failure's message ends with (`… (os error 32)`).
+fn os_error_kind(msg: &str) -> Option<std::io::ErrorKind> {
+    let code = msg.strip_suffix(')')?.rsplit_once("(os error ")?.1.parse().ok()?;
+    Some(std::io::Error::from_raw_os_error(code).kind())
+}
+
 /// Parses the process arguments and runs the chosen command. Output that cannot be written
 /// is not a crash: when the reader goes away (`… | head`) the command stops quietly with
 /// [`EXIT_BROKEN_PIPE`], like any Unix tool, and any other write error (a full disk behind
@@ -112,7 +118,9 @@ pub fn main() -> ExitCode {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
         Ok(code) => code,
         Err(payload) => match print_failure(&*payload) {
-            Some(msg) if msg.contains("Broken pipe") => ExitCode::from(EXIT_BROKEN_PIPE),
+            Some(msg) if os_error_kind(msg) == Some(std::io::ErrorKind::BrokenPipe) => {
+                ExitCode::from(EXIT_BROKEN_PIPE)
+            }
             Some(msg) => {
                 use std::io::Write as _;
                 let _ = writeln!(std::io::stderr(), "tetrad: {msg}");

@@ -660,7 +660,7 @@ fn stage_packed_shard(
         Codec::Rans256G0 => BTreeMap::new(),
         Codec::Rans64T1 => selected
             .par_iter()
-            .map(|s| (s.name.clone(), hex(&Sha256::digest(set.data(s.weight)))))
+            .map(|s| (s.name.clone(), format!("{:x}", Sha256::digest(set.data(s.weight)))))
             .collect(),
     };
     let entry =
@@ -811,7 +811,7 @@ pub fn write_manifest(outdir: &Path) -> Result<Manifest, Refusal> {
         let shard = outdir.join(&entry.file);
         let bytes = crate::io::map_file(&shard)
             .map_err(|e| Refusal::new("E_SHARD_MISSING", format!("{}: {e}", shard.display())))?;
-        if hex(&Sha256::digest(&*bytes)) != entry.sha256 {
+        if format!("{:x}", Sha256::digest(&*bytes)) != entry.sha256 {
             return Err(Refusal::new(
                 "E_SHARD_DIGEST_MISMATCH",
                 format!(
@@ -962,9 +962,9 @@ fn stage_shard(
         records: selected
             .iter()
             .zip(records)
-            .map(|(s, r)| (s.name.clone(), hex(&Sha256::digest(r))))
+            .map(|(s, r)| (s.name.clone(), format!("{:x}", Sha256::digest(r))))
             .collect(),
-        sha256: hex(&hasher.finalize()),
+        sha256: format!("{:x}", hasher.finalize()),
         source: set.shards[shard_idx].basename(),
         weight_tensors: selected.len() as u64,
     })
@@ -976,7 +976,7 @@ fn encode_verified(table: &Table, name: &str, packed: &[u8]) -> Result<Vec<u8>, 
     let len = encode_record_packed(table, packed, &mut blob)
         .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
     blob.truncate(len);
-    let record = Record::parse_format(&blob).map_err(|e| {
+    let record = Record::parse(&blob).map_err(|e| {
         Refusal::new("E_INTERNAL", format!("{name}: own record does not parse: {e}"))
     })?;
     let mut back = vec![0u8; packed.len()];
@@ -990,13 +990,4 @@ fn encode_verified(table: &Table, name: &str, packed: &[u8]) -> Result<Vec<u8>, 
         ));
     }
     Ok(blob)
-}
-
-/// Lowercase hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
-        write!(s, "{b:02x}").expect("string write");
-        s
-    })
 }

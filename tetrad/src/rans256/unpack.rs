@@ -265,7 +265,7 @@ pub fn unpack_shard_checked(
             let table =
                 table.as_ref().ok_or_else(|| tref("E_TABLE_MISSING", format!("no {TABLE_KEY}")))?;
             let record =
-                Record::parse_format(shard.data(t)).map_err(|e| tref(e.class(), e.to_string()))?;
+                Record::parse(shard.data(t)).map_err(|e| tref(e.class(), e.to_string()))?;
             let pb = usize::try_from(record.packed_bytes())
                 .map_err(|_| tref("E_OVERSIZE", "record too large for this machine".into()))?;
             let mut out = crate::io::try_zeroed(pb).ok_or_else(|| {

@@ -45,7 +45,6 @@ use sha2::{Digest as _, Sha256};
 use tetrad_rans::{Arm, Decoder, ParseOrder, Record, Table, encode_record_packed, max_record_len};
 
 use super::manifest::{Digests, read_manifest};
-use super::pack::hex;
 use super::{FORMAT_NAME, MANIFEST_NAME, STAMP_KEY, TABLE_KEY, table_from_parts};
 use crate::io::map_file;
 use crate::rans64::FORMAT_NAME as RANS64_NAME;
@@ -375,7 +374,7 @@ impl<'a> ShardDigests<'a> {
     /// bytes, the manifest says M"): a wrong `bytes` beside a matching sha256 is not refused,
     /// since the spec's validator would trust that shard.
     pub fn check_file(&self, file: &[u8]) -> Result<(), (&'static str, String)> {
-        let got = hex(&Sha256::digest(file));
+        let got = format!("{:x}", Sha256::digest(file));
         if got == self.sha256 {
             return Ok(());
         }
@@ -400,7 +399,7 @@ impl<'a> ShardDigests<'a> {
                 format!("{MANIFEST_NAME} has no digest for this record"),
             ));
         };
-        let got = hex(&Sha256::digest(blob));
+        let got = format!("{:x}", Sha256::digest(blob));
         if &got != want {
             return Err((
                 "E_DIGEST_MISMATCH",
@@ -419,14 +418,17 @@ impl<'a> ShardDigests<'a> {
 /// The sha256 of a tensor's decoded bytes against the manifest's digest of the original:
 /// `E_DIGEST_MISSING` when there is none (`want` is `None`), `E_ORIGINAL_DIGEST_MISMATCH` when
 /// they differ.
-pub fn check_original(digest: &[u8], want: Option<&String>) -> Result<(), (&'static str, String)> {
+pub fn check_original(
+    digest: &sha2::digest::Output<Sha256>,
+    want: Option<&String>,
+) -> Result<(), (&'static str, String)> {
     let Some(want) = want else {
         return Err((
             "E_DIGEST_MISSING",
             format!("{MANIFEST_NAME} has no digest of this tensor's original bytes"),
         ));
     };
-    let got = hex(digest);
+    let got = format!("{digest:x}");
     if &got == want {
         Ok(())
     } else {
@@ -457,7 +459,7 @@ pub fn check_rans64(
     }
     match want {
         None => Ok(()),
-        Some(want) => check_original(&digest, want),
+        Some(want) => check_original(&digest.into(), want),
     }
 }
 
@@ -472,8 +474,9 @@ pub fn check_record_with_limit(
     blob: &[u8],
     limit: u64,
 ) -> Result<(), (&'static str, String)> {
-    let record = Record::parse_with(blob, tetrad_rans::FORMAT_STREAMS, ParseOrder::Validator)
-        .map_err(|e| (e.class(), e.to_string()))?;
+    let record =
+        Record::parse_streams_in_order(blob, tetrad_rans::FORMAT_STREAMS, ParseOrder::Validator)
+            .map_err(|e| (e.class(), e.to_string()))?;
     let pb = record.packed_bytes();
     let mut dec =
         Decoder::new(Arm::best(), table, record).map_err(|e| (e.class(), e.to_string()))?;

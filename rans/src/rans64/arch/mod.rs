@@ -10,7 +10,7 @@
 //! while the rounds are full and each way's words have room; the scalar encoder does the
 //! partial top round and everything near a floor, so the blob is the scalar encoder's byte
 //! for byte.
-#![allow(unsafe_code)] // The SIMD arms (STYLE.md): every block carries a SAFETY comment.
+#![allow(unsafe_code)] // The SIMD arms (CONTRIBUTING.md): every block carries a SAFETY comment.
 
 use super::decode::Arm;
 use super::model::{EncodeModel, Model};

@@ -52,7 +52,7 @@
 //! their eight state vectors stay in registers (a loop over an array of states kept them in
 //! memory: 6 % slower); with the `vpshufb` step, stepping all four ways before any refill
 //! measured the same as way by way, so the simpler order stays. Pairing chunks on AVX2 is
-//! slower (16 ymm registers: the states spill). Measurements in docs/PERFORMANCE.md.
+//! slower (16 ymm registers: the states spill). Design notes: docs/design/rans-decode.md.
 
 use core::arch::x86_64::_mm_loadu_si128;
 use core::arch::x86_64::{
@@ -378,7 +378,7 @@ fn refill512(x: __m512i, way: &[u8], off: &mut usize) -> __m512i {
 /// whose leading-zero count has bit 4 set (a state after a step is at least 16, so below
 /// `2^16` it has 16..=27 leading zeros and above it 0..=15). The lane mask is never moved
 /// through a general register (the former form took it there and back for a `pext`; that
-/// round trip alone takes about 8 cycles on Zen 5, see docs/PERFORMANCE.md).
+/// round trip alone takes about 8 cycles on Zen 5).
 #[target_feature(enable = "avx512f,avx512bw,avx512cd,avx512vbmi2,popcnt")]
 #[inline]
 fn refill512_vbmi(x: __m512i, way: &[u8], off: &mut usize) -> __m512i {

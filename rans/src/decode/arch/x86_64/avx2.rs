@@ -4,7 +4,7 @@
 //! - slot → symbol ([`symbol_of`]): a radix-4 search, three compares against broadcast
 //!   `start[4]`, `start[8]`, `start[12]` for the quarter, three `vpermd` and compares within
 //!   it. It replaced counting all fifteen starts (15 compares and 14 adds; +16 % on Zen 5,
-//!   docs/PERFORMANCE.md), which had replaced a `vpgatherdd` from the slot → symbol bytes: on
+//!   docs/design/rans-decode.md), which had replaced a `vpgatherdd` from the slot → symbol bytes: on
 //!   Zen 2 the gather's many micro-operations and long latency crowded the out-of-order window
 //!   of the four chains, and the compares decoded 8-10 % faster there. (On Zen 2 `vpermd`
 //!   issues once per two cycles with a latency of 8: the radix-4 search has not been measured
@@ -28,8 +28,8 @@
 //! in `[L, 2^32)`), which also bounds every gather inside the stream. The rounds it cannot
 //! cover (a stream's last few bytes) go to the scalar branch-free group, which caps `k`.
 //! The refill's gather dominated (about one element per cycle on Zen 3), which is what the
-//! window halves; it has not been measured on Zen 2 or 3 yet: see docs/PERFORMANCE.md for the
-//! measured rates and the operation count.
+//! window halves (`cargo bench -p tetrad-benches --bench rans` measures it on a given core;
+//! docs/design/rans-decode.md has the operation count).
 
 use crate::decode::scalar;
 use crate::table::{SYMBOLS, Table};
@@ -45,8 +45,8 @@ use core::arch::x86_64::{
 
 /// Rounds per tile (the output of one tile, `TILE · N/2` bytes = 16 KiB at 256 streams, stays
 /// in L1). 128 rather than 64, as in the AVX-512 driver: half the per-call work (lane copies,
-/// bounds); on Zen 5 this arm measured 1.29–1.32 against 1.01–1.30 G nibbles/s
-/// (docs/PERFORMANCE.md, twenty-seventh session). 256 would fill a 32 KiB L1.
+/// bounds), a few per cent faster (`cargo bench -p tetrad-benches --bench rans` measures it).
+/// 256 would fill a 32 KiB L1.
 const TILE: usize = 128;
 /// Vectors of 8 lanes kept in flight by the main kernel.
 const WIDE: usize = 4;

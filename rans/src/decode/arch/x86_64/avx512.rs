@@ -53,10 +53,10 @@
 //! `avx512` kernel. The bucketed search then took a compare depth and eight operations off the
 //! chain (+12 % with two compares, +22 % with one), after which a 16-lane gather per step
 //! (about 14 cycles of issue on Zen 5) was the larger cost; the 8-byte window halves the
-//! gathers' work (docs/PERFORMANCE.md, twenty-sixth session). Measured alternatives
-//! (docs/PERFORMANCE.md, "SIMD arms" and the twenty-fourth session): a slot → symbol table gather instead of a search; one 16-lane
+//! gathers' work (docs/design/rans-decode.md). Measured alternatives
+//! (same document): a slot → symbol table gather instead of a search; one 16-lane
 //! `vpgatherdd zmm` in the `avx512` build (the same speed; it stays two 8-lane gathers for
-//! Miri); 32 / 96 / 128 streams in flight instead of 64; in the twenty-fourth session, when
+//! Miri); 32 / 96 / 128 streams in flight instead of 64; when
 //! the four-level and then the radix-4 search made the chain long, a 4-byte window loaded every
 //! two rounds, a prefetched 8-byte window and an 8-byte window per lane refilled only when it
 //! runs low (fewer gathers, more registers and a branch) were all slower — with the bucketed
@@ -65,10 +65,10 @@
 //! search on 16-bit lanes (two vectors' slots packed by `vpermt2w`, half the operations, but
 //! the packing lengthens the chain: no gain); the radix-4 compares as
 //! `(start − 1 − slot) >> 31` sign masks with the tables indexed by `−s` (no mask registers,
-//! a shorter chain, more operations: +4 %, within this VM's noise, not kept).
+//! a shorter chain, more operations: +4 %, within the measurement's noise, not kept).
 //!
-//! **The bucketed loop is now throughput-bound** (twenty-seventh session, Zen 5 VM, whose
-//! 512-bit operations issue at half the rate of 256-bit ones): its body alone, replayed in an
+//! **The bucketed loop is throughput-bound** (on a Zen 4 core, whose 512-bit operations issue
+//! at half the rate of 256-bit ones): its body alone, replayed in an
 //! `asm!` harness without the gathers, takes 59 cycles a round (four vectors) with its real
 //! dependencies and 55 with every round made independent. So shortening the chain no longer
 //! pays: the search's bound looked up per bucket, beside `first` (one lookup deep instead of
@@ -79,7 +79,7 @@
 //! operation fewer per bound than the zero-masked constants and XOR below) measured the same.
 //!
 //! Why 8-lane AVX2 gathers in the `avx512` build rather than one 16-lane `vpgatherdd zmm`: on
-//! the Zen 4 project machine they measure the same or faster, and Miri has shims for the AVX2
+//! a Zen 4 core they measure the same or faster, and Miri has shims for the AVX2
 //! gathers but not the AVX-512 ones, so the kernel runs under Miri (`.ci/miri-tests`). The arm
 //! therefore requires `avx512f`, `avx512bw` and `avx2` (every AVX-512 CPU has AVX2; it is
 //! checked anyway). The other intrinsics were picked from the ones Miri implements (`vpermd`
@@ -109,7 +109,7 @@ use core::arch::x86_64::{
 
 /// Rounds per tile (the output of one tile, `TILE · N/2` bytes = 16 KiB at 256 streams, stays
 /// in L1). 128 rather than 64: half the driver's per-call work (lane copies, bounds) for
-/// +3–4 % on Zen 5 (docs/PERFORMANCE.md, twenty-seventh session); 256 would fill a 32 KiB L1.
+/// +3–4 % (`cargo bench -p tetrad-benches --bench rans`); 256 would fill a 32 KiB L1.
 const TILE: usize = 128;
 /// Pairs of 16-lane vectors kept in flight by the main kernel (`32·WIDE` streams).
 const WIDE: usize = 2;
