@@ -60,7 +60,7 @@ def expert_checkpoint(root, shards=3, experts=2, o=48, i=320, seed=3):
     return root
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session")  # process-words: allow (pytest's fixture scope)
 def bin_path():
     env = os.environ.get("TETRAD_BIN")
     if env:
