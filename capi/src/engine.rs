@@ -276,7 +276,7 @@ pub unsafe extern "C" fn tetrad_tensor_matmul_q8(
         let n = s.checked_mul(i).ok_or_else(|| Failure::new("E_SHAPE", "S·I overflows"))?;
         if x.len() != n {
             return Err(Failure::new(
-                "E_LENGTH",
+                "E_KERNEL_LENGTH",
                 format!("x holds {} values, expected S·I = {n}", x.len()),
             ));
         }
@@ -291,7 +291,7 @@ pub unsafe extern "C" fn tetrad_tensor_matmul_q8(
 
 /// Quantizes `S` rows of `I` f32 activations (`x_len = S·I`) to int8 codes `q` (`q_len =
 /// S·I`) and per-row scales (`scales_len = S`), exactly as `tetrad_tensor_matmul_q8` does
-/// (non-finite activations are refused, `E_NONFINITE_ACTIVATION`).
+/// (non-finite activations are refused, `E_KERNEL_NONFINITE_ACTIVATION`).
 ///
 /// # Safety
 /// `x` must point to `x_len` readable floats, `q` to `q_len` writable bytes and `scales` to

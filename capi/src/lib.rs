@@ -53,7 +53,7 @@ pub extern "C" fn tetrad_version_number() -> u32 {
 
 /// The library's version as a NUL-terminated string (`"0.1.0"`), static.
 #[unsafe(no_mangle)]
-pub extern "C" fn tetrad_version_string() -> *const core::ffi::c_char {
+pub extern "C" fn tetrad_version_string() -> *const std::ffi::c_char {
     c"0.1.0".as_ptr()
 }
 
