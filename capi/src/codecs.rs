@@ -4,8 +4,8 @@
 
 use tetrad_rans::rans64;
 
-use crate::error::Failure;
-use crate::ffi::{guard, slice, slice_mut, write_opt, write_out};
+use super::error::Failure;
+use super::ffi::{guard, slice, slice_mut, write_opt, write_out};
 
 /// The output capacity `tetrad_cfs1_compress` needs for `n` input bytes: `n + 73` (saturating).
 /// Blobs themselves are never longer than `n + 9`.

@@ -39,7 +39,7 @@ use std::ffi::c_char;
 use tetrad_rans::stream::step;
 use tetrad_rans::{Arm, Nibbles, ParseOrder, Record, Table, decode_record_with, encode_record};
 
-use crate::ffi::guard_value;
+use super::ffi::guard_value;
 
 /// The reference's stream count for the format.
 const NSTREAMS: u32 = 256;
@@ -349,11 +349,11 @@ pub unsafe extern "C" fn rc_record_parse(
             Ok(r) => {
                 // SAFETY: each is NULL or valid for one write (caller contract).
                 unsafe {
-                    crate::ffi::write_opt(n_symbols, r.n_symbols());
+                    super::ffi::write_opt(n_symbols, r.n_symbols());
                 }
                 // SAFETY: as above.
                 unsafe {
-                    crate::ffi::write_opt(packed_bytes, r.packed_bytes());
+                    super::ffi::write_opt(packed_bytes, r.packed_bytes());
                 }
                 0
             }

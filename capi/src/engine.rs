@@ -14,8 +14,8 @@ use tetrad_engine::container::{Container, TensorView};
 use tetrad_quant::adapter::Acts;
 use tetrad_quant::kernels::quantize_activations;
 
-use crate::error::{Failure, intern};
-use crate::ffi::{guard, guard_value, handle, slice, slice_mut};
+use super::error::{Failure, intern};
+use super::ffi::{guard, guard_value, handle, slice, slice_mut};
 
 /// An opened checkpoint (`tetrad_container` in C).
 #[derive(Debug)]

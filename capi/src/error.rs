@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
 use std::sync::Mutex;
 
-use crate::ffi::guard_value;
+use super::ffi::guard_value;
 
 /// A refusal on its way to the caller.
 #[derive(Debug)]

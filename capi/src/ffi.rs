@@ -5,7 +5,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::error::{Failure, set_failure, set_ok};
+use super::error::{Failure, set_failure, set_ok};
 
 /// `TETRAD_OK`: the call succeeded.
 pub const STATUS_OK: i32 = 0;

@@ -31,6 +31,8 @@
 //! to the `no_mangle` attributes of the exported functions, each block with a `// SAFETY:`
 //! comment stating the caller contract it relies on, which the header documents per function.
 
+// The modules name each other through `super::`, never `crate::`: the fuzz target
+// (`fuzz/fuzz_targets/capi.rs`) compiles this file as a module of its own crate.
 pub mod codecs;
 pub mod colibri;
 pub mod engine;
