@@ -125,3 +125,36 @@ pub(crate) unsafe fn handle<'a, T>(ptr: *const T, what: &str) -> Result<&'a T, F
     // this library, which is only read through shared references.
     Ok(unsafe { &*ptr })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_a_status_and_a_class() {
+        let st = guard(|| panic!("planted"));
+        assert_eq!(st, STATUS_PANIC);
+        let class = super::super::error::tetrad_last_class();
+        // SAFETY: tetrad_last_class returns a static NUL-terminated string.
+        let class = unsafe { std::ffi::CStr::from_ptr(class) };
+        assert_eq!(class.to_str().unwrap(), "E_INTERNAL");
+        let mut buf = [0 as std::ffi::c_char; 64];
+        // SAFETY: `buf` holds 64 writable bytes.
+        let n = unsafe { super::super::error::tetrad_last_message(buf.as_mut_ptr(), buf.len()) };
+        // SAFETY: the message was NUL-terminated inside `buf`.
+        let msg = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+        assert_eq!(n, msg.to_bytes().len());
+        assert!(msg.to_str().unwrap().contains("planted"));
+        assert_eq!(guard_value(7, || panic!("planted")), 7);
+        assert_eq!(guard(|| Ok(())), STATUS_OK);
+    }
+
+    #[test]
+    fn null_is_refused_only_with_a_length() {
+        // SAFETY: NULL with length 0 is allowed by the contract.
+        assert!(unsafe { slice::<u8>(std::ptr::null(), 0, "p") }.unwrap().is_empty());
+        // SAFETY: NULL is checked before any read.
+        let e = unsafe { slice::<u8>(std::ptr::null(), 1, "p") }.unwrap_err();
+        assert!(format!("{e:?}").contains("E_NULL"));
+    }
+}

@@ -404,7 +404,7 @@ fn cc() -> String {
 /// library, and returns the two executables.
 fn build_c(out: &Path, stem: &str, sources: &[PathBuf]) -> [PathBuf; 2] {
     let lib = lib_dir();
-    let flags = ["-std=c99", "-O1", "-Wall", "-Wextra", "-Wpedantic", "-Werror"];
+    let flags = ["-std=c99", "-O1", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-pthread"];
     let include = repo().join("include");
     let stat = out.join(format!("{stem}_static"));
     run(Command::new(cc())

@@ -8,6 +8,7 @@
  * makes regardless of the cases (NULL pointers, lengths, classes and messages, version) run
  * first. Exits 0 and prints "abi_test: all N cases passed" only if every check passed. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,32 @@ static int same_floats(const float *a, const unsigned char *b, size_t n) {
     return memcmp(a, b, n * sizeof(float)) == 0;
 }
 
+/* One thread's share of the concurrent use of a tensor: a product, compared with the
+ * expected one, and a refusal whose class must be this thread's own. */
+struct job {
+    const tetrad_tensor *t;
+    const float *x;
+    size_t x_len, s, o;
+    const unsigned char *want;
+    int ok;
+};
+
+static void *job_run(void *arg) {
+    struct job *j = (struct job *)arg;
+    float *y = (float *)malloc(j->s * j->o * sizeof(float));
+    int k;
+    j->ok = 1;
+    for (k = 0; k < 4; k++) {
+        if (tetrad_tensor_matmul_f32(j->t, j->x, j->x_len, j->s, y, j->s * j->o, 1) != TETRAD_OK ||
+            memcmp(y, j->want, j->s * j->o * sizeof(float)) != 0 || strcmp(tetrad_last_class(), "OK") != 0)
+            j->ok = 0;
+        if (tetrad_tensor_decode(j->t, NULL, 1) != TETRAD_REFUSED || strcmp(tetrad_last_class(), "E_NULL") != 0)
+            j->ok = 0;
+    }
+    free(y);
+    return NULL;
+}
+
 static void tensor_case(char *path, char *name, uint64_t o, uint64_t i, const char *format, size_t s,
                         const char *xf, const char *y32f, const char *y8f, const char *decf,
                         const char *qf, const char *scf) {
@@ -153,6 +180,21 @@ static void tensor_case(char *path, char *name, uint64_t o, uint64_t i, const ch
         CHECK(tetrad_tensor_matmul_f32(t, (const float *)x, xl / 4, s, y, s * o, threads) == TETRAD_OK,
               "%s: matmul f32", path);
         CHECK(same_floats(y, y32, s * o), "%s: f32 product differs from Rust's (threads %zu)", path, threads);
+    }
+    {
+        /* Four threads share the tensor; each sees its own results and its own last error. */
+        pthread_t th[4];
+        struct job jobs[4];
+        int k;
+        for (k = 0; k < 4; k++) {
+            jobs[k].t = t, jobs[k].x = (const float *)x, jobs[k].x_len = xl / 4;
+            jobs[k].s = s, jobs[k].o = (size_t)o, jobs[k].want = y32, jobs[k].ok = 0;
+            CHECK(pthread_create(&th[k], NULL, job_run, &jobs[k]) == 0, "pthread_create");
+        }
+        for (k = 0; k < 4; k++) {
+            pthread_join(th[k], NULL);
+            CHECK(jobs[k].ok, "%s: thread %d saw a wrong product or another thread's error", path, k);
+        }
     }
     memset(y, 0xFF, s * o * sizeof(float));
     CHECK(tetrad_tensor_matmul_q8(t, (const float *)x, xl / 4, s, y, s * o, 2) == TETRAD_OK, "%s: matmul q8", path);
