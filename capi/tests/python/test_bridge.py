@@ -113,6 +113,155 @@ def decode(blob, table, path, n_streams=N_STREAMS, out_len=None):
     return rc, bytes(out)[:out_len]
 
 
+# ---- an independent reference of the format, for the random differential test ------------
+# Written from the format's description (docs/int4-rans256-g0.md and colibri's c/rans.h
+# comments): record framing and its refusal order, the table checks, the encoder, the plain
+# decoder (what rc_record_decode writes) and the checked stream decode.
+RANS_L = 1 << 23
+HEAD = (16 + (N_STREAMS + 1) * 4 + 15) & ~15
+
+
+def ref_table(sb, freq, start, slots):
+    if not 1 <= sb <= 15:
+        return "E_TABLE_SCALE"
+    acc = 0
+    for s in range(16):
+        if start[s] != acc:
+            return "E_TABLE_START"
+        acc += freq[s]
+    if acc != 1 << sb:
+        return "E_TABLE_FREQ_SUM"
+    for i in range(1 << sb):
+        v = slots[i]
+        if v > 15 or not start[v] <= i < start[v] + freq[v]:
+            return "E_TABLE_SLOT"
+    return "OK"
+
+
+def ref_parse(blob):
+    """(class, n_symbols, packed_bytes) in colibri's order, for a 4-byte aligned blob."""
+    if len(blob) < HEAD:
+        return ("E_TRUNCATED", 0, 0)
+    n = int.from_bytes(blob[0:8], "little")
+    pb = int.from_bytes(blob[8:16], "little")
+    if n == 0:
+        return ("E_EMPTY", 0, 0)
+    if pb != n // 2 + (n & 1):
+        return ("E_COUNT_MISMATCH", 0, 0)
+    off = [int.from_bytes(blob[16 + 4 * i:20 + 4 * i], "little") for i in range(N_STREAMS + 1)]
+    if off[0] != 0:
+        return ("E_OFFSET_FIRST", 0, 0)
+    for i in range(N_STREAMS):
+        if off[i + 1] < off[i]:
+            return ("E_OFFSETS_MONOTONIC", 0, 0)
+        if off[i + 1] - off[i] < 4:
+            return ("E_STREAM_SHORT", 0, 0)
+    plen = off[N_STREAMS]
+    if HEAD + plen > len(blob):
+        return ("E_TRUNCATED", 0, 0)
+    if len(blob) != HEAD + ((plen + 15) & ~15):
+        return ("E_LENGTH_MISMATCH", 0, 0)
+    if n > plen * 8 * (1 << 15):
+        return ("E_OVERSIZE", 0, 0)
+    if any(blob[16 + (N_STREAMS + 1) * 4:HEAD]) or any(blob[HEAD + plen:]):
+        return ("E_PAD_NONZERO", 0, 0)
+    return ("OK", n, pb)
+
+
+def ref_encode_stream(syms, freq, start, sb):
+    out = bytearray()
+    x = RANS_L
+    for s in reversed(syms):
+        f = freq[s]
+        x_max = ((RANS_L >> sb) << 8) * f
+        while x >= x_max:
+            out.append(x & 0xFF)
+            x >>= 8
+        x = ((x // f) << sb) + (x % f) + start[s]
+    for _ in range(4):
+        out.append(x & 0xFF)
+        x >>= 8
+    return bytes(out[::-1])
+
+
+def ref_encode(nib, freq, start, sb):
+    if len(nib) == 0:
+        return "E_EMPTY"
+    if any(v > 15 or freq[v] == 0 for v in nib):
+        return "E_SYMBOL_UNCODABLE"
+    streams = [ref_encode_stream(nib[i::N_STREAMS], freq, start, sb) for i in range(N_STREAMS)]
+    n = len(nib)
+    head = n.to_bytes(8, "little") + (n // 2 + (n & 1)).to_bytes(8, "little")
+    acc = 0
+    for st in streams:
+        head += acc.to_bytes(4, "little")
+        acc += len(st)
+    head += acc.to_bytes(4, "little")
+    head += bytes(HEAD - len(head))
+    payload = b"".join(streams)
+    return head + payload + bytes(((len(payload) + 15) & ~15) - len(payload))
+
+
+def ref_step(x, buf, pos, end, freq, start, slots, sb):
+    slot = x & ((1 << sb) - 1)
+    s = slots[slot]
+    x = (freq[s] * (x >> sb) + slot - start[s]) & 0xFFFFFFFF
+    while x < RANS_L and pos < end:
+        x = ((x << 8) | buf[pos]) & 0xFFFFFFFF
+        pos += 1
+    return s, x, pos
+
+
+def ref_decode_plain(blob, freq, start, slots, sb):
+    n = int.from_bytes(blob[0:8], "little")
+    off = [int.from_bytes(blob[16 + 4 * i:20 + 4 * i], "little") for i in range(N_STREAMS + 1)]
+    nib = bytearray(n + 1)
+    for i in range(N_STREAMS):
+        pos, end = HEAD + off[i], HEAD + off[i + 1]
+        x = int.from_bytes(blob[pos:pos + 4], "big")
+        pos += 4
+        for j in range(i, n, N_STREAMS):
+            nib[j], x, pos = ref_step(x, blob, pos, end, freq, start, slots, sb)
+    return bytes(nib[2 * k] | (nib[2 * k + 1] << 4) for k in range((n + 1) // 2))
+
+
+def ref_stream_checked(buf, n, freq, start, slots, sb):
+    if len(buf) < 4:
+        return "E_STREAM_UNDERRUN", None
+    x = int.from_bytes(buf[:4], "big")
+    if x < RANS_L:
+        return "E_STREAM_STATE_RANGE", None
+    pos, out = 4, bytearray(n)
+    for i in range(n):
+        out[i], x, pos = ref_step(x, buf, pos, len(buf), freq, start, slots, sb)
+    if pos != len(buf):
+        return "E_STREAM_LEFTOVER", None
+    if x != RANS_L:
+        return "E_STREAM_FINAL_STATE", None
+    return "OK", bytes(out)
+
+
+def random_table(rng):
+    sb = rng.randrange(5, 16)
+    m = 1 << sb
+    present = [s for s in range(16) if rng.random() < 0.8] or [8]
+    weights = {s: rng.choice([1, 1, 2, 5, 20, 100, 1000]) for s in present}
+    total = sum(weights.values())
+    freq = [0] * 16
+    for s in present:
+        freq[s] = max(1, weights[s] * m // total)
+    top = max(present, key=lambda s: freq[s])
+    freq[top] += m - sum(freq)
+    if freq[top] < 1:
+        return random_table(rng)
+    start, acc = [], 0
+    for f in freq:
+        start.append(acc)
+        acc += f
+    slots = [s for s in range(16) for _ in range(freq[s])]
+    return {"scale_bits": sb, "freq": freq, "start": start, "slots": slots}
+
+
 class Bridge(unittest.TestCase):
     def test_loaded_as_librans_c(self):
         self.assertIsNotNone(LIB)
@@ -272,6 +421,90 @@ class Bridge(unittest.TestCase):
             self.assertEqual(out[0], want, env)
             # path < 0 decodes on the selected path, or refuses when it is invalid
             self.assertEqual(out[1], "E_PATH_UNAVAILABLE" if want == "invalid" else "OK", env)
+
+    def test_random_against_the_reference(self):
+        """Random tables, nibbles and damage: the bridge and the reference above agree on every
+        encode (bytes), parse (class and counts), decode on every available path (bytes) and
+        checked stream decode (class and nibbles)."""
+        import random
+        rng = random.Random(0x7E7)
+        paths = [p["path"] for p in VECTORS["paths"] if p["available"]]
+        counts = {"refused": 0, "decoded": 0, "damaged decoded": 0}
+        for it in range(120):
+            t = random_table(rng)
+            freq, start, slots, sb = table_args(t)
+            self.assertEqual(ref_table(sb, t["freq"], t["start"], t["slots"]), "OK")
+            codable = [s for s in range(16) if t["freq"][s]]
+            n = rng.choice([1, 2, 3, rng.randrange(1, 700), rng.randrange(700, 3000)])
+            skew = rng.choice(codable)
+            nib = bytes(skew if rng.random() < 0.7 else rng.choice(codable) for _ in range(n))
+            want = ref_encode(nib, t["freq"], t["start"], sb)
+            cap = LIB.rc_record_bound(n, N_STREAMS)
+            out = (ctypes.c_uint8 * cap)()
+            src = (ctypes.c_uint8 * n).from_buffer_copy(nib)
+            rc = LIB.rc_record_encode(src, n, freq, start, slots, sb, N_STREAMS, out, cap)
+            self.assertEqual(bytes(out)[:rc], want, it)
+            blob = bytearray(want)
+            for _ in range(rng.choice([0, 0, 1, 1, 2, 4])):
+                kind = rng.randrange(6)
+                if kind == 0 and len(blob) > HEAD:  # a payload byte
+                    k = rng.randrange(HEAD, len(blob))
+                    blob[k] ^= 1 << rng.randrange(8)
+                elif kind == 1 and len(blob) >= HEAD:  # an offset
+                    k = 16 + 4 * rng.randrange(N_STREAMS + 1)
+                    v = (int.from_bytes(blob[k:k + 4], "little") + rng.choice([-5, -1, 1, 3, 16])) % (1 << 32)
+                    blob[k:k + 4] = v.to_bytes(4, "little")
+                elif kind == 2 and len(blob) >= 16:  # the counts
+                    k = rng.choice([0, 8])
+                    v = (int.from_bytes(blob[k:k + 8], "little") + rng.choice([-1, 1, 1 << 40])) % (1 << 64)
+                    blob[k:k + 8] = v.to_bytes(8, "little")
+                elif kind == 3 and blob:  # length
+                    blob = blob[:rng.randrange(len(blob))] if rng.random() < 0.5 else blob + bytes(rng.choice([1, 16]))
+                elif kind == 4:  # an initial state
+                    i = rng.randrange(N_STREAMS)
+                    k = HEAD + int.from_bytes(want[16 + 4 * i:20 + 4 * i], "little")
+                    if k < len(blob):
+                        blob[k] = 0
+                elif kind == 5:  # a pad byte
+                    k = rng.choice([HEAD - 1, len(blob) - 1])
+                    if 0 <= k < len(blob):
+                        blob[k] ^= 0x80
+            blob = bytes(blob)
+            cls, rn, rpb = ref_parse(blob)
+            buf = aligned(blob)
+            ns, pb = ctypes.c_uint64(), ctypes.c_uint64()
+            rc = LIB.rc_record_parse(u8p(buf), len(blob), N_STREAMS, ctypes.byref(ns), ctypes.byref(pb))
+            self.assertEqual(err_name(rc), cls, it)
+            SEEN.add(cls)
+            if cls != "OK":
+                counts["refused"] += 1
+                continue
+            self.assertEqual((ns.value, pb.value), (rn, rpb))
+            if rpb > 1 << 16:
+                continue
+            plain = ref_decode_plain(blob, t["freq"], t["start"], t["slots"], sb)
+            counts["decoded"] += 1
+            counts["damaged decoded"] += blob != want
+            for path in [-1] + paths:
+                rc, got = decode(blob, t, path, out_len=rpb)
+                self.assertEqual((err_name(rc), got), ("OK", plain), (it, path))
+            # The checked decode of stream i with its symbol count, and of damaged copies.
+            i = rng.randrange(N_STREAMS)
+            a = HEAD + int.from_bytes(blob[16 + 4 * i:20 + 4 * i], "little")
+            e = HEAD + int.from_bytes(blob[20 + 4 * i:24 + 4 * i], "little")
+            count = len(range(i, rn, N_STREAMS))
+            for sbuf, k in [(blob[a:e], count), (blob[a:e], count + 1), (blob[a:e + 1], count),
+                            (blob[a:a + 3], count)]:
+                rcls, rnib = ref_stream_checked(sbuf, k, t["freq"], t["start"], t["slots"], sb)
+                sb_in = (ctypes.c_uint8 * max(1, len(sbuf))).from_buffer_copy(sbuf or b"\0")
+                o = (ctypes.c_uint8 * max(1, k))()
+                rc = LIB.rc_stream_decode_checked(sb_in, len(sbuf), k, freq, start, slots, sb, o)
+                self.assertEqual(err_name(rc), rcls, (it, i, len(sbuf), k))
+                SEEN.add(rcls)
+                if rcls == "OK":
+                    self.assertEqual(bytes(o)[:k], rnib)
+        print("random differential:", counts, file=sys.stderr)
+        self.assertGreaterEqual(min(counts.values()), 10, counts)
 
     def test_z_every_class_seen(self):
         expected = set(ERR_NAMES) - {"E_NOMEM"}  # the reference's malloc failure
