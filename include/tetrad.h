@@ -200,7 +200,7 @@ int32_t tetrad_rans64_decode(const uint8_t *blob, size_t blob_len, uint8_t *dst,
 
 /* ---- colibri's rANS bridge (librans_c) --------------------------------------------------- *
  *
- * int4-rans256-g0 records with n_streams = 256, exactly as colibri's c/tools/rans_ctypes.c
+ * int4-rans256-g0 records with n_streams = 256, exactly as colibri's librans_c bridge
  * declares them. Numbers and names are colibri's rans_err:
  *
  *   0 OK                  6 E_OFFSETS_MONOTONIC  12 E_TABLE_SCALE          18 E_STREAM_LEFTOVER

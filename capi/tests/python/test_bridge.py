@@ -17,7 +17,7 @@ import sys
 import tempfile
 import unittest
 
-# colibri's c/rans.h rans_err, by number (written out here, not read from the library).
+# colibri's rans_err, by number (written out here, not read from the library).
 ERR_NAMES = [
     "OK", "E_TRUNCATED", "E_EMPTY", "E_COUNT_MISMATCH", "E_OVERSIZE", "E_OFFSET_FIRST",
     "E_OFFSETS_MONOTONIC", "E_STREAM_SHORT", "E_LENGTH_MISMATCH", "E_PAD_NONZERO",
@@ -114,7 +114,7 @@ def decode(blob, table, path, n_streams=N_STREAMS, out_len=None):
 
 
 # ---- an independent reference of the format, for the random differential test ------------
-# Written from the format's description (docs/int4-rans256-g0.md and colibri's c/rans.h
+# Written from the format's description (docs/int4-rans256-g0.md and colibri's codec header
 # comments): record framing and its refusal order, the table checks, the encoder, the plain
 # decoder (what rc_record_decode writes) and the checked stream decode.
 RANS_L = 1 << 23
