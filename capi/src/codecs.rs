@@ -11,7 +11,7 @@ use super::ffi::{guard, slice, slice_mut, write_opt, write_out};
 /// Blobs themselves are never longer than `n + 9`.
 #[unsafe(no_mangle)]
 pub extern "C" fn tetrad_cfs1_bound(n: usize) -> usize {
-    tetrad_fse::max_compressed_len(n)
+    tetrad_fse::max_encoded_len(n)
 }
 
 /// Compresses `src` (`src_len` bytes, below 4 GiB) as one CFS1 blob into `dst` (`dst_cap ≥
@@ -36,7 +36,7 @@ pub unsafe extern "C" fn tetrad_cfs1_compress(
         if written.is_null() {
             return Err(Failure::null("written"));
         }
-        let n = tetrad_fse::compress_into(src, dst).map_err(|e| Failure::of(e.class(), &e))?;
+        let n = tetrad_fse::encode_into(src, dst).map_err(|e| Failure::of(e.class(), &e))?;
         // SAFETY: `written` is non-null and valid for one write (caller contract).
         unsafe { write_out(written, n, "written") }
     })
@@ -85,7 +85,7 @@ pub unsafe extern "C" fn tetrad_cfs1_decompress(
         let src = unsafe { slice(src, src_len, "src")? };
         // SAFETY: `dst` points to `dst_cap` writable bytes, disjoint from `src`.
         let dst = unsafe { slice_mut(dst, dst_cap, "dst")? };
-        let n = tetrad_fse::decompress_into(src, dst).map_err(|e| Failure::of(e.class(), &e))?;
+        let n = tetrad_fse::decode_into(src, dst).map_err(|e| Failure::of(e.class(), &e))?;
         // SAFETY: `written` is NULL or valid for one write (caller contract).
         unsafe { write_opt(written, n) };
         Ok(())

@@ -345,7 +345,7 @@ pub unsafe extern "C" fn rc_record_parse(
             Ok(b) => b,
             Err(e) => return e,
         };
-        match Record::parse_with(b, NSTREAMS as usize, ParseOrder::Codec) {
+        match Record::parse_streams_in_order(b, NSTREAMS as usize, ParseOrder::Codec) {
             Ok(r) => {
                 // SAFETY: each is NULL or valid for one write (caller contract).
                 unsafe {
@@ -393,7 +393,7 @@ pub unsafe extern "C" fn rc_record_decode(
             Ok(b) => b,
             Err(e) => return e,
         };
-        let record = match Record::parse_with(b, NSTREAMS as usize, ParseOrder::Codec) {
+        let record = match Record::parse_streams_in_order(b, NSTREAMS as usize, ParseOrder::Codec) {
             Ok(r) => r,
             Err(e) => return code(e.class()),
         };

@@ -266,7 +266,7 @@ fn containers(root: &Path, o: usize, i: usize) -> Vec<PathBuf> {
         out.push(outdir);
     }
     let cfs = root.join("cfs1.safetensors");
-    tetrad_engine::cfse::pack(&shards[0], &cfs).unwrap();
+    tetrad_engine::cfse::pack(&shards[0], &cfs, &|_| {}).unwrap();
     out.push(cfs);
     out
 }
@@ -364,14 +364,14 @@ fn write_cases(root: &Path) -> PathBuf {
     // The codecs on buffers: encodes equal the Rust bytes; corruptions refused alike.
     for (k, n) in [1usize, 255, 4096, 70_001].into_iter().enumerate() {
         let src = int4_bytes(n, k as u64);
-        let mut blob = vec![0u8; tetrad_fse::max_compressed_len(n)];
-        let len = tetrad_fse::compress_into(&src, &mut blob).unwrap();
+        let mut blob = vec![0u8; tetrad_fse::max_encoded_len(n)];
+        let len = tetrad_fse::encode_into(&src, &mut blob).unwrap();
         blob.truncate(len);
         writeln!(cases, "cfs1 {} {}", file(&src), file(&blob)).unwrap();
         let mut out = vec![0u8; n];
-        let short = tetrad_fse::decompress_into(&blob[..len - 1], &mut out).unwrap_err();
+        let short = tetrad_fse::decode_into(&blob[..len - 1], &mut out).unwrap_err();
         writeln!(cases, "cfs1_refused {} {n} {}", file(&blob[..len - 1]), short.class()).unwrap();
-        let cap = tetrad_fse::decompress_into(&blob, &mut out[..n - 1]).unwrap_err();
+        let cap = tetrad_fse::decode_into(&blob, &mut out[..n - 1]).unwrap_err();
         writeln!(cases, "cfs1_refused {} {} {}", file(&blob), n - 1, cap.class()).unwrap();
         for shift in [12u8, 20] {
             let mut b64 = vec![0u8; tetrad_rans::rans64::max_encoded_len(n, shift)];
@@ -507,7 +507,7 @@ fn nibbles(n: usize, seed: u64, t: &Table) -> Vec<u8> {
 /// What the spec's plain decoder writes for a parsed record, packed (stream by stream with
 /// `decode_stream`).
 fn plain_packed(t: &Table, blob: &[u8]) -> Vec<u8> {
-    let r = Record::parse_format(blob).unwrap();
+    let r = Record::parse(blob).unwrap();
     let n = r.n_symbols() as usize;
     let off =
         |i: usize| u32::from_le_bytes(blob[16 + 4 * i..20 + 4 * i].try_into().unwrap()) as usize;
@@ -525,7 +525,7 @@ fn plain_packed(t: &Table, blob: &[u8]) -> Vec<u8> {
 }
 
 fn parse_class(blob: &[u8]) -> String {
-    Record::parse_with(blob, 256, ParseOrder::Codec)
+    Record::parse_streams_in_order(blob, 256, ParseOrder::Codec)
         .map_or_else(|e| e.class().to_owned(), |_| "OK".to_owned())
 }
 
@@ -563,7 +563,7 @@ fn vectors() -> Value {
         {
             let nib = nibbles(n, k as u64 + 1, t);
             let rec = encode(t, &nib);
-            let r = Record::parse_format(&rec).unwrap();
+            let r = Record::parse(&rec).unwrap();
             let mut packed = vec![0u8; r.packed_bytes() as usize];
             tetrad_rans::decode_record_with(Arm::Scalar, t, &r, &mut packed).unwrap();
             assert_eq!(packed, plain_packed(t, &rec));
@@ -594,7 +594,7 @@ fn vectors() -> Value {
             b[at] ^= xor;
         }
         assert_eq!(parse_class(&b), "OK", "{what}");
-        let r = Record::parse_format(&b).unwrap();
+        let r = Record::parse(&b).unwrap();
         let mut out = vec![0u8; r.packed_bytes() as usize];
         let checked = tetrad_rans::decode_record_with(Arm::Scalar, &t14, &r, &mut out);
         assert!(checked.is_err(), "{what}: the checked decode refuses");
@@ -666,7 +666,7 @@ fn vectors() -> Value {
         .into_iter()
         .map(|(what, b)| {
             let rc = parse_class(&b);
-            let counts = Record::parse_format(&b).ok().map(|r| (r.n_symbols(), r.packed_bytes()));
+            let counts = Record::parse(&b).ok().map(|r| (r.n_symbols(), r.packed_bytes()));
             json!({"what": what, "record": hex(&b), "rc": rc,
                    "n_symbols": counts.map(|c| c.0), "packed_bytes": counts.map(|c| c.1)})
         })

@@ -132,14 +132,14 @@ fn path_arm_available(path: i32) -> bool {
     }
 }
 
-/// Parses with the bridge, compares with `Record::parse_with`, and decodes on every path.
+/// Parses with the bridge, compares with `Record::parse_streams_in_order`, and decodes on every path.
 fn parse_and_decode(blob: &[u8], p: &Parts) {
     let words = aligned(blob);
     let ptr = words.as_ptr().cast::<u8>();
     let (mut ns, mut pb) = (0u64, 0u64);
     // SAFETY: `ptr` holds `blob.len()` readable bytes; the out-pointers are valid.
     let rc = unsafe { rc_record_parse(ptr, blob.len() as u64, 256, &mut ns, &mut pb) };
-    let rust = Record::parse_with(blob, 256, ParseOrder::Codec);
+    let rust = Record::parse_streams_in_order(blob, 256, ParseOrder::Codec);
     let expected = rust.as_ref().map_or_else(|e| e.class(), |_| "OK");
     assert_eq!(name(i64::from(rc)), expected);
     if blob.len() > 1 {
@@ -387,7 +387,7 @@ fn mode_cfs1(data: &[u8]) {
     let st = unsafe {
         tetrad_cfs1_decompress(blob.as_ptr(), blob.len(), out.as_mut_ptr(), cap, &mut written)
     };
-    let rust = tetrad_fse::decompress_into(blob, &mut want[..cap]);
+    let rust = tetrad_fse::decode_into(blob, &mut want[..cap]);
     check_status(st, &rust, |e| e.class());
     if let Ok(n) = rust {
         assert_eq!(written, n);
