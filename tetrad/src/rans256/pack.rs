@@ -560,6 +560,12 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
             outputs.retire(&opts.outdir.join(name));
             removed.push(name.to_owned());
         }
+        // The notes of a pack in parts that never got its manifest go with its shards.
+        for entry in std::fs::read_dir(&opts.outdir).into_iter().flatten().flatten() {
+            if entry.file_name().to_string_lossy().starts_with(PART_PREFIX) {
+                outputs.retire(&entry.path());
+            }
+        }
     }
     outputs
         .create_dir(&opts.outdir)
@@ -671,8 +677,11 @@ fn stage_packed_shard(
 /// Name of the note a partial pack ([`pack_part`]) leaves beside output shard `k` of `n`: its
 /// manifest entry, for [`write_manifest`].
 fn part_name(k: usize, n: usize) -> String {
-    format!(".tetrad-part-{k:05}-of-{n:05}.json")
+    format!("{PART_PREFIX}{k:05}-of-{n:05}.json")
 }
+
+/// The prefix of a part note's name.
+const PART_PREFIX: &str = ".tetrad-part-";
 
 /// Packs only the input shards named in `shards` (basenames) of the checkpoint `opts`
 /// selects, into `opts.outdir`, with the pooled table `table_json` (`int4-rans256-g0`, the
@@ -763,7 +772,7 @@ pub fn write_manifest(outdir: &Path) -> Result<Manifest, Refusal> {
         let entry =
             entry.map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(".tetrad-part-").and_then(|r| r.strip_suffix(".json"))
+        let Some(rest) = name.strip_prefix(PART_PREFIX).and_then(|r| r.strip_suffix(".json"))
         else {
             continue;
         };
