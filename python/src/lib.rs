@@ -110,28 +110,67 @@ fn compress<'py>(
 }
 
 /// Decodes a blob of `compress` back to its bytes (every check and seal verified), as a uint8
-/// array.
+/// array: a new one, or `out` (C-contiguous uint8, exactly the decoded length), which spares
+/// the allocation and its page faults when the caller reuses one. `threads` (default: every
+/// core) splits an int4-rans64-t1 blob's chunks; CFS1 decodes on one.
 #[pyfunction]
-#[pyo3(signature = (blob, codec = "int4-rans64-t1"))]
+#[pyo3(signature = (blob, codec = "int4-rans64-t1", out = None, threads = None))]
 fn decompress<'py>(
     py: Python<'py>,
     blob: &Bound<'py, PyAny>,
     codec: &str,
+    out: Option<Bound<'py, PyArray1<u8>>>,
+    threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyArray1<u8>>> {
     self_contained(codec)?;
     let input = Input::of(blob)?;
     let src = input.bytes();
-    let out = if codec == "cfs1" {
-        heavy(py, || {
-            tetrad::cfse::decode_growing(src).map_err(|e| match e {
-                Some(e) => Refusal::new(e.class(), e.to_string()),
-                None => Refusal::new("E_TOO_LARGE", "no memory for the decoded bytes"),
-            })
-        })?
-    } else {
-        heavy(py, || tetrad::rans64::decode_all(src, tetrad::rans64::default_threads()))?
+    let threads = threads.unwrap_or_else(tetrad::rans64::default_threads).max(1);
+    let cfs1_refusal = |e: tetrad::fse::DecodeError| Refusal::new(e.class(), e.to_string());
+    let rans64_refusal = |e: tetrad::rans::rans64::Error| Refusal::new(e.class(), e.to_string());
+    let Some(out) = out else {
+        let v = if codec == "cfs1" {
+            heavy(py, || {
+                tetrad::cfse::decode_growing(src).map_err(|e| match e {
+                    Some(e) => cfs1_refusal(e),
+                    None => Refusal::new("E_TOO_LARGE", "no memory for the decoded bytes"),
+                })
+            })?
+        } else {
+            heavy(py, || tetrad::rans64::decode_all(src, threads))?
+        };
+        return Ok(PyArray1::from_vec(py, v));
     };
-    Ok(PyArray1::from_vec(py, out))
+    {
+        let mut rw = out
+            .try_readwrite()
+            .map_err(|_| PyValueError::new_err("out is borrowed elsewhere or not writeable"))?;
+        let dst =
+            rw.as_slice_mut().map_err(|_| PyValueError::new_err("out must be C-contiguous"))?;
+        if codec == "cfs1" {
+            let n = heavy(py, || tetrad::fse::decode_into(src, dst).map_err(cfs1_refusal))?;
+            if n != dst.len() {
+                return Err(PyValueError::new_err(format!(
+                    "out holds {} bytes, the blob decodes to {n}",
+                    dst.len()
+                )));
+            }
+        } else {
+            let want = tetrad::rans::rans64::Blob::parse(src)
+                .map_err(|e| refused(py, &rans64_refusal(e)))?
+                .n_bytes();
+            if dst.len() as u64 != want {
+                return Err(PyValueError::new_err(format!(
+                    "out holds {} bytes, the blob decodes to {want}",
+                    dst.len()
+                )));
+            }
+            heavy(py, || {
+                tetrad::rans::rans64::decode_threads(src, dst, threads).map_err(rans64_refusal)
+            })?;
+        }
+    }
+    Ok(out)
 }
 
 /// `tetrad stats --json PATH…` as a dict.

@@ -32,6 +32,11 @@ def test_compress_round_trips_bytes_and_arrays(codec, n):
     assert back.dtype == np.uint8 and back.ndim == 1
     np.testing.assert_array_equal(back, data)
     np.testing.assert_array_equal(tetrad.decompress(np.frombuffer(blob, np.uint8), codec), data)
+    out = np.empty(n, np.uint8)
+    assert tetrad.decompress(blob, codec, out=out, threads=1) is out
+    np.testing.assert_array_equal(out, data)
+    with pytest.raises(ValueError):
+        tetrad.decompress(blob, codec, out=np.empty(n + 1, np.uint8))
 
 
 def test_compress_gives_the_bytes_pack_stores(tmp_path, ckpt, cli):

@@ -100,9 +100,18 @@ def compress(data, codec: str = "int4-rans64-t1") -> bytes:
     return _tetrad.compress(_bytes_like(data, "data"), _codec(codec, CODECS))
 
 
-def decompress(blob, codec: str = "int4-rans64-t1") -> np.ndarray:
-    """Decodes a blob of :func:`compress` (every check and seal verified) to a uint8 array."""
-    return _tetrad.decompress(_bytes_like(blob, "blob"), _codec(codec, CODECS))
+def decompress(blob, codec: str = "int4-rans64-t1", *, out: Optional[np.ndarray] = None,
+               threads: Optional[int] = None) -> np.ndarray:
+    """Decodes a blob of :func:`compress` (every check and seal verified) to a uint8 array.
+
+    ``out``: a C-contiguous uint8 array of exactly the decoded length to decode into (and
+    return), sparing the allocation when it is reused. ``threads``: how many threads split an
+    int4-rans64-t1 blob's chunks (default: every core)."""
+    if out is not None and (not isinstance(out, np.ndarray) or out.dtype != np.uint8 or out.ndim != 1):
+        raise TypeError("out must be a 1-D uint8 numpy array")
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise ValueError("threads must be a positive int")
+    return _tetrad.decompress(_bytes_like(blob, "blob"), _codec(codec, CODECS), out, threads)
 
 
 class Table:

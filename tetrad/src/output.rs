@@ -169,6 +169,7 @@ impl Outputs {
             .collect();
         folders.sort();
         folders.dedup();
+        let mut pending = std::mem::take(&mut self.staged).into_iter().enumerate();
         let result = (|| {
             for p in &self.retire {
                 match std::fs::remove_file(p) {
@@ -181,7 +182,7 @@ impl Outputs {
                     _ => {}
                 }
             }
-            for (k, s) in std::mem::take(&mut self.staged).into_iter().enumerate() {
+            for (k, s) in pending.by_ref() {
                 if k == last && k > 0 {
                     hold("marker");
                 }
@@ -218,6 +219,10 @@ impl Outputs {
             Err(e) => {
                 for p in &created {
                     let _ = std::fs::remove_file(p);
+                }
+                // The files not reached are discarded here: the lock is held.
+                for (_, s) in pending {
+                    discard_locked(s.body, &mut live);
                 }
                 Err(e)
             }
@@ -336,11 +341,15 @@ fn named_temp(dir: &Path) -> io::Result<(File, PathBuf)> {
 
 /// Removes a staged file that will not be committed.
 fn discard(body: Body) {
+    discard_locked(body, &mut live());
+}
+
+/// [`discard`] for a caller that holds the registry lock.
+fn discard_locked(body: Body, live: &mut Live) {
     match body {
         #[cfg(target_os = "linux")]
         Body::Unnamed(_) => {} // freed with its descriptor
         Body::Named(path) => {
-            let mut live = live();
             let _ = std::fs::remove_file(&path);
             live.temps.retain(|p| *p != path);
         }
@@ -621,5 +630,117 @@ pub(crate) mod faults {
                 Err(std::io::Error::from_raw_os_error(28)) // ENOSPC
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::faults::Faults;
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn staged_files_appear_together_on_commit_and_only_then() {
+        for named in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let _f = Faults::new(dir.path(), named);
+            let out = dir.path().join("x").join("y");
+            let mut o = Outputs::new();
+            o.create_dir(&out).unwrap();
+            o.stage(&out.join("a"), |w| w.write_all(b"one")).unwrap();
+            o.stage(&out.join("b"), |w| w.write_all(b"two")).unwrap();
+            let visible = names(&out);
+            assert_eq!(visible.len(), usize::from(named) * 2, "named {named}: {visible:?}");
+            assert!(visible.iter().all(|n| n.starts_with(TEMP_PREFIX)));
+            o.commit().unwrap();
+            assert_eq!(names(&out), ["a", "b"]);
+            assert_eq!(std::fs::read(out.join("b")).unwrap(), b"two");
+            // Dropped uncommitted: nothing new stays, and the folders it created go.
+            let fresh = dir.path().join("z");
+            let mut o = Outputs::new();
+            o.create_dir(&fresh.join("w")).unwrap();
+            o.stage(&fresh.join("w").join("c"), |w| w.write_all(b"three")).unwrap();
+            drop(o);
+            assert!(!fresh.exists(), "named {named}");
+        }
+    }
+
+    #[test]
+    fn a_failed_commit_removes_what_it_created_and_every_temporary_file() {
+        for named in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let _f = Faults::new(dir.path(), named);
+            // A non-empty folder where the second file goes: its rename fails.
+            std::fs::create_dir(dir.path().join("b")).unwrap();
+            std::fs::write(dir.path().join("b").join("keep"), b"k").unwrap();
+            let mut o = Outputs::new();
+            for n in ["a", "b", "c"] {
+                o.stage(&dir.path().join(n), |w| w.write_all(n.as_bytes())).unwrap();
+            }
+            let e = o.commit().unwrap_err();
+            assert!(e.to_string().contains(&dir.path().join("b").display().to_string()), "{e}");
+            assert_eq!(names(dir.path()), ["b"], "named {named}");
+            assert!(live().temps.iter().all(|p| !p.starts_with(dir.path())));
+        }
+    }
+
+    #[test]
+    fn retired_files_go_first_and_replaced_files_keep_their_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        write_bytes(&p, b"old").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(&p), 0o644, "a new file is rw-r--r--");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_bytes(&p, b"new").unwrap();
+        assert_eq!((std::fs::read(&p).unwrap(), mode(&p)), (b"new".to_vec(), 0o640));
+        std::fs::write(dir.path().join("marker"), b"m").unwrap();
+        let mut o = Outputs::new();
+        o.retire(&dir.path().join("marker"));
+        o.retire(&dir.path().join("absent"));
+        o.stage(&dir.path().join("g"), |w| w.write_all(b"g")).unwrap();
+        o.commit().unwrap();
+        assert_eq!(names(dir.path()), ["f", "g"]);
+    }
+
+    #[test]
+    fn the_sweep_removes_dead_runs_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = dir.path().join(format!("{TEMP_PREFIX}{}-x", std::process::id()));
+        let old = dir.path().join(format!("{TEMP_PREFIX}AbC123"));
+        // A pid past the kernel's limit (2^22) names no process.
+        let dead = dir.path().join(format!("{TEMP_PREFIX}{}-y", (1u32 << 22) + 17));
+        for p in [&mine, &old, &dead] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        std::fs::write(dir.path().join("data"), b"d").unwrap();
+        let removed = sweep_stale(dir.path()).unwrap();
+        assert_eq!(removed.len(), 2, "{removed:?}");
+        assert!(mine.exists() && !old.exists() && !dead.exists());
+        let line = swept_line(dir.path(), &removed).unwrap();
+        assert!(
+            line.contains("removed 2 temporary file(s)") && line.contains("and 1 more"),
+            "{line}"
+        );
+        assert!(sweep_stale(&dir.path().join("missing")).unwrap().is_empty());
+        assert!(swept_line(dir.path(), &[]).is_none());
+    }
+
+    #[test]
+    fn check_writable_refuses_a_missing_folder_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        check_writable(&dir.path().join("ok.svg")).unwrap();
+        assert!(names(dir.path()).is_empty());
+        let e = check_writable(&dir.path().join("no").join("p.svg")).unwrap_err();
+        assert!(e.to_string().contains("p.svg") && !e.to_string().contains(TEMP_PREFIX), "{e}");
     }
 }
