@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+#[cfg(feature = "parallel")]
 use rayon::prelude::*;
 
 use crate::io::map_file;
@@ -80,6 +81,32 @@ pub fn compress_checked(name: &str, src: &[u8]) -> Result<Vec<u8>, Refusal> {
     Ok(blob)
 }
 
+/// Runs a collection's items on rayon's threads with the `parallel` feature, in order on this
+/// thread without it.
+trait IntoTasks: Sized {
+    #[cfg(feature = "parallel")]
+    type Tasks: ParallelIterator;
+    #[cfg(not(feature = "parallel"))]
+    type Tasks: Iterator;
+    fn into_tasks(self) -> Self::Tasks;
+}
+
+#[cfg(feature = "parallel")]
+impl<I: IntoParallelIterator> IntoTasks for I {
+    type Tasks = I::Iter;
+    fn into_tasks(self) -> Self::Tasks {
+        self.into_par_iter()
+    }
+}
+
+#[cfg(not(feature = "parallel"))]
+impl<I: IntoIterator> IntoTasks for I {
+    type Tasks = I::IntoIter;
+    fn into_tasks(self) -> Self::Tasks {
+        self.into_iter()
+    }
+}
+
 /// Progress of a long call: told the input bytes handled as each tensor is done (called from
 /// worker threads).
 pub type Tick<'a> = &'a (dyn Fn(u64) + Sync);
@@ -90,7 +117,7 @@ fn blobs_of<'a>(
 ) -> Result<Vec<(&'a TensorEntry, Vec<u8>)>, Refusal> {
     input
         .by_offset()
-        .into_par_iter()
+        .into_tasks()
         .map(|t| {
             let r = compress_checked(&t.name, input.data(t)).map(|b| (t, b));
             tick(t.len());
@@ -257,7 +284,7 @@ fn decode_each(
             end += 1;
         }
         let decoded = (k..end)
-            .into_par_iter()
+            .into_tasks()
             .map(|j| {
                 let t = &c.header.tensors[j];
                 tick(t.len());

@@ -35,6 +35,7 @@
 
 pub mod adapter;
 pub mod cfse;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod container;
 pub mod gguf;
@@ -43,15 +44,18 @@ pub mod json;
 pub mod multiply;
 pub mod output;
 pub mod progress;
+#[cfg(feature = "cli")]
 pub mod quantize_container;
 pub mod rans256;
 pub mod rans64;
 pub mod shard;
 pub mod shardset;
+#[cfg(feature = "cli")]
 pub mod stats;
+#[cfg(feature = "cli")]
 pub mod synth;
 pub mod table_json;
-#[cfg(test)]
+#[cfg(all(test, feature = "cli"))]
 mod write_faults;
 
 pub use tetrad_fse as fse;

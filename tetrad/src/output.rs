@@ -484,7 +484,7 @@ pub fn swept_line(dir: &Path, removed: &[String]) -> Option<String> {
 /// Installs the SIGINT / SIGTERM / SIGHUP handling of the command line (see the module docs):
 /// the runs' staged files and created folders are removed, then the process exits 128 + the
 /// signal's number (130, 143, 129).
-#[cfg(unix)]
+#[cfg(all(unix, feature = "cli"))]
 pub fn exit_on_signals() -> io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;

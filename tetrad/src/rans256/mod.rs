@@ -2,6 +2,7 @@
 //! ([`pack`]), the validator ([`verify`]) and the way back to int4-row shards ([`unpack`]).
 
 pub mod manifest;
+#[cfg(feature = "cli")]
 pub mod pack;
 pub mod set;
 pub mod unpack;
