@@ -150,6 +150,18 @@ pub fn check_output<P: AsRef<Path>>(
     Ok(())
 }
 
+/// Refuses an output folder path that exists and is not a folder (`E_OUTPUT_NOT_DIR`), before
+/// any work: a file where a command writes a set of files.
+pub fn check_output_dir(dir: &Path) -> Result<(), crate::rans256::Refusal> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(crate::rans256::Refusal::new(
+            "E_OUTPUT_NOT_DIR",
+            format!("{} is not a directory; the output is a folder to write into", dir.display()),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod output_safety_tests {
     use super::*;

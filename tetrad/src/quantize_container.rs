@@ -442,12 +442,7 @@ pub fn quantize_path(
     opts: &QuantizeOptions,
 ) -> Result<QuantizeReport, Refusal> {
     let paths = shards_of(input).map_err(|e| Refusal::new(e.class, e.detail))?;
-    if outdir.exists() && !outdir.is_dir() {
-        return Err(Refusal::new(
-            "E_OUTPUT_NOT_DIR",
-            format!("{} is not a directory; OUT is the folder to write into", outdir.display()),
-        ));
-    }
+    crate::io::check_output_dir(outdir)?;
     let mut targets = Vec::with_capacity(paths.len());
     for p in &paths {
         let name = p.file_name().ok_or_else(|| {

@@ -516,7 +516,7 @@ pub fn histogram(opts: &PackOptions, shards: Option<&[String]>) -> Result<[u64; 
 }
 
 fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal> {
-    check_outdir(&opts.outdir)?;
+    crate::io::check_output_dir(&opts.outdir)?;
     let (old_shards, old_manifest) = existing_output(&opts.outdir)?;
     if !opts.force && (!old_shards.is_empty() || old_manifest) {
         let detail = if old_manifest {
@@ -614,20 +614,6 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
     })
 }
 
-/// Refuses an output folder path that is a file (`E_OUTPUT_NOT_DIR`).
-fn check_outdir(outdir: &Path) -> Result<(), Refusal> {
-    if outdir.exists() && !outdir.is_dir() {
-        return Err(Refusal::new(
-            "E_OUTPUT_NOT_DIR",
-            format!(
-                "{} is not a directory; --outdir is the folder to write into",
-                outdir.display()
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// Encodes the weights of one output shard (each checked by decoding it back) and stages the
 /// shard; returns its manifest entry and its record bytes. `pooled` is the table and its JSON
 /// for `int4-rans256-g0`.
@@ -697,7 +683,7 @@ pub fn pack_part(
     table_json: Option<&str>,
     shards: &[String],
 ) -> Result<Vec<String>, Refusal> {
-    check_outdir(&opts.outdir)?;
+    crate::io::check_output_dir(&opts.outdir)?;
     let plan = Plan::new(opts)?;
     plan.check_named(shards)?;
     let pooled = match (codec, table_json) {

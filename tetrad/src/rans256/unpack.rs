@@ -101,15 +101,7 @@ pub fn unpack(indir: &Path, outdir: &Path, opts: &UnpackOptions) -> Result<Unpac
     if manifest.is_some() {
         inputs.push(indir.join(MANIFEST_NAME));
     }
-    if outdir.exists() && !outdir.is_dir() {
-        return Err(Refusal::new(
-            "E_OUTPUT_NOT_DIR",
-            format!(
-                "{} is not a directory; --outdir is the folder to write into",
-                outdir.display()
-            ),
-        ));
-    }
+    crate::io::check_output_dir(outdir)?;
     // (input shard, output name, output path)
     let mut plan = Vec::with_capacity(names.len());
     for base in names {
