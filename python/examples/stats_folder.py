@@ -3,7 +3,7 @@
     python examples/stats_folder.py MODELS_DIR [--no-zstd]
 
 Each sub-folder (or *.safetensors / *.gguf file) of MODELS_DIR is one checkpoint; a progress bar
-(tqdm, if installed) counts them.
+on stderr (tqdm's if it is installed, else a counter) counts them.
 """
 
 import argparse
@@ -25,8 +25,14 @@ def main() -> int:
     try:
         from tqdm import tqdm
         entries_iter = tqdm(entries, unit="checkpoint", file=sys.stderr)
-    except ImportError:
-        entries_iter = entries
+    except ImportError:  # a plain counter on stderr instead
+        def counted(items):
+            for k, item in enumerate(items, 1):
+                print(f"\r[{k}/{len(items)}] {os.path.basename(item)}", end="", file=sys.stderr,
+                      flush=True)
+                yield item
+            print(file=sys.stderr)
+        entries_iter = counted(entries)
     print(f"{'checkpoint':40} {'H0 bits':>8} {'rans256':>8} {'zstd-19':>8}")
     for path in entries_iter:
         try:
