@@ -1,6 +1,7 @@
 //! x86-64 arms: AVX2 + FMA and AVX2 + FMA + AVX-VNNI (256-bit, `avx2::{plain, vnni}`),
-//! AVX-512 F + BW and AVX-512 F + BW + VNNI (512-bit, `avx512::{plain, vnni}`). Each file is one
-//! kernel body instantiated twice, the two instances differing only in the exact int8 dot step.
+//! AVX-512 F + BW and AVX-512 F + BW + VNNI (512-bit, `avx512::{plain, vnni}`). Each folder
+//! holds one set of kernels for its width, the two arms differing only in the exact int8 dot
+//! step (its `Dot` trait).
 //!
 //! All arms share one structure: each output row is processed in chunks of 256 columns; a
 //! chunk is decoded once (SIMD unpacking) into a small L1-resident buffer of unscaled values
@@ -29,7 +30,7 @@ use crate::kernels::{Matrix, Scales};
 /// Whether this CPU's FMA takes a subnormal multiplicand at full speed when the product is
 /// normal: AMD's cores do (vendor `AuthenticAMD`, and Hygon's Zen-derived `HygonGenuine`;
 /// measured on Zen 2), Intel's take a microcode assist per instruction with a subnormal operand (an
-/// Intel Xeon of 2026-12-02 ran the AVX2 fp8 kernel's f32-bits decode, in which the
+/// Intel Xeon ran the AVX2 fp8 kernel's f32-bits decode, in which the
 /// exponent-0 codes of random weights — 5 % of them — are subnormal, at 0.42 G weights/s
 /// against 13.8 on Zen 2). Unknown vendors count as slow; so does Miri (no `cpuid`).
 pub(crate) fn subnormal_operands_full_speed() -> bool {
@@ -197,21 +198,21 @@ pub(crate) fn int3_epilogue<const N: usize>(
 }
 
 /// Whether a kernel call over `m` streams its weights from beyond the caches (more
-/// than [`STREAM_BYTES`]), so its loops prefetch (`avx512::prefetch_l2`, [`BandPrefetch`]).
+/// than [`STREAM_BYTES`]), so its loops prefetch (`avx512::reduce::prefetch_l2`, [`BandPrefetch`]).
 /// The whole matrix counts, not `rows`: threads splitting the rows share the caches.
 pub(crate) fn streams(m: &Matrix<'_>) -> bool {
     m.weights().len() > STREAM_BYTES
 }
 
 /// Weight bytes above which the int8-row / int4-row q8 loops prefetch. Below it the
-/// prefetches only cost issue slots: on the dev VM (32 MiB L3), int8-row q8 in GB/s
+/// prefetches only cost issue slots: on Zen 4 (32 MiB L3, the `kernels` bench), int8-row q8 in GB/s
 /// without / with them: 1 MiB 72 / 45, 8 MiB 72 / 44, 16 MiB 54 / 42, 32 MiB 22 / 27,
 /// 128 MiB 19 / 24 (read 26).
 const STREAM_BYTES: usize = 24 << 20;
 
-/// Where an 8-row band kernel streaming from DRAM (`avx2::band8_sums` and its f32 int8-row
-/// twin, `avx512::band8_sums_512`) prefetches while it sums the band whose first row starts at
-/// `first` (rows of `row_bytes`, contiguous): the first later band at least
+/// Where an 8-row band kernel streaming from DRAM (`avx2::int4_int8_q8::band8_sums` and its f32
+/// int8-row twin, `avx512::int4_int8_q8::band8_sums_512`) prefetches while it sums the band whose
+/// first row starts at `first` (rows of `row_bytes`, contiguous): the first later band at least
 /// [`BAND_AHEAD_BYTES`] ahead — the next one for rows of 2 KiB and more.
 pub(crate) fn band_ahead(first: *const u8, row_bytes: usize) -> *const u8 {
     let band = 8 * row_bytes;
@@ -223,23 +224,23 @@ pub(crate) fn band_ahead(first: *const u8, row_bytes: usize) -> *const u8 {
 /// 128 MiB, `I = 1024`, 4 KiB bands) ran at 24.6–25.1 G weights/s one band ahead and 28.1–31.4
 /// at 8, 16, 32 or 64 KiB ahead (a second distance on top: within 2 %), against a read of the
 /// same bytes at 39.7–40.4; int8-row `I = 1024` 13.6 → 13.8–14.2; `I` ≥ 4096 unchanged
-/// (Zen 4 VM, every distance alternated in one process, medians of 12).
+/// (Zen 4, the `kernels` bench, every distance alternated in one process, medians of 12).
 const BAND_AHEAD_BYTES: usize = 16 << 10;
 
-/// What the band kernels (`avx512::q8_g32_rows16`, `avx2::q8_band8`: `N` rows per band, one
-/// row per lane) prefetch while streaming from DRAM: the rows and scales of the **next** band
-/// — after a chunk's last band, the first band of the next chunk — one band ahead, into L2.
-/// A band reads `N` short runs of weight lines (a chunk is at most 8 KiB of a row) and `N`
-/// runs of scales, too short for the hardware prefetchers to ramp up: without this, mxfp4 q8
-/// from DRAM ran at 21 G weights/s and int4-grouped `gs = 32` at 16, against int4-row's 45–53
-/// (avx512-vnni, 18 725 × 14 336; `docs/PERFORMANCE.md`).
+/// What the band kernels (`avx512::grouped::band_body`, `avx2::grouped::q8_band8`: `N` rows per
+/// band, one row per lane) prefetch while streaming from DRAM: the rows and scales of the **next**
+/// band — after a chunk's last band, the first band of the next chunk — one band ahead, into L2. A
+/// band reads `N` short runs of weight lines (a chunk is at most 8 KiB of a row) and `N` runs of
+/// scales, too short for the hardware prefetchers to ramp up: without this, mxfp4 q8 from DRAM ran
+/// at 21 G weights/s and int4-grouped `gs = 32` at 16, against int4-row's 45–53 (avx512-vnni, 18
+/// 725 × 14 336; `docs/PERFORMANCE.md`).
 ///
-/// The pointers are only ever offset with wrapping arithmetic and handed to prefetch
-/// instructions, which never fault and read nothing the program sees.
+/// The pointers are only ever offset with wrapping arithmetic and handed to prefetch instructions,
+/// which never fault and read nothing the program sees.
 ///
-/// Below the threshold nothing is prefetched: both kernels run a second instance (`STREAM` in
-/// AVX2, `SPECIAL` in AVX-512, which also copies rows a multiple of 4 KiB apart) only for such
-/// matrices, since even a per-block check of the plan cost the cached case 2–4 %.
+/// Below the threshold nothing is prefetched: both kernels run a second instance (`STREAM` in AVX2,
+/// `SPECIAL` in AVX-512, which also copies rows a multiple of 4 KiB apart) only for such matrices,
+/// since even a per-block check of the plan cost the cached case 2–4 %.
 ///
 /// One band ahead is far enough: two bands ahead measured the same.
 pub(crate) struct BandPrefetch<const N: usize> {

@@ -97,7 +97,6 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
                 xsum[k] = q.iter().map(|&v| i32::from(v)).sum();
             }
             if st == 1 {
-                // same contract.
                 q8_int4_band8::<D>(m, xq, s0, xsum[0], rows.clone(), y);
                 s0 += 1;
                 continue;
@@ -215,14 +214,12 @@ pub(super) unsafe fn int4_band8_q8<D: Dot, const STREAM: bool>(
                 split_even_odd(_mm256_loadu_si256(x.cast()), _mm256_loadu_si256(x.add(32).cast()))
             };
             for r in 0..8 {
-                // as above.
                 let w = _mm256_loadu_si256(w[r].cast());
                 let lo = _mm256_and_si256(w, mask);
                 let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), mask);
                 acc[r] = D::dpbusd2(acc[r], lo, xe, hi, xo);
             }
         };
-        // the caller's contract.
         band8_sums::<32, 64, STREAM>(rows, x, blocks, tail, ahead, step)
     }
 }
@@ -321,12 +318,10 @@ pub(super) unsafe fn int8_band8_q8<D: Dot, const STREAM: bool>(
             // x and each w[r] point at 32 readable bytes (band8_sums).
             let xv = _mm256_loadu_si256(x.cast());
             for r in 0..8 {
-                // as above.
                 let w = _mm256_loadu_si256(w[r].cast());
                 acc[r] = dot32_i8::<D>(acc[r], w, xv);
             }
         };
-        // the caller's contract.
         band8_sums::<32, 32, STREAM>(rows, x, blocks, tail, ahead, step)
     }
 }

@@ -215,28 +215,25 @@ pub(super) unsafe fn q8_rows<D: Dot>(
     // access is in bounds as noted at it.
     unsafe {
         if m.format() == Format::Int4Row {
-            // same contract.
             q8_int4_row::<D>(m, xq, rows, y);
             return;
         }
         if m.format() == Format::Int8Row {
-            // same contract.
             q8_int8_row::<D>(m, xq, rows, y);
             return;
         }
         if m.format() == Format::Int2Row && m.i() <= PLANES {
-            // same contract, and I ≤ PLANES.
+            // I ≤ PLANES (checked).
             q8_int2_row::<D>(m, xq, rows, y);
             return;
         }
         if m.format() == Format::Int3G64 && m.i() <= PLANES {
-            // same contract, and I ≤ PLANES.
+            // I ≤ PLANES (checked).
             q8_int3_g64::<D>(m, xq, rows, y);
             return;
         }
         match m.format() {
             Format::Mxfp4 => {
-                // same contract.
                 {
                     if streams(m) {
                         D::q8_band8::<true, false, true>(m, xq, rows, y);
@@ -247,7 +244,6 @@ pub(super) unsafe fn q8_rows<D: Dot>(
                 return;
             }
             Format::Int4Grouped if m.group_len() == 32 => {
-                // same contract.
                 {
                     if streams(m) {
                         D::q8_band8::<false, false, true>(m, xq, rows, y);
@@ -258,7 +254,6 @@ pub(super) unsafe fn q8_rows<D: Dot>(
                 return;
             }
             Format::Int4Grouped if g32_multiple(m.group_len()) => {
-                // same contract.
                 {
                     if streams(m) {
                         D::q8_band8::<false, true, true>(m, xq, rows, y);

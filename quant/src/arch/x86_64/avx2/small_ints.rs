@@ -27,7 +27,6 @@ pub(super) unsafe fn crumb_block<D: Dot>(
     // access is in bounds as noted at it.
     unsafe {
         let three = _mm256_set1_epi8(3);
-        // the caller's contract.
         {
             let w = _mm256_loadu_si256(w.cast());
             let x = |k: usize| _mm256_load_si256(p.add(32 * k).cast());
