@@ -10,6 +10,7 @@
 //! activation row). Scale groups are walked in the order of the scalar reference.
 pub(crate) mod avx2;
 pub(crate) mod avx512;
+pub(crate) mod dispatch;
 
 use core::arch::x86_64::{
     __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_loadl_epi64, _mm_loadu_si128, _mm_or_si128,

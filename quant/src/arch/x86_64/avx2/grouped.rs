@@ -220,8 +220,8 @@ pub(super) unsafe fn f32_fused(
 
 /// One 32-column block of 4 int4-grouped or mxfp4 (`MX`) weight rows (16 bytes at `w[r]`) into the
 /// rows' group sums `part`: mxfp4 by [`nibble_block_f32`] and 4 FMAs against the 32 activations at
-/// `xb`; int4-grouped by [`int4_split_block`] against the
-/// block's split activations (at `split` when given, else split from `xb`).
+/// `xb`; int4-grouped by [`int4_split_block`] against the block's split activations (at `split`
+/// when given, else split from `xb`).
 ///
 /// # Safety
 /// The arm's features available; 16 bytes at every `w[r]`, 32 values at `xb` and at `split` when
@@ -327,15 +327,14 @@ pub(super) unsafe fn nib_rows4_sweep<const MX: bool>(
 /// 13.6). Per 32-column block the 32 activations are loaded once for the half band; a row's 16
 /// bytes are split into column-order codes (`±2·e2m1` by `vpshufb`), widened and converted exactly
 /// ([`nibble_block_f32`]), then 4 FMAs into the row's group sum — int4-grouped instead decodes in
-/// byte order against the activations split into even and odd columns, as
-/// [`f32_int4_band8`]
-/// ([`int4_split_block`]; Zen 2, gs 32, 512 × 1024: 7.0 →
-/// 10.8 G weights/s, 4096 × 14336: 6.3 → 9.3); at each group end `acc = fma(part, scale, acc)` per
-/// row with the row's group scale broadcast (mxfp4: `2^(e − 128)`, for the doubled codes). The
-/// partial last block runs on zero-padded copies (padding codes meet zero activations). Per row: `Σ
-/// acc` (one `vhaddps` tree for the band): within the f32 tolerance (module doc). Before it (the
-/// row kernel [`nibble_row_f32`], whose per-group bookkeeping ran once per 32 weights) these
-/// formats ran at 2.1 (gs 32) and 3.9 (mxfp4) G weights/s in L2 on Zen 2 (the `kernels` bench).
+/// byte order against the activations split into even and odd columns, as [`f32_int4_band8`]
+/// ([`int4_split_block`]; Zen 2, gs 32, 512 × 1024: 7.0 → 10.8 G weights/s, 4096 × 14336: 6.3 →
+/// 9.3); at each group end `acc = fma(part, scale, acc)` per row with the row's group scale
+/// broadcast (mxfp4: `2^(e − 128)`, for the doubled codes). The partial last block runs on
+/// zero-padded copies (padding codes meet zero activations). Per row: `Σ acc` (one `vhaddps` tree
+/// for the band): within the f32 tolerance (module doc). Before it (the row kernel
+/// [`nibble_row_f32`], whose per-group bookkeeping ran once per 32 weights) these formats ran at
+/// 2.1 (gs 32) and 3.9 (mxfp4) G weights/s in L2 on Zen 2 (the `kernels` bench).
 ///
 /// # Safety
 /// The arm's features available; `m` is int4-grouped with `gs % 32 == 0` or mxfp4, `x.len() == I`,

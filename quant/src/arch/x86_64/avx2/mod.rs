@@ -87,7 +87,8 @@
 //! `#[target_feature]` entry points (the [`Dot`] impls of [`Plain`] and [`Vnni`]): a body never
 //! runs outside an entry compiled with its arm's features. By format family:
 //! - `reduce`: horizontal sums and the dot steps over a run of columns;
-//! - `rows`: the per-call dispatch of each path and its generic decode-then-dot loops;
+//! - `rows`: each path's entry body, which runs the kernel `super::dispatch` names for the call,
+//!   and the generic decode-then-dot loops;
 //! - `int4_int8_q8`, `int4_int8_f32`: the int4-row and int8-row kernels (bands of 8 rows);
 //! - `small_ints`: int2-row and int3-g64;
 //! - `grouped`: int4-grouped and mxfp4 (the fused f32 row kernel, the band kernels);
@@ -106,6 +107,8 @@ mod int4_int8_q8;
 mod reduce;
 mod rows;
 mod small_ints;
+
+pub(super) use small_ints::PLANES;
 
 use core::arch::x86_64::{
     __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_dpbusd_avx_epi32, _mm256_madd_epi16,
@@ -136,13 +139,7 @@ static MX_OFF: [i8; 16] = [12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 
 /// chunks a 14 336-column matrix from DRAM was read in two passes of partial rows, slower: mxfp4 q8
 /// (AVX2, Zen 4, the `kernels` bench, 9362 × 14 336, fraction of a plain read of the same bytes)
 /// 0.48–0.51 → 0.62–0.64, int4-grouped `gs = 32` 0.49 → 0.64–0.66; unchanged in cache.
-const QC: usize = 16384;
-
-/// Whether [`grouped::q8_band8`] takes int4-grouped with group length `gs`: a multiple of 32 (whole
-/// subgroups) that divides [`QC`] (a chunk never splits a group), i.e. 32, 64, 128, …, 16384.
-const fn g32_multiple(gs: usize) -> bool {
-    gs != 0 && gs.is_multiple_of(32) && QC.is_multiple_of(gs)
-}
+pub(in crate::arch::x86_64) const QC: usize = 16384;
 
 /// What differs between the two arms: the exact int8 dot step, and the int8-path entry points
 /// compiled with the arm's features (each a thin `#[target_feature]` function monomorphising a

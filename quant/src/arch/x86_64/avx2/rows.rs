@@ -1,6 +1,6 @@
-//! The per-call dispatch of each path ([`f32_rows`], [`q8_rows`]: which kernel runs for a
-//! format, batch and residency) and the generic decode-then-dot loops for the rest: a
-//! 256-column chunk of a row decoded into an L1 buffer, then dot products per group segment.
+//! The two paths' entry bodies ([`f32_rows`], [`q8_rows`]): they run the kernel
+//! [`dispatch`] names for the call, or the generic decode-then-dot loops (a 256-column chunk of
+//! a row decoded into an L1 buffer, then dot products per group segment).
 
 use core::arch::x86_64::*;
 use core::ops::Range;
@@ -10,9 +10,9 @@ use super::grouped::f32_fused;
 use super::int4_int8_f32::f32_int8_band8;
 use super::int4_int8_q8::{q8_int4_row, q8_int8_row};
 use super::reduce::{dot_f32, dot_i8, hsum_ps, nibbles};
-use super::small_ints::{PLANES, q8_int2_row, q8_int3_g64};
-use super::{CH, Dot, MX_LUT, ST, g32_multiple};
-use crate::arch::x86_64::streams;
+use super::small_ints::{q8_int2_row, q8_int3_g64};
+use super::{CH, Dot, MX_LUT, ST};
+use crate::arch::x86_64::dispatch::{self, F32, Q8, Width};
 use crate::format::Format;
 use crate::kernels::{Matrix, QuantizedActs, Scales};
 use crate::scalar;
@@ -134,25 +134,17 @@ pub(super) unsafe fn f32_rows(
     rows: Range<usize>,
     y: &mut [f32],
 ) {
-    let fused = match m.format() {
-        Format::Int4Row | Format::Mxfp4 | Format::Int2Row | Format::Int3G64 => true,
-        Format::Int4Grouped => m.group_len().is_multiple_of(32),
-        _ => false,
-    };
-    if fused {
-        // SAFETY: same contract.
-        unsafe { f32_fused(m, x, s, rows, y) };
-        return;
-    }
-    if m.format() == Format::Fp8E4m3B128 {
-        // SAFETY: same contract.
-        unsafe { f32_fp8(m, x, s, rows, y) };
-        return;
-    }
-    if m.format() == Format::Int8Row {
-        // SAFETY: same contract.
-        unsafe { f32_int8_band8(m, x, s, rows, y) };
-        return;
+    match dispatch::f32(Width::Avx2, m, s) {
+        // SAFETY: the caller's contract (this module's features, the asserted shapes); the
+        // table chose it for int4-row, mxfp4, int2-row, int3-g64 or int4-grouped with `gs` a
+        // multiple of 32, the formats `f32_fused` takes.
+        F32::Fused => return unsafe { f32_fused(m, x, s, rows, y) },
+        // SAFETY: the caller's contract (this module's features, the asserted shapes); fp8.
+        F32::Fp8 => return unsafe { f32_fp8(m, x, s, rows, y) },
+        // SAFETY: the caller's contract (this module's features, the asserted shapes);
+        // int8-row.
+        F32::Int8Bands => return unsafe { f32_int8_band8(m, x, s, rows, y) },
+        F32::Tiled { .. } | F32::Avx2 | F32::Generic => {}
     }
     let (ni, gl, nr) = (m.i(), m.group_len(), rows.len());
     let mut ibuf = [0i8; CH];
@@ -214,56 +206,24 @@ pub(super) unsafe fn q8_rows<D: Dot>(
     // this body is always inlined), so every intrinsic call is sound; every pointer
     // access is in bounds as noted at it.
     unsafe {
-        if m.format() == Format::Int4Row {
-            q8_int4_row::<D>(m, xq, rows, y);
-            return;
-        }
-        if m.format() == Format::Int8Row {
-            q8_int8_row::<D>(m, xq, rows, y);
-            return;
-        }
-        if m.format() == Format::Int2Row && m.i() <= PLANES {
-            // I ≤ PLANES (checked).
-            q8_int2_row::<D>(m, xq, rows, y);
-            return;
-        }
-        if m.format() == Format::Int3G64 && m.i() <= PLANES {
-            // I ≤ PLANES (checked).
-            q8_int3_g64::<D>(m, xq, rows, y);
-            return;
-        }
-        match m.format() {
-            Format::Mxfp4 => {
-                {
-                    if streams(m) {
-                        D::q8_band8::<true, false, true>(m, xq, rows, y);
-                    } else {
-                        D::q8_band8::<true, false, false>(m, xq, rows, y);
-                    }
-                }
-                return;
+        match dispatch::q8(Width::Avx2, m, xq.s()) {
+            Q8::Int4Row => return q8_int4_row::<D>(m, xq, rows, y),
+            Q8::Int8Row => return q8_int8_row::<D>(m, xq, rows, y),
+            // The table chose these for I ≤ PLANE_COLS = PLANES only.
+            Q8::Int2Planes => return q8_int2_row::<D>(m, xq, rows, y),
+            Q8::Int3Planes => return q8_int3_g64::<D>(m, xq, rows, y),
+            // The table chose the band for mxfp4 and int4-grouped with whole subgroups only.
+            Q8::Band { mx, wide, special, .. } => {
+                return match (mx, wide, special) {
+                    (true, _, true) => D::q8_band8::<true, false, true>(m, xq, rows, y),
+                    (true, _, false) => D::q8_band8::<true, false, false>(m, xq, rows, y),
+                    (false, false, true) => D::q8_band8::<false, false, true>(m, xq, rows, y),
+                    (false, false, false) => D::q8_band8::<false, false, false>(m, xq, rows, y),
+                    (false, true, true) => D::q8_band8::<false, true, true>(m, xq, rows, y),
+                    (false, true, false) => D::q8_band8::<false, true, false>(m, xq, rows, y),
+                };
             }
-            Format::Int4Grouped if m.group_len() == 32 => {
-                {
-                    if streams(m) {
-                        D::q8_band8::<false, false, true>(m, xq, rows, y);
-                    } else {
-                        D::q8_band8::<false, false, false>(m, xq, rows, y);
-                    }
-                }
-                return;
-            }
-            Format::Int4Grouped if g32_multiple(m.group_len()) => {
-                {
-                    if streams(m) {
-                        D::q8_band8::<false, true, true>(m, xq, rows, y);
-                    } else {
-                        D::q8_band8::<false, true, false>(m, xq, rows, y);
-                    }
-                }
-                return;
-            }
-            _ => {}
+            Q8::Avx2Bands | Q8::Generic => {}
         }
         let (ni, gl, nr, s) = (m.i(), m.group_len(), rows.len(), xq.s());
         let mut ibuf = [0i8; CH];

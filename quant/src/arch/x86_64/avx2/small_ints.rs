@@ -41,7 +41,7 @@ pub(super) unsafe fn crumb_block<D: Dot>(
 }
 
 /// Activation codes [`q8_int2_row`] splits into crumb planes (a multiple of 128).
-pub(super) const PLANES: usize = 32 << 10;
+pub(in crate::arch::x86_64) const PLANES: usize = 32 << 10;
 
 /// A 32-byte-aligned stack buffer for [`q8_int2_row`]'s crumb planes.
 #[repr(C, align(32))]

@@ -16,14 +16,7 @@ use crate::kernels::{Matrix, QuantizedActs, Scales};
 /// was read in two passes of partial rows, at 0.62–0.65 of a plain read of the same bytes (mxfp4
 /// q8, avx512-vnni, Zen 4, the `kernels` bench, 9362 × 14 336); one pass: 0.87; int4-grouped `gs =
 /// 32` 0.56 → 0.77–0.81. Unchanged in cache.
-pub(super) const QC: usize = 16384;
-
-/// Whether [`Dot::q8_g32_rows16`] takes int4-grouped with group length
-/// `gs`: a multiple of 32 (whole subgroups) that divides [`QC`] (a chunk never splits a group),
-/// i.e. 32, 64, 128, …, 16384.
-pub(super) const fn g32_multiple(gs: usize) -> bool {
-    gs != 0 && gs.is_multiple_of(32) && QC.is_multiple_of(gs)
-}
+pub(in crate::arch::x86_64) const QC: usize = 16384;
 
 /// Sums of 16 vectors of i32 lanes, 4 per 128-bit lane `q`, into 4 vectors: lane `r` of
 /// result `q` = the sum of the four lanes of 128-bit lane `q` of `a[r]`. Every lane of
@@ -214,16 +207,8 @@ pub(super) fn ue8_pow2(v: __m512i, q: usize) -> __m512 {
 /// fall into one L1 set (8 ways), and [`Dot::q8_g32_rows16`] first
 /// copies the band's rows, [`RB`] blocks at a time, into a [`BandBuf`] (avx512-vnni, mxfp4 q8, 64 ×
 /// 8192: 33 → 45 G weights/s; int4-grouped `gs = 32` 33 → 49).
-pub(super) fn restrides(m: &Matrix<'_>) -> bool {
+pub(in crate::arch::x86_64) fn restrides(m: &Matrix<'_>) -> bool {
     m.row_bytes(0).len().is_multiple_of(4096)
-}
-
-/// Whether [`Dot::q8_g32_rows16`] runs its instance with the two rare
-/// cases — prefetching from DRAM ([`streams`]) and copying rows ([`restrides`]) — checked per
-/// block. The common case runs an instance without them: the checks alone cost the cached 512 ×
-/// 1024 case 2–4 %.
-pub(super) fn band_special(m: &Matrix<'_>) -> bool {
-    m.o() > 0 && (streams(m) || restrides(m))
 }
 
 /// [`RB`] 64-byte blocks of each of the 16 rows of a band, cache-line aligned.

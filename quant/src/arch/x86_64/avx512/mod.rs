@@ -60,7 +60,8 @@
 //! `#[target_feature]` entry points (the [`Dot`] impls of [`Plain`] and [`Vnni`]): a body never
 //! runs outside an entry compiled with its arm's features. By format family:
 //! - `reduce`: the dot steps over a run of columns, prefetching, the aligned activation copy;
-//! - `rows`: the per-call dispatch of each path and its generic decode-then-dot loops;
+//! - `rows`: each path's entry body, which runs the kernel `super::dispatch` names for the call,
+//!   and the generic decode-then-dot loops;
 //! - `nib_f32`: int4-row, int4-grouped and mxfp4 on the f32 path (row kernels for 1 to 4
 //!   activation rows, the de-interleaved form, the small-batch tiles);
 //! - `fp8`: fp8 e4m3 (f32 path);
@@ -80,6 +81,9 @@ mod nib_f32;
 mod reduce;
 mod rows;
 mod small_ints;
+
+pub(super) use grouped::{QC, restrides};
+pub(super) use reduce::XA;
 
 use core::arch::x86_64::{
     __m512i, _mm512_add_epi32, _mm512_dpbusd_epi32, _mm512_madd_epi16, _mm512_maddubs_epi16,

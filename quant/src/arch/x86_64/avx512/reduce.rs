@@ -8,7 +8,7 @@ use super::{Dot, mask16, mask64};
 use crate::arch::x86_64::sums8;
 
 /// Activation bytes [`AlignedActs`] holds.
-pub(super) const XA: usize = 32 << 10;
+pub(in crate::arch::x86_64) const XA: usize = 32 << 10;
 
 /// A 64-byte-aligned stack buffer for activation rows.
 #[repr(C, align(64))]

@@ -1,18 +1,16 @@
-//! The per-call dispatch of each path ([`f32_rows`], [`q8_rows`]: which kernel runs for a
-//! format, batch and residency) and the generic decode-then-dot loops for the rest: a
-//! 256-column chunk of a row decoded into an L1 buffer, then 512-bit dot products per group
-//! segment.
+//! The two paths' entry bodies ([`f32_rows`], [`q8_rows`]): they run the kernel
+//! [`dispatch`] names for the call, or the generic decode-then-dot loops (a 256-column chunk of
+//! a row decoded into an L1 buffer, then dot products per group segment).
 
 use core::arch::x86_64::*;
 use core::ops::Range;
 
-use super::grouped::{band_special, g32_multiple};
 use super::int4_int8_q8::{q8_int4_row, q8_int8_row};
 use super::nib_f32::{Kind, f32_tiled};
-use super::reduce::{XA, dot_f32, dot_i8};
+use super::reduce::{dot_f32, dot_i8};
 use super::small_ints::{q8_int2_row, q8_int3_g64};
 use super::{CH, Dot, I4_MAG, MX_MAG, ST, mask64};
-use crate::arch::x86_64::streams;
+use crate::arch::x86_64::dispatch::{self, F32, Q8, Width};
 use crate::format::Format;
 use crate::kernels::{Matrix, QuantizedActs};
 use crate::scalar;
@@ -92,57 +90,40 @@ pub(super) unsafe fn f32_rows(
     rows: Range<usize>,
     y: &mut [f32],
 ) {
-    // int4-row and fp8 at S ≥ 2: the 256-bit small-batch passes (8, 4 or 2 activation
-    // rows per pass over L1-resident activation chunks; `docs/kernels.md`). On Zen 4 a
-    // 512-bit FMA has the throughput of two 256-bit ones, and these passes measured
-    // 1.2 × (int4-row) and 1.6 × (fp8) faster than this arm's 4-row tiles at S = 16
-    // there; the last single row, if any, stays here.
     let (ni, nr) = (m.i(), rows.len());
-    let n = if s >= 2 && matches!(m.format(), Format::Int4Row | Format::Fp8E4m3B128) {
-        let r = rows.clone();
-        crate::arch::x86_64::avx2::plain::matmul_f32_small_batch(m, x, s, r, y).unwrap_or(0)
-    } else {
-        0
-    };
-    if n == s {
-        return;
-    }
-    let (x, s, y) = (&x[n * ni..], s - n, &mut y[n * nr..]);
-    match m.format() {
-        Format::Int4Row => {
-            // SAFETY: same contract.
-            unsafe { f32_tiled(m, x, s, rows, y, Kind::Int4) }
+    match dispatch::f32(Width::Avx512, m, s) {
+        F32::Tiled { mx, fp8, avx2_batch } => {
+            // Activation rows 0..n by the 256-bit small-batch passes (n = 0 where they do not
+            // apply), the rest here.
+            let n = if avx2_batch {
+                let r = rows.clone();
+                crate::arch::x86_64::avx2::plain::matmul_f32_small_batch(m, x, s, r, y).unwrap_or(0)
+            } else {
+                0
+            };
+            if n < s {
+                let (x, s, y) = (&x[n * ni..], s - n, &mut y[n * nr..]);
+                let kind = match (mx, fp8) {
+                    (true, _) => Kind::Mx,
+                    (_, true) => Kind::Fp8,
+                    _ => Kind::Int4,
+                };
+                // SAFETY: the caller's contract (this module's features, the asserted shapes,
+                // here for activation rows n..s); the table chose the tiles for int4-row,
+                // int4-grouped with `gs` a multiple of 32, mxfp4 and fp8, as `kind` says.
+                unsafe { f32_tiled(m, x, s, rows, y, kind) }
+            }
         }
-        Format::Int4Grouped if m.group_len().is_multiple_of(32) => {
-            // SAFETY: same contract.
-            unsafe { f32_tiled(m, x, s, rows, y, Kind::Int4) }
-        }
-        Format::Mxfp4 => {
-            // SAFETY: same contract.
-            unsafe { f32_tiled(m, x, s, rows, y, Kind::Mx) }
-        }
-        Format::Fp8E4m3B128 => {
-            // SAFETY: same contract.
-            unsafe { f32_tiled(m, x, s, rows, y, Kind::Fp8) }
-        }
-        Format::Int8Row | Format::Int2Row | Format::Int3G64 | Format::F32 => {
-            // The AVX2 arm's fused kernels: int8-row on 8-row bands (per 8 weights one `vpmovsxbd`,
-            // one conversion, one FMA; from DRAM the next band prefetched), int2-row / int3-g64
-            // decoded 64 columns at a time in registers. This arm's chunked path (codes widened
-            // into an L1 buffer, then a dot) was slower for all three (Zen 4, the `kernels` bench,
-            // S = 1, G weights/s, L2 / DRAM): int8-row 8 / 5 against 28 / 22, int2-row 5.1 / 5.9
-            // against 13.0 / 12.3, int3-g64 3.6 / 3.3 against 5.6 / 6.7. f32 weights: the AVX2
-            // arm's 256-bit dot was faster on every core measured (512 × 1024, S = 1: Zen 4 11.1
-            // against 8.6, Intel Xeon 7.5 against 6.3, Zen 5 13.4 against 10.4; from DRAM within
-            // noise of each other).
-            let r = rows.clone();
-            if !crate::arch::x86_64::avx2::plain::matmul_f32_rows(m, x, s, r, y) {
-                // SAFETY: same contract.
+        F32::Avx2 => {
+            if !crate::arch::x86_64::avx2::plain::matmul_f32_rows(m, x, s, rows.clone(), y) {
+                // SAFETY: the caller's contract (this module's features, the asserted shapes).
                 unsafe { f32_generic(m, x, s, rows, y) }
             }
         }
-        // SAFETY: same contract.
-        _ => unsafe { f32_generic(m, x, s, rows, y) },
+        // SAFETY: the caller's contract (this module's features, the asserted shapes).
+        F32::Fused | F32::Fp8 | F32::Int8Bands | F32::Generic => unsafe {
+            f32_generic(m, x, s, rows, y)
+        },
     }
 }
 
@@ -222,53 +203,38 @@ pub(super) unsafe fn q8_rows<D: Dot>(
     // this body is always inlined), so every intrinsic call is sound; every pointer
     // access is in bounds as noted at it.
     unsafe {
-        // int4-row and int8-row GEMV streamed from DRAM: the AVX2 arm's 8-row band
-        // kernels (same exact sums, bit-identical results). On Zen 4 (512-bit
-        // operations at half rate) they kept closer to the read of the same bytes than
-        // this arm's 512-bit bands, in the same runs: int4-row 0.91–0.94 of the read
-        // against 0.83–0.90, int8-row 0.92–0.97 against 0.86–0.99 (three alternating
-        // runs of each build, the `kernels` bench, `docs/PERFORMANCE.md`); in L2 this
-        // arm stays 1.3–1.4 × faster, so only streaming matrices go there.
-        if xq.s() == 1
-            && streams(m)
-            && matches!(m.format(), Format::Int4Row | Format::Int8Row)
-            && crate::arch::x86_64::avx2::plain::matmul_q8_rows(m, xq, rows.clone(), y)
-        {
-            return;
-        }
-        match m.format() {
-            Format::Int4Row => q8_int4_row::<D>(m, xq, rows, y),
-            Format::Int8Row => q8_int8_row::<D>(m, xq, rows, y),
-            Format::Int2Row if m.i() <= XA => q8_int2_row::<D>(m, xq, rows, y),
-            Format::Int3G64 if m.i() <= XA => q8_int3_g64::<D>(m, xq, rows, y),
-            Format::Mxfp4 => {
-                // VBMI detected where its variant runs.
-                match (band_special(m), crate::isa::vbmi_lookups()) {
-                    (true, true) => D::q8_mx_rows16_vbmi::<true>(m, xq, rows, y),
-                    (false, true) => D::q8_mx_rows16_vbmi::<false>(m, xq, rows, y),
-                    (true, false) => D::q8_g32_rows16::<true, false, true>(m, xq, rows, y),
-                    (false, false) => D::q8_g32_rows16::<true, false, false>(m, xq, rows, y),
+        match dispatch::q8(Width::Avx512, m, xq.s()) {
+            Q8::Avx2Bands => {
+                if !crate::arch::x86_64::avx2::plain::matmul_q8_rows(m, xq, rows.clone(), y) {
+                    // Without AVX2 (never with AVX-512 in practice): this arm's kernels.
+                    if m.format() == Format::Int4Row {
+                        q8_int4_row::<D>(m, xq, rows, y);
+                    } else {
+                        q8_int8_row::<D>(m, xq, rows, y);
+                    }
                 }
             }
-            Format::Int4Grouped if m.group_len() == 32 => {
-                if band_special(m) {
-                    D::q8_g32_rows16::<false, false, true>(m, xq, rows, y);
-                } else {
+            Q8::Int4Row => q8_int4_row::<D>(m, xq, rows, y),
+            Q8::Int8Row => q8_int8_row::<D>(m, xq, rows, y),
+            // The table chose these for I ≤ PLANE_COLS = XA only.
+            Q8::Int2Planes => q8_int2_row::<D>(m, xq, rows, y),
+            Q8::Int3Planes => q8_int3_g64::<D>(m, xq, rows, y),
+            // The table chose the band for mxfp4 and int4-grouped with whole subgroups only
+            // (with at most `i32::MAX` scales when `wide`: the gather's indices), and `vbmi`
+            // where the CPU has VBMI.
+            Q8::Band { mx, wide, special, vbmi } => match (mx, vbmi, wide, special) {
+                (true, true, _, true) => D::q8_mx_rows16_vbmi::<true>(m, xq, rows, y),
+                (true, true, _, false) => D::q8_mx_rows16_vbmi::<false>(m, xq, rows, y),
+                (true, false, _, true) => D::q8_g32_rows16::<true, false, true>(m, xq, rows, y),
+                (true, false, _, false) => D::q8_g32_rows16::<true, false, false>(m, xq, rows, y),
+                (false, _, false, true) => D::q8_g32_rows16::<false, false, true>(m, xq, rows, y),
+                (false, _, false, false) => {
                     D::q8_g32_rows16::<false, false, false>(m, xq, rows, y);
                 }
-            }
-            Format::Int4Grouped
-                if g32_multiple(m.group_len())
-                    && m.o() * m.groups_per_row() <= i32::MAX as usize =>
-            {
-                // The scale indices fit the gather's i32.
-                if band_special(m) {
-                    D::q8_g32_rows16::<false, true, true>(m, xq, rows, y);
-                } else {
-                    D::q8_g32_rows16::<false, true, false>(m, xq, rows, y);
-                }
-            }
-            _ => q8_generic::<D>(m, xq, rows, y),
+                (false, _, true, true) => D::q8_g32_rows16::<false, true, true>(m, xq, rows, y),
+                (false, _, true, false) => D::q8_g32_rows16::<false, true, false>(m, xq, rows, y),
+            },
+            Q8::Generic => q8_generic::<D>(m, xq, rows, y),
         }
     }
 }
