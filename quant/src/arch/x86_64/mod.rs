@@ -19,9 +19,10 @@ use core::arch::x86_64::{
     _mm_unpacklo_epi16, _mm_unpacklo_epi32,
 };
 use core::arch::x86_64::{
-    __m256i, _mm256_add_epi32, _mm256_add_ps, _mm256_cvtepi32_ps, _mm256_hadd_epi32,
-    _mm256_loadu_ps, _mm256_mul_ps, _mm256_permute2x128_si256, _mm256_set1_ps, _mm256_setzero_ps,
-    _mm256_storeu_ps,
+    __m256i, __m512i, _MM_HINT_T1, _mm_prefetch, _mm256_add_epi32, _mm256_add_ps,
+    _mm256_cvtepi32_ps, _mm256_hadd_epi32, _mm256_loadu_ps, _mm256_mul_ps,
+    _mm256_permute2x128_si256, _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256,
+    _mm256_storeu_ps, _mm512_castsi512_si256, _mm512_extracti64x4_epi64, _mm512_setzero_si512,
 };
 use core::ops::Range;
 
@@ -62,6 +63,129 @@ pub(crate) fn sums8(a: [__m256i; 8]) -> __m256i {
         _mm256_permute2x128_si256::<0x20>(lo, hi),
         _mm256_permute2x128_si256::<0x31>(lo, hi),
     )
+}
+
+/// An i32 accumulator vector of one width, as [`band8_sums`] uses it.
+pub(crate) trait BandAcc: Copy {
+    /// All lanes zero.
+    ///
+    /// # Safety
+    /// The CPU has the width's features (AVX2; AVX-512 F and BW).
+    unsafe fn zero() -> Self;
+
+    /// Exact lane sums of 8 vectors: lane `r` of the result is `Σ lanes of a[r]` (exact while
+    /// every sum fits, which the callers' bounds guarantee).
+    ///
+    /// # Safety
+    /// As [`BandAcc::zero`].
+    unsafe fn sums8(a: [Self; 8]) -> __m256i;
+}
+
+impl BandAcc for __m256i {
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        // SAFETY: the caller has AVX2.
+        unsafe { _mm256_setzero_si256() }
+    }
+
+    #[inline(always)]
+    unsafe fn sums8(a: [Self; 8]) -> __m256i {
+        // SAFETY: the caller has AVX2.
+        unsafe { sums8(a) }
+    }
+}
+
+impl BandAcc for __m512i {
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        // SAFETY: the caller has AVX-512 F.
+        unsafe { _mm512_setzero_si512() }
+    }
+
+    #[inline(always)]
+    unsafe fn sums8(a: [Self; 8]) -> __m256i {
+        // SAFETY: the caller has AVX-512 F and BW.
+        unsafe { sums8_512(a) }
+    }
+}
+
+/// [`sums8`] of 512-bit vectors: each vector's 256-bit halves added, then [`sums8`].
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn sums8_512(a: [__m512i; 8]) -> __m256i {
+    sums8(core::array::from_fn(|r| {
+        _mm256_add_epi32(_mm512_castsi512_si256(a[r]), _mm512_extracti64x4_epi64::<1>(a[r]))
+    }))
+}
+
+/// One block of [`band8_sums`]: adds `W` bytes of each of 8 rows (at `w[r]`) against `X`
+/// activation codes (at `x`) into the rows' accumulators. A trait with an always-inlined method
+/// rather than a closure: a closure in a body without target features is compiled without them,
+/// and where LLVM keeps it out of line every intrinsic in it becomes a call.
+pub(crate) trait BandStep<A> {
+    /// Adds one block into `acc`.
+    ///
+    /// # Safety
+    /// The CPU has the features of `A`'s width and of the implementation's arm; `x` and every
+    /// `w[r]` are readable for the block's `X` and `W` bytes.
+    unsafe fn step(&self, acc: &mut [A; 8], w: [*const u8; 8], x: *const i8);
+}
+
+/// The 8 exact sums of a band of 8 weight rows against one activation row, as one vector (lane `r`
+/// = row `r`), for both widths (accumulators `A`: `__m256i` or `__m512i`): `step.step(acc, w, x)` adds
+/// one block (`W` bytes of each row at `w[r]`, `X` activation codes at `x`) into the 8
+/// accumulators, one per row, for each of the `blocks` full blocks and then the partial last block
+/// `tail` (zero-padded copies), if any; [`BandAcc::sums8`] at the end (one reduction per 8 rows).
+/// The int4-row and int8-row GEMV kernels of every x86 arm run on it.
+///
+/// `STREAM` (a matrix streamed from DRAM, [`streams`]): each block step also prefetches into L2 the
+/// next `8 · W` bytes from `ahead`, the start of a later band (8 rows, contiguous in the matrix:
+/// the next band, or for short rows the first one at least 16 KiB ahead,
+/// `crate::arch::x86_64::band_ahead`), so a band is in flight while this one is summed. The
+/// hardware prefetchers alone, following 8 row streams, kept too few lines in flight: AVX2, Zen 4,
+/// the `kernels` bench, 9362 × 14 336, fraction of a plain read of the same bytes in the same
+/// process: int4-row 0.68–0.71 → 0.87–0.96, int8-row 0.77–0.78 → 0.89–0.96 (two bands ahead: about
+/// the same; one and three bands ahead together: 0.83).
+///
+/// # Safety
+/// The features of `A`'s width available; every `rows[r]` holds at least `W · blocks` bytes, `x` at least `X
+/// · blocks` codes, the tail's pointers `W` and `X`; `step` reads only the `W` and `X` bytes at its
+/// pointers.
+#[inline(always)]
+pub(crate) unsafe fn band8_sums<A: BandAcc, const W: usize, const X: usize, const STREAM: bool>(
+    rows: [*const u8; 8],
+    x: *const i8,
+    blocks: usize,
+    tail: Option<([*const u8; 8], *const i8)>,
+    ahead: *const u8,
+    step: impl BandStep<A>,
+) -> __m256i {
+    // SAFETY: the caller has the features of `A`'s width (it runs in an arm's entry point,
+    // into which this body is always inlined).
+    let mut acc = [unsafe { A::zero() }; 8];
+    for b in 0..blocks {
+        if STREAM {
+            for l in 0..8 * W / 64 {
+                // SAFETY: SSE is part of x86-64; a prefetch is a hint that never faults and
+                // reads nothing the program sees, whatever the (wrapping) address.
+                unsafe {
+                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(8 * W * b + 64 * l).cast())
+                };
+            }
+        }
+        // b < blocks: X codes at X·b, W bytes at W·b of every row.
+        let w = core::array::from_fn(|r| rows[r].wrapping_add(W * b));
+        // SAFETY: the caller has the width's features; b < blocks, so the X codes at X·b and
+        // the W bytes at W·b of every row are readable (this function's contract).
+        unsafe { step.step(&mut acc, w, x.wrapping_add(X * b)) };
+    }
+    if let Some((w, x)) = tail {
+        // SAFETY: the caller has the width's features; the tail's pointers address W and X
+        // readable bytes (this function's contract).
+        unsafe { step.step(&mut acc, w, x) };
+    }
+    // SAFETY: as for `A::zero` above.
+    unsafe { A::sums8(acc) }
 }
 
 /// The reference's epilogue of a one-group row format (`((0 + (d as f32) · s) · sx)`)
@@ -211,8 +335,8 @@ pub(crate) fn streams(m: &Matrix<'_>) -> bool {
 /// 128 MiB 19 / 24 (read 26).
 const STREAM_BYTES: usize = 24 << 20;
 
-/// Where an 8-row band kernel streaming from DRAM (`avx2::int4_int8_q8::band8_sums` and its f32
-/// int8-row twin, `avx512::int4_int8_q8::band8_sums_512`) prefetches while it sums the band whose
+/// Where an 8-row band kernel streaming from DRAM ([`band8_sums`] and the 256-bit f32 int8-row
+/// twin) prefetches while it sums the band whose
 /// first row starts at `first` (rows of `row_bytes`, contiguous): the first later band at least
 /// [`BAND_AHEAD_BYTES`] ahead — the next one for rows of 2 KiB and more.
 pub(crate) fn band_ahead(first: *const u8, row_bytes: usize) -> *const u8 {

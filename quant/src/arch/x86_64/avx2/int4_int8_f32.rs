@@ -241,7 +241,7 @@ pub(super) unsafe fn int4_split_codes(w: *const u8) -> [__m256; 4] {
 /// zero-padded copies. Per row: `Σ w·x` (one `vhaddps` tree for the band), times the
 /// row's scale: within the f32 tolerance (module doc). From DRAM (`streams`), each
 /// 32-column block of the first activation row prefetches the next 256 bytes of a
-/// later band, as [`band8_sums`](super::int4_int8_q8::band8_sums).
+/// later band, as [`band8_sums`](crate::arch::x86_64::band8_sums).
 ///
 /// # Safety
 /// The arm's features available; `m` is int8-row, `x.len() ≥ s · I`, `y.len() ≥ s ·

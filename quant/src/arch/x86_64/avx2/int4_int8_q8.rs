@@ -3,11 +3,12 @@
 //! ([`q8_int4_band8`], [`q8_int8_row`]) through [`band8_sums`].
 
 use core::arch::x86_64::*;
+use core::marker::PhantomData;
 use core::ops::Range;
 
 use super::Dot;
 use super::reduce::{dot32_i8, hsum_epi32, split_even_odd};
-use crate::arch::x86_64::{row_epilogue8, streams, sums8};
+use crate::arch::x86_64::{BandStep, band8_sums, row_epilogue8, streams};
 use crate::kernels::{Matrix, QuantizedActs, Scales};
 use crate::scalar;
 
@@ -136,56 +137,6 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
     }
 }
 
-/// The 8 exact sums of a band of 8 weight rows against one activation row, as one vector (lane `r`
-/// = row `r`): `step(acc, w, x)` adds one block (`W` bytes of each row at `w[r]`, `X` activation
-/// codes at `x`) into the 8 accumulators, one per row, for each of the `blocks` full blocks and
-/// then the partial last block `tail` (zero-padded copies), if any; [`sums8`] at the end.
-///
-/// `STREAM` (a matrix streamed from DRAM, [`streams`]): each block step also prefetches into L2 the
-/// next `8 · W` bytes from `ahead`, the start of a later band (8 rows, contiguous in the matrix:
-/// the next band, or for short rows the first one at least 16 KiB ahead,
-/// `crate::arch::x86_64::band_ahead`), so a band is in flight while this one is summed. The
-/// hardware prefetchers alone, following 8 row streams, kept too few lines in flight: AVX2, Zen 4,
-/// the `kernels` bench, 9362 × 14 336, fraction of a plain read of the same bytes in the same
-/// process: int4-row 0.68–0.71 → 0.87–0.96, int8-row 0.77–0.78 → 0.89–0.96 (two bands ahead: about
-/// the same; one and three bands ahead together: 0.83).
-///
-/// # Safety
-/// The arm's features available; every `rows[r]` holds at least `W · blocks` bytes, `x` at least `X
-/// · blocks` codes, the tail's pointers `W` and `X`; `step` reads only the `W` and `X` bytes at its
-/// pointers.
-#[inline(always)]
-pub(super) unsafe fn band8_sums<const W: usize, const X: usize, const STREAM: bool>(
-    rows: [*const u8; 8],
-    x: *const i8,
-    blocks: usize,
-    tail: Option<([*const u8; 8], *const i8)>,
-    ahead: *const u8,
-    step: impl Fn(&mut [__m256i; 8], [*const u8; 8], *const i8),
-) -> __m256i {
-    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
-    // this body is always inlined), so every intrinsic call is sound; every pointer
-    // access is in bounds as noted at it.
-    unsafe {
-        let mut acc = [_mm256_setzero_si256(); 8];
-        for b in 0..blocks {
-            if STREAM {
-                for l in 0..8 * W / 64 {
-                    // A hint: never faults, whatever the (wrapping) address.
-                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(8 * W * b + 64 * l).cast());
-                }
-            }
-            // b < blocks: X codes at X·b, W bytes at W·b of every row.
-            let w = core::array::from_fn(|r| rows[r].wrapping_add(W * b));
-            step(&mut acc, w, x.wrapping_add(X * b));
-        }
-        if let Some((w, x)) = tail {
-            step(&mut acc, w, x);
-        }
-        sums8(acc)
-    }
-}
-
 /// `Σ nib · x` of 8 int4 rows against **one** activation row ([`band8_sums`], 64-column
 /// blocks): the block's activation codes are loaded once and split into even and odd
 /// columns ([`split_even_odd`]: the layout of the low and high nibbles of a row's 32
@@ -203,24 +154,36 @@ pub(super) unsafe fn int4_band8_q8<D: Dot, const STREAM: bool>(
     tail: Option<([*const u8; 8], *const i8)>,
     ahead: *const u8,
 ) -> __m256i {
-    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
-    // this body is always inlined), so every intrinsic call is sound; every pointer
-    // access is in bounds as noted at it.
+    // SAFETY: the caller has `D`'s features and meets `band8_sums`'s contract for these `W`
+    // and `X` (this function's contract).
     unsafe {
-        let mask = _mm256_set1_epi8(0x0F);
-        let step = |acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8| {
-            // x points at 64 codes, each w[r] at 32 bytes (band8_sums).
-            let (xe, xo) = {
-                split_even_odd(_mm256_loadu_si256(x.cast()), _mm256_loadu_si256(x.add(32).cast()))
-            };
+        let step = Int4Step::<D> { mask: _mm256_set1_epi8(0x0F), dot: PhantomData };
+        band8_sums::<__m256i, 32, 64, STREAM>(rows, x, blocks, tail, ahead, step)
+    }
+}
+
+/// The block of [`int4_band8_q8`]: 64 activation codes, 32 bytes of each row.
+struct Int4Step<D> {
+    /// `0x0F` in every byte.
+    mask: __m256i,
+    dot: PhantomData<D>,
+}
+
+impl<D: Dot> BandStep<__m256i> for Int4Step<D> {
+    #[inline(always)]
+    unsafe fn step(&self, acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8) {
+        // SAFETY: the caller has `D`'s features; `x` points at 64 readable codes, each `w[r]`
+        // at 32 bytes (`BandStep::step`'s contract).
+        unsafe {
+            let (xe, xo) =
+                split_even_odd(_mm256_loadu_si256(x.cast()), _mm256_loadu_si256(x.add(32).cast()));
             for r in 0..8 {
                 let w = _mm256_loadu_si256(w[r].cast());
-                let lo = _mm256_and_si256(w, mask);
-                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), mask);
+                let lo = _mm256_and_si256(w, self.mask);
+                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), self.mask);
                 acc[r] = D::dpbusd2(acc[r], lo, xe, hi, xo);
             }
-        };
-        band8_sums::<32, 64, STREAM>(rows, x, blocks, tail, ahead, step)
+        }
     }
 }
 
@@ -310,19 +273,35 @@ pub(super) unsafe fn int8_band8_q8<D: Dot, const STREAM: bool>(
     tail: Option<([*const u8; 8], *const i8)>,
     ahead: *const u8,
 ) -> __m256i {
-    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
-    // this body is always inlined), so every intrinsic call is sound; every pointer
-    // access is in bounds as noted at it.
+    // SAFETY: the caller has `D`'s features and meets `band8_sums`'s contract for these `W`
+    // and `X` (this function's contract).
     unsafe {
-        let step = |acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8| {
-            // x and each w[r] point at 32 readable bytes (band8_sums).
+        band8_sums::<__m256i, 32, 32, STREAM>(
+            rows,
+            x,
+            blocks,
+            tail,
+            ahead,
+            Int8Step::<D>(PhantomData),
+        )
+    }
+}
+
+/// The block of [`int8_band8_q8`]: 32 activation codes, 32 bytes of each row.
+struct Int8Step<D>(PhantomData<D>);
+
+impl<D: Dot> BandStep<__m256i> for Int8Step<D> {
+    #[inline(always)]
+    unsafe fn step(&self, acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8) {
+        // SAFETY: the caller has `D`'s features; `x` and each `w[r]` point at 32 readable
+        // bytes (`BandStep::step`'s contract).
+        unsafe {
             let xv = _mm256_loadu_si256(x.cast());
             for r in 0..8 {
                 let w = _mm256_loadu_si256(w[r].cast());
                 acc[r] = dot32_i8::<D>(acc[r], w, xv);
             }
-        };
-        band8_sums::<32, 32, STREAM>(rows, x, blocks, tail, ahead, step)
+        }
     }
 }
 

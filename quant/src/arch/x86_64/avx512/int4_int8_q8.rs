@@ -1,16 +1,17 @@
 //! int4-row and int8-row on the int8 path: one activation row in bands of 8 weight rows
-//! ([`q8_int4_band8`], [`q8_int8_row`]) through [`band8_sums_512`]; int4-row batches on the
+//! ([`q8_int4_band8`], [`q8_int8_row`]) through [`band8_sums`]; int4-row batches on the
 //! row kernel [`int4_row_dots`].
 
 use core::arch::x86_64::*;
+use core::marker::PhantomData;
 use core::ops::Range;
 
 use super::nib_f32::nib64;
 use super::reduce::{
-    AlignedActs, align_acts, dot64_signed, epilogue_row, prefetch_l2, split_even_odd, sums8_512,
+    AlignedActs, align_acts, dot64_signed, epilogue_row, prefetch_l2, split_even_odd,
 };
 use super::{Dot, mask64};
-use crate::arch::x86_64::{row_epilogue8, streams};
+use crate::arch::x86_64::{BandStep, band8_sums, row_epilogue8, streams};
 use crate::kernels::{Matrix, QuantizedActs, Scales};
 use crate::scalar;
 
@@ -76,53 +77,7 @@ pub(super) unsafe fn int4_row_dots<D: Dot, const T: usize, const STREAM: bool>(
     }
 }
 
-/// The 8 exact sums of a band of 8 weight rows against one activation row, as one
-/// vector (lane `r` = row `r`): `step(acc, w, x)` adds one block (`W` bytes of each row
-/// at `w[r]`, `X` activation codes at `x`) into the 8 accumulators, one per row (8
-/// independent `dpbusd` chains, where the one-row kernels had two), for each of the
-/// `blocks` full blocks and then the partial last block `tail` (zero-padded copies), if
-/// any; [`sums8_512`] at the end (one reduction per 8 rows). `STREAM`: each block also
-/// prefetches into L2 the next `8 · W` bytes from `ahead`, the start of a later band
-/// (its 8 rows are contiguous; `crate::arch::x86_64::band_ahead`), so a band is in
-/// flight while this one is summed.
-///
-/// # Safety
-/// Features available; every `rows[r]` holds at least `W · blocks` bytes, `x` at least
-/// `X · blocks` codes, the tail's pointers `W` and `X`; `step` reads only the `W` and
-/// `X` bytes at its pointers.
-#[inline(always)]
-pub(super) unsafe fn band8_sums_512<const W: usize, const X: usize, const STREAM: bool>(
-    rows: [*const u8; 8],
-    x: *const i8,
-    blocks: usize,
-    tail: Option<([*const u8; 8], *const i8)>,
-    ahead: *const u8,
-    step: impl Fn(&mut [__m512i; 8], [*const u8; 8], *const i8),
-) -> __m256i {
-    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
-    // this body is always inlined), so every intrinsic call is sound; every pointer
-    // access is in bounds as noted at it.
-    unsafe {
-        let mut acc = [_mm512_setzero_si512(); 8];
-        for b in 0..blocks {
-            if STREAM {
-                for l in 0..8 * W / 64 {
-                    // A hint: never faults, whatever the (wrapping) address.
-                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(8 * W * b + 64 * l).cast());
-                }
-            }
-            // b < blocks: X codes at X·b, W bytes at W·b of every row.
-            let w = core::array::from_fn(|r| rows[r].wrapping_add(W * b));
-            step(&mut acc, w, x.wrapping_add(X * b));
-        }
-        if let Some((w, x)) = tail {
-            step(&mut acc, w, x);
-        }
-        sums8_512(acc)
-    }
-}
-
-/// `Σ nib · x` of 8 int4 rows against **one** activation row ([`band8_sums_512`],
+/// `Σ nib · x` of 8 int4 rows against **one** activation row ([`band8_sums`],
 /// 128-column blocks): the block's 128 activation codes are loaded once and split into
 /// even and odd columns ([`split_even_odd`]), shared by the 8 rows; a row's block is
 /// one 64-byte load, `& 0x0F`, `≫ 4 & 0x0F` and two `dpbusd` (no unpacking into column
@@ -130,7 +85,7 @@ pub(super) unsafe fn band8_sums_512<const W: usize, const X: usize, const STREAM
 /// 15`, `|x| ≤ 127`.
 ///
 /// # Safety
-/// As [`band8_sums_512`] with `W = 64`, `X = 128`.
+/// As [`band8_sums`] with `W = 64`, `X = 128`.
 #[inline(always)]
 pub(super) unsafe fn int4_band8_q8<D: Dot, const STREAM: bool>(
     rows: [*const u8; 8],
@@ -139,33 +94,45 @@ pub(super) unsafe fn int4_band8_q8<D: Dot, const STREAM: bool>(
     tail: Option<([*const u8; 8], *const i8)>,
     ahead: *const u8,
 ) -> __m256i {
-    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
-    // this body is always inlined), so every intrinsic call is sound; every pointer
-    // access is in bounds as noted at it.
+    // SAFETY: the caller has `D`'s features and meets `band8_sums`'s contract for these `W`
+    // and `X` (this function's contract).
     unsafe {
-        let mask = _mm512_set1_epi8(0x0F);
-        let step = |acc: &mut [__m512i; 8], w: [*const u8; 8], x: *const i8| {
-            // x points at 128 codes, each w[r] at 64 bytes (band8_sums_512).
-            let (xe, xo) = {
-                split_even_odd(_mm512_loadu_si512(x.cast()), _mm512_loadu_si512(x.add(64).cast()))
-            };
-            for r in 0..8 {
-                let w = _mm512_loadu_si512(w[r].cast());
-                let lo = _mm512_and_si512(w, mask);
-                let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(w), mask);
-                acc[r] = D::dpbusd(D::dpbusd(acc[r], lo, xe), hi, xo);
-            }
-        };
-        band8_sums_512::<64, 128, STREAM>(rows, x, blocks, tail, ahead, step)
+        let step = Int4Step::<D> { mask: _mm512_set1_epi8(0x0F), dot: PhantomData };
+        band8_sums::<__m512i, 64, 128, STREAM>(rows, x, blocks, tail, ahead, step)
     }
 }
 
-/// `Σ w · x` of 8 int8 rows against one activation row ([`band8_sums_512`], 64-column
+/// The block of [`int4_band8_q8`]: 128 activation codes, 64 bytes of each row.
+struct Int4Step<D> {
+    /// `0x0F` in every byte.
+    mask: __m512i,
+    dot: PhantomData<D>,
+}
+
+impl<D: Dot> BandStep<__m512i> for Int4Step<D> {
+    #[inline(always)]
+    unsafe fn step(&self, acc: &mut [__m512i; 8], w: [*const u8; 8], x: *const i8) {
+        // SAFETY: the caller has `D`'s features; `x` points at 128 readable codes, each `w[r]`
+        // at 64 bytes (`BandStep::step`'s contract).
+        unsafe {
+            let (xe, xo) =
+                split_even_odd(_mm512_loadu_si512(x.cast()), _mm512_loadu_si512(x.add(64).cast()));
+            for r in 0..8 {
+                let w = _mm512_loadu_si512(w[r].cast());
+                let lo = _mm512_and_si512(w, self.mask);
+                let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(w), self.mask);
+                acc[r] = D::dpbusd(D::dpbusd(acc[r], lo, xe), hi, xo);
+            }
+        }
+    }
+}
+
+/// `Σ w · x` of 8 int8 rows against one activation row ([`band8_sums`], 64-column
 /// blocks): the block's activation codes are loaded once for the 8 rows, each row's
 /// block is one load and one [`dot64_signed`].
 ///
 /// # Safety
-/// As [`band8_sums_512`] with `W = X = 64`.
+/// As [`band8_sums`] with `W = X = 64`.
 #[inline(always)]
 pub(super) unsafe fn int8_band8_q8<D: Dot, const STREAM: bool>(
     rows: [*const u8; 8],
@@ -174,19 +141,35 @@ pub(super) unsafe fn int8_band8_q8<D: Dot, const STREAM: bool>(
     tail: Option<([*const u8; 8], *const i8)>,
     ahead: *const u8,
 ) -> __m256i {
-    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
-    // this body is always inlined), so every intrinsic call is sound; every pointer
-    // access is in bounds as noted at it.
+    // SAFETY: the caller has `D`'s features and meets `band8_sums`'s contract for these `W`
+    // and `X` (this function's contract).
     unsafe {
-        let step = |acc: &mut [__m512i; 8], w: [*const u8; 8], x: *const i8| {
-            // x and each w[r] point at 64 readable bytes (band8_sums_512).
+        band8_sums::<__m512i, 64, 64, STREAM>(
+            rows,
+            x,
+            blocks,
+            tail,
+            ahead,
+            Int8Step::<D>(PhantomData),
+        )
+    }
+}
+
+/// The block of [`int8_band8_q8`]: 64 activation codes, 64 bytes of each row.
+struct Int8Step<D>(PhantomData<D>);
+
+impl<D: Dot> BandStep<__m512i> for Int8Step<D> {
+    #[inline(always)]
+    unsafe fn step(&self, acc: &mut [__m512i; 8], w: [*const u8; 8], x: *const i8) {
+        // SAFETY: the caller has `D`'s features; `x` and each `w[r]` point at 64 readable
+        // bytes (`BandStep::step`'s contract).
+        unsafe {
             let xv = _mm512_loadu_si512(x.cast());
             for r in 0..8 {
                 let w = _mm512_loadu_si512(w[r].cast());
                 acc[r] = dot64_signed::<D>(acc[r], w, xv);
             }
-        };
-        band8_sums_512::<64, 64, STREAM>(rows, x, blocks, tail, ahead, step)
+        }
     }
 }
 

@@ -5,7 +5,6 @@
 use core::arch::x86_64::*;
 
 use super::{Dot, mask16, mask64};
-use crate::arch::x86_64::sums8;
 
 /// Activation bytes [`AlignedActs`] holds.
 pub(in crate::arch::x86_64) const XA: usize = 32 << 10;
@@ -176,17 +175,6 @@ pub(super) fn epilogue_row(d: i32, sc: f32, sx: f32, ni: usize) -> f32 {
         acc += df * sc;
     }
     acc * sx
-}
-
-/// Exact lane sums of 8 vectors: lane `r` of the result is `Σ lanes of a[r]` (i32;
-/// exact while every sum fits, which the callers' bounds guarantee): each vector's
-/// 256-bit halves added, then the AVX2 arm's [`sums8`].
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw")]
-pub(super) fn sums8_512(a: [__m512i; 8]) -> __m256i {
-    sums8(core::array::from_fn(|r| {
-        _mm256_add_epi32(_mm512_castsi512_si256(a[r]), _mm512_extracti64x4_epi64::<1>(a[r]))
-    }))
 }
 
 /// Splits 128 activation codes (`x0` = columns 0..64, `x1` = 64..128 of a block) into
