@@ -459,10 +459,12 @@ pub(super) fn row16(v: &[u8], o: usize, ng: usize, g: usize) -> __m128i {
 }
 
 /// The f32 scales of groups `g .. g + 4` of the 8 rows `o[r]` (0 past the row's last
-/// group), one vector per group, lane `r` = row `o[r]` (by [`transpose8x4`]).
+/// group), one vector per group, lane `r` = row `o[r]` (by [`transpose8x4`]). `D`, the arm,
+/// only tells the copies apart: each is then called by one arm's band kernels, as when it
+/// was inlined into them.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn scales4(sf: &[f32], o: &[usize; 8], ngs: usize, g: usize) -> [__m256i; 4] {
+pub(super) fn scales4<D: Dot>(sf: &[f32], o: &[usize; 8], ngs: usize, g: usize) -> [__m256i; 4] {
     transpose8x4(|r| {
         let k = (ngs - g).min(4);
         let s = &sf[o[r] * ngs + g..o[r] * ngs + g + k];
@@ -702,7 +704,7 @@ pub(super) unsafe fn q8_band8<D: Dot, const MX: bool, const WIDE: bool, const ST
                                 // Scales of 4 groups from g4 (the chunk's first
                                 // group, then every fourth).
                                 if gi * per == gc || gi - g4 == 4 {
-                                    sc4 = scales4(sf, &o, ngs, gi);
+                                    sc4 = scales4::<D>(sf, &o, ngs, gi);
                                     g4 = gi;
                                 }
                                 let sc = _mm256_castsi256_ps(sc4[gi - g4]);
@@ -738,7 +740,7 @@ pub(super) unsafe fn q8_band8<D: Dot, const MX: bool, const WIDE: bool, const ST
                                 }
                             } else {
                                 if b % 2 == 0 {
-                                    sc4 = scales4(sf, &o, ngs, g);
+                                    sc4 = scales4::<D>(sf, &o, ngs, g);
                                 }
                                 let (s0, s1) =
                                     if b % 2 == 0 { (sc4[0], sc4[1]) } else { (sc4[2], sc4[3]) };

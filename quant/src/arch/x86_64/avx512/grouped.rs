@@ -55,7 +55,7 @@ pub(super) fn reduce16x4(a: [__m512i; 16]) -> [__m512i; 4] {
 /// per band-kernel instance (see [`scales_f32_16x4`]).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
-pub(super) fn transpose16x4<const K: bool, const V: bool>(
+pub(super) fn transpose16x4<D: Dot, const K: bool, const V: bool>(
     row: impl Fn(usize) -> __m128i,
 ) -> [__m512i; 4] {
     // z(j): 128-bit lane L holds row j + 4L.
@@ -77,7 +77,7 @@ pub(super) fn transpose16x4<const K: bool, const V: bool>(
 /// Every `row(r)` is valid for reads of 16 bytes.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
-pub(super) unsafe fn transpose16x4_full<const K: bool, const V: bool>(
+pub(super) unsafe fn transpose16x4_full<D: Dot, const K: bool, const V: bool>(
     row: impl Fn(usize) -> *const u8,
 ) -> [__m512i; 4] {
     // SAFETY: 16 bytes at row(r) are readable (the caller's contract).
@@ -110,12 +110,13 @@ pub(super) fn transpose_lanes4(z0: __m512i, z1: __m512i, z2: __m512i, z3: __m512
 ///
 /// It must be inlined into the band loop: an out-of-line call there clobbers every zmm
 /// register (gs 32 ran at 48 instead of 70 G weights/s). LLVM inlines it only while it
-/// has one caller, so each band-kernel instance calls its own copy: `K` is the
-/// instance's `SPECIAL` (the same for [`scales_ue8_16x16`] and the transposes). The
+/// has one caller, so each band-kernel instance calls its own copy: `D` is the instance's
+/// arm, `K` its `SPECIAL`, `V` its `VBMI` (the same for [`scales_ue8_16x16`] and the
+/// transposes). The
 /// wider groups gather instead ([`gather_scales16`]).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
-pub(super) fn scales_f32_16x4<const K: bool, const V: bool>(
+pub(super) fn scales_f32_16x4<D: Dot, const K: bool, const V: bool>(
     s: &[f32],
     o: &[usize; 16],
     ng: usize,
@@ -125,13 +126,13 @@ pub(super) fn scales_f32_16x4<const K: bool, const V: bool>(
     let t = if n == 4 {
         // SAFETY: each slice holds the 4 scales (16 bytes) read.
         unsafe {
-            transpose16x4_full::<K, V>(|r: usize| {
+            transpose16x4_full::<D, K, V>(|r: usize| {
                 s[o[r] * ng + g..o[r] * ng + g + 4].as_ptr().cast()
             })
         }
     } else {
         let mk = mask16(n);
-        transpose16x4::<K, V>(|r: usize| {
+        transpose16x4::<D, K, V>(|r: usize| {
             let sr = &s[o[r] * ng + g..o[r] * ng + g + n];
             // SAFETY: the masked load reads the n < 4 scales of sr only.
             _mm512_castsi512_si128(unsafe { _mm512_maskz_loadu_epi32(mk, sr.as_ptr().cast()) })
@@ -167,7 +168,7 @@ pub(super) unsafe fn gather_scales16(s: &[f32], base: &[i32; 16], g: usize) -> _
 /// band-kernel instance (see [`scales_f32_16x4`]).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
-pub(super) fn scales_ue8_16x16<const K: bool, const V: bool>(
+pub(super) fn scales_ue8_16x16<D: Dot, const K: bool, const V: bool>(
     e: &[u8],
     o: &[usize; 16],
     ng: usize,
@@ -177,11 +178,11 @@ pub(super) fn scales_ue8_16x16<const K: bool, const V: bool>(
     if n == 16 {
         // SAFETY: each slice holds the 16 bytes read.
         unsafe {
-            transpose16x4_full::<K, V>(|r: usize| e[o[r] * ng + g..o[r] * ng + g + 16].as_ptr())
+            transpose16x4_full::<D, K, V>(|r: usize| e[o[r] * ng + g..o[r] * ng + g + 16].as_ptr())
         }
     } else {
         let mk = mask64(n);
-        transpose16x4::<K, V>(|r: usize| {
+        transpose16x4::<D, K, V>(|r: usize| {
             let er = &e[o[r] * ng + g..o[r] * ng + g + n];
             // SAFETY: the masked load reads the n < 16 bytes of er only.
             _mm512_castsi512_si128(unsafe { _mm512_maskz_loadu_epi8(mk, er.as_ptr().cast()) })
@@ -389,7 +390,7 @@ pub(super) unsafe fn band_body<
                         match m.scales() {
                             Scales::Ue8m0(e) if MX => {
                                 if b % 4 == 0 {
-                                    ue4 = scales_ue8_16x16::<SPECIAL, VBMI>(
+                                    ue4 = scales_ue8_16x16::<D, SPECIAL, VBMI>(
                                         e,
                                         &o,
                                         ngs,
@@ -409,7 +410,7 @@ pub(super) unsafe fn band_body<
                                 // (past them d is 0: codes and activations are 0 there).
                                 if !WIDE {
                                     // gs = 32: four groups per block.
-                                    let sc = scales_f32_16x4::<SPECIAL, VBMI>(s, &o, ngs, g, n);
+                                    let sc = scales_f32_16x4::<D, SPECIAL, VBMI>(s, &o, ngs, g, n);
                                     for (dq, sq) in d.iter().zip(&sc).take(n) {
                                         let p = _mm512_mul_ps(_mm512_cvtepi32_ps(*dq), *sq);
                                         acc = _mm512_add_ps(acc, p);
