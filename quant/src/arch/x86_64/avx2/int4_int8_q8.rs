@@ -10,7 +10,6 @@ use super::Dot;
 use super::reduce::{dot32_i8, hsum_epi32, split_even_odd};
 use crate::arch::x86_64::{BandStep, band8_sums, row_epilogue8, streams};
 use crate::kernels::{Matrix, QuantizedActs, Scales};
-use crate::scalar;
 
 /// `Σ nib · x` over the full 64-column blocks of one int4 row for `T` activation rows at
 /// once (one weight load and unpack shared by the `T` rows):
@@ -80,6 +79,9 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
     // access is in bounds as noted at it.
     unsafe {
         let (ni, nr, s) = (m.i(), rows.len(), xq.s());
+        // One f32 scale per row (the scale kind is checked by `Matrix::new`); read here rather
+        // than through `scalar::group_scale_q8`, which LLVM left as a call per row.
+        let Scales::F32(sf) = m.scales() else { unreachable!("scale kind checked by Matrix::new") };
         let blocks = ni / 64;
         let mut s0 = 0;
         while s0 < s {
@@ -116,7 +118,7 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
                         _ => [int4_blocks_q8::<D, 1>(row.as_ptr(), [xp[0]], blocks)[0], 0, 0, 0],
                     }
                 };
-                let sc = scalar::group_scale_q8(m, o, 0);
+                let sc = sf[o];
                 for k in 0..st {
                     let (q, sx) = xq.row(s0 + k);
                     let mut d = d4[k] - 8 * xsum[k];

@@ -92,6 +92,9 @@ pub(super) unsafe fn q8_int2_row<D: Dot>(
     unsafe {
         let (ni, nr) = (m.i(), rows.len());
         let nb = ni.div_ceil(128);
+        // One f32 scale per row (the scale kind is checked by `Matrix::new`); read here rather
+        // than through `scalar::group_scale_q8`, which LLVM left as a call per row.
+        let Scales::F32(sf) = m.scales() else { unreachable!("scale kind checked by Matrix::new") };
         let mut planes = Planes(core::mem::MaybeUninit::uninit());
         let base = planes.0.as_mut_ptr().cast::<i8>();
         for si in 0..xq.s() {
@@ -123,7 +126,7 @@ pub(super) unsafe fn q8_int2_row<D: Dot>(
                     _mm256_add_epi32(a0, a1),
                     _mm256_add_epi32(a2, a3),
                 )) - 2 * xsum;
-                let sc = scalar::group_scale_q8(m, o, 0);
+                let sc = sf[o];
                 let mut acc = 0.0f32;
                 if ni > 0 {
                     #[allow(clippy::cast_precision_loss)] // the spec's rounding

@@ -13,7 +13,6 @@ use super::reduce::{
 use super::{Dot, mask64};
 use crate::arch::x86_64::{BandStep, band8_sums, row_epilogue8, streams};
 use crate::kernels::{Matrix, QuantizedActs, Scales};
-use crate::scalar;
 
 /// `Σ nib · x` over a whole int4 row (`nib` = the raw nibble `0..=15`) for `T`
 /// activation rows sharing each weight load. Masked tail; the padding nibble of an odd
@@ -263,6 +262,9 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
     // access is in bounds as noted at it.
     unsafe {
         let (ni, nr, s) = (m.i(), rows.len(), xq.s());
+        // One f32 scale per row (the scale kind is checked by `Matrix::new`); read here rather
+        // than through `scalar::group_scale_q8`, which LLVM left as a call per row.
+        let Scales::F32(sf) = m.scales() else { unreachable!("scale kind checked by Matrix::new") };
         let stream = streams(m);
         let mut s0 = 0;
         while s0 < s {
@@ -307,7 +309,7 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
                         }
                     }
                 };
-                let sc = scalar::group_scale_q8(m, o, 0);
+                let sc = sf[o];
                 for k in 0..st {
                     let sx = xq.row(s0 + k).1;
                     y[(s0 + k) * nr + r] = epilogue_row(d4[k] - 8 * xsum[k], sc, sx, ni);

@@ -9,7 +9,6 @@ use super::reduce::{AlignedActs, XA, epilogue_row, prefetch_l2};
 use super::{Dot, mask64};
 use crate::arch::x86_64::{group_sums64, int3_epilogue, streams};
 use crate::kernels::{Matrix, QuantizedActs, Scales};
-use crate::scalar;
 
 /// int2-row int8-activation kernel. Each activation row is first split into the four crumb planes
 /// of every 256-column block (plane `k` = columns `4b + k`, `b < 64`: the crumbs at bits `2k` of
@@ -35,6 +34,9 @@ pub(super) unsafe fn q8_int2_row<D: Dot>(
     unsafe {
         let (ni, nr) = (m.i(), rows.len());
         let nb = ni.div_ceil(256);
+        // One f32 scale per row (the scale kind is checked by `Matrix::new`); read here rather
+        // than through `scalar::group_scale_q8`, which LLVM left as a call per row.
+        let Scales::F32(sf) = m.scales() else { unreachable!("scale kind checked by Matrix::new") };
         let stream = streams(m);
         let three = _mm512_set1_epi8(3);
         let mut planes = AlignedActs(core::mem::MaybeUninit::uninit());
@@ -77,7 +79,7 @@ pub(super) unsafe fn q8_int2_row<D: Dot>(
                     _mm512_add_epi32(a0, a1),
                     _mm512_add_epi32(a2, a3),
                 ));
-                let sc = scalar::group_scale_q8(m, o, 0);
+                let sc = sf[o];
                 y[si * nr + r] = epilogue_row(d - 2 * xsum, sc, sx, ni);
             }
         }
