@@ -1,6 +1,7 @@
 //! x86-64 arms: AVX2 + FMA and AVX2 + FMA + AVX-VNNI (256-bit, `avx2::{plain, vnni}`),
-//! AVX-512 F + BW and AVX-512 F + BW + VNNI (512-bit, `avx512::{plain, vnni}`). Each file is one
-//! kernel body instantiated twice, the two instances differing only in the exact int8 dot step.
+//! AVX-512 F + BW and AVX-512 F + BW + VNNI (512-bit, `avx512::{plain, vnni}`). Each folder
+//! holds one set of kernels for its width, the two arms differing only in the exact int8 dot
+//! step (its `Dot` trait).
 //!
 //! All arms share one structure: each output row is processed in chunks of 256 columns; a
 //! chunk is decoded once (SIMD unpacking) into a small L1-resident buffer of unscaled values
@@ -9,6 +10,7 @@
 //! activation row). Scale groups are walked in the order of the scalar reference.
 pub(crate) mod avx2;
 pub(crate) mod avx512;
+pub(crate) mod dispatch;
 
 use core::arch::x86_64::{
     __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_loadl_epi64, _mm_loadu_si128, _mm_or_si128,
@@ -17,9 +19,10 @@ use core::arch::x86_64::{
     _mm_unpacklo_epi16, _mm_unpacklo_epi32,
 };
 use core::arch::x86_64::{
-    __m256i, _mm256_add_epi32, _mm256_add_ps, _mm256_cvtepi32_ps, _mm256_hadd_epi32,
-    _mm256_loadu_ps, _mm256_mul_ps, _mm256_permute2x128_si256, _mm256_set1_ps, _mm256_setzero_ps,
-    _mm256_storeu_ps,
+    __m256i, __m512i, _MM_HINT_T1, _mm_prefetch, _mm256_add_epi32, _mm256_add_ps,
+    _mm256_cvtepi32_ps, _mm256_hadd_epi32, _mm256_loadu_ps, _mm256_mul_ps,
+    _mm256_permute2x128_si256, _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256,
+    _mm256_storeu_ps, _mm512_castsi512_si256, _mm512_extracti64x4_epi64, _mm512_setzero_si512,
 };
 use core::ops::Range;
 
@@ -29,7 +32,7 @@ use crate::kernels::{Matrix, Scales};
 /// Whether this CPU's FMA takes a subnormal multiplicand at full speed when the product is
 /// normal: AMD's cores do (vendor `AuthenticAMD`, and Hygon's Zen-derived `HygonGenuine`;
 /// measured on Zen 2), Intel's take a microcode assist per instruction with a subnormal operand (an
-/// Intel Xeon of 2026-12-02 ran the AVX2 fp8 kernel's f32-bits decode, in which the
+/// Intel Xeon ran the AVX2 fp8 kernel's f32-bits decode, in which the
 /// exponent-0 codes of random weights — 5 % of them — are subnormal, at 0.42 G weights/s
 /// against 13.8 on Zen 2). Unknown vendors count as slow; so does Miri (no `cpuid`).
 pub(crate) fn subnormal_operands_full_speed() -> bool {
@@ -60,6 +63,129 @@ pub(crate) fn sums8(a: [__m256i; 8]) -> __m256i {
         _mm256_permute2x128_si256::<0x20>(lo, hi),
         _mm256_permute2x128_si256::<0x31>(lo, hi),
     )
+}
+
+/// An i32 accumulator vector of one width, as [`band8_sums`] uses it.
+pub(crate) trait BandAcc: Copy {
+    /// All lanes zero.
+    ///
+    /// # Safety
+    /// The CPU has the width's features (AVX2; AVX-512 F and BW).
+    unsafe fn zero() -> Self;
+
+    /// Exact lane sums of 8 vectors: lane `r` of the result is `Σ lanes of a[r]` (exact while
+    /// every sum fits, which the callers' bounds guarantee).
+    ///
+    /// # Safety
+    /// As [`BandAcc::zero`].
+    unsafe fn sums8(a: [Self; 8]) -> __m256i;
+}
+
+impl BandAcc for __m256i {
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        // SAFETY: the caller has AVX2.
+        unsafe { _mm256_setzero_si256() }
+    }
+
+    #[inline(always)]
+    unsafe fn sums8(a: [Self; 8]) -> __m256i {
+        // SAFETY: the caller has AVX2.
+        unsafe { sums8(a) }
+    }
+}
+
+impl BandAcc for __m512i {
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        // SAFETY: the caller has AVX-512 F.
+        unsafe { _mm512_setzero_si512() }
+    }
+
+    #[inline(always)]
+    unsafe fn sums8(a: [Self; 8]) -> __m256i {
+        // SAFETY: the caller has AVX-512 F and BW.
+        unsafe { sums8_512(a) }
+    }
+}
+
+/// [`sums8`] of 512-bit vectors: each vector's 256-bit halves added, then [`sums8`].
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn sums8_512(a: [__m512i; 8]) -> __m256i {
+    sums8(core::array::from_fn(|r| {
+        _mm256_add_epi32(_mm512_castsi512_si256(a[r]), _mm512_extracti64x4_epi64::<1>(a[r]))
+    }))
+}
+
+/// One block of [`band8_sums`]: adds `W` bytes of each of 8 rows (at `w[r]`) against `X`
+/// activation codes (at `x`) into the rows' accumulators. A trait with an always-inlined method
+/// rather than a closure: a closure in a body without target features is compiled without them,
+/// and where LLVM keeps it out of line every intrinsic in it becomes a call.
+pub(crate) trait BandStep<A> {
+    /// Adds one block into `acc`.
+    ///
+    /// # Safety
+    /// The CPU has the features of `A`'s width and of the implementation's arm; `x` and every
+    /// `w[r]` are readable for the block's `X` and `W` bytes.
+    unsafe fn step(&self, acc: &mut [A; 8], w: [*const u8; 8], x: *const i8);
+}
+
+/// The 8 exact sums of a band of 8 weight rows against one activation row, as one vector (lane `r`
+/// = row `r`), for both widths (accumulators `A`: `__m256i` or `__m512i`): `step.step(acc, w, x)` adds
+/// one block (`W` bytes of each row at `w[r]`, `X` activation codes at `x`) into the 8
+/// accumulators, one per row, for each of the `blocks` full blocks and then the partial last block
+/// `tail` (zero-padded copies), if any; [`BandAcc::sums8`] at the end (one reduction per 8 rows).
+/// The int4-row and int8-row GEMV kernels of every x86 arm run on it.
+///
+/// `STREAM` (a matrix streamed from DRAM, [`streams`]): each block step also prefetches into L2 the
+/// next `8 · W` bytes from `ahead`, the start of a later band (8 rows, contiguous in the matrix:
+/// the next band, or for short rows the first one at least 16 KiB ahead,
+/// `crate::arch::x86_64::band_ahead`), so a band is in flight while this one is summed. The
+/// hardware prefetchers alone, following 8 row streams, kept too few lines in flight: AVX2, Zen 4,
+/// the `kernels` bench, 9362 × 14 336, fraction of a plain read of the same bytes in the same
+/// process: int4-row 0.68–0.71 → 0.87–0.96, int8-row 0.77–0.78 → 0.89–0.96 (two bands ahead: about
+/// the same; one and three bands ahead together: 0.83).
+///
+/// # Safety
+/// The features of `A`'s width available; every `rows[r]` holds at least `W · blocks` bytes, `x` at least `X
+/// · blocks` codes, the tail's pointers `W` and `X`; `step` reads only the `W` and `X` bytes at its
+/// pointers.
+#[inline(always)]
+pub(crate) unsafe fn band8_sums<A: BandAcc, const W: usize, const X: usize, const STREAM: bool>(
+    rows: [*const u8; 8],
+    x: *const i8,
+    blocks: usize,
+    tail: Option<([*const u8; 8], *const i8)>,
+    ahead: *const u8,
+    step: impl BandStep<A>,
+) -> __m256i {
+    // SAFETY: the caller has the features of `A`'s width (it runs in an arm's entry point,
+    // into which this body is always inlined).
+    let mut acc = [unsafe { A::zero() }; 8];
+    for b in 0..blocks {
+        if STREAM {
+            for l in 0..8 * W / 64 {
+                // SAFETY: SSE is part of x86-64; a prefetch is a hint that never faults and
+                // reads nothing the program sees, whatever the (wrapping) address.
+                unsafe {
+                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(8 * W * b + 64 * l).cast())
+                };
+            }
+        }
+        // b < blocks: X codes at X·b, W bytes at W·b of every row.
+        let w = core::array::from_fn(|r| rows[r].wrapping_add(W * b));
+        // SAFETY: the caller has the width's features; b < blocks, so the X codes at X·b and
+        // the W bytes at W·b of every row are readable (this function's contract).
+        unsafe { step.step(&mut acc, w, x.wrapping_add(X * b)) };
+    }
+    if let Some((w, x)) = tail {
+        // SAFETY: the caller has the width's features; the tail's pointers address W and X
+        // readable bytes (this function's contract).
+        unsafe { step.step(&mut acc, w, x) };
+    }
+    // SAFETY: as for `A::zero` above.
+    unsafe { A::sums8(acc) }
 }
 
 /// The reference's epilogue of a one-group row format (`((0 + (d as f32) · s) · sx)`)
@@ -197,21 +323,21 @@ pub(crate) fn int3_epilogue<const N: usize>(
 }
 
 /// Whether a kernel call over `m` streams its weights from beyond the caches (more
-/// than [`STREAM_BYTES`]), so its loops prefetch (`avx512::prefetch_l2`, [`BandPrefetch`]).
+/// than [`STREAM_BYTES`]), so its loops prefetch (`avx512::reduce::prefetch_l2`, [`BandPrefetch`]).
 /// The whole matrix counts, not `rows`: threads splitting the rows share the caches.
 pub(crate) fn streams(m: &Matrix<'_>) -> bool {
     m.weights().len() > STREAM_BYTES
 }
 
 /// Weight bytes above which the int8-row / int4-row q8 loops prefetch. Below it the
-/// prefetches only cost issue slots: on the dev VM (32 MiB L3), int8-row q8 in GB/s
+/// prefetches only cost issue slots: on Zen 4 (32 MiB L3, the `kernels` bench), int8-row q8 in GB/s
 /// without / with them: 1 MiB 72 / 45, 8 MiB 72 / 44, 16 MiB 54 / 42, 32 MiB 22 / 27,
 /// 128 MiB 19 / 24 (read 26).
 const STREAM_BYTES: usize = 24 << 20;
 
-/// Where an 8-row band kernel streaming from DRAM (`avx2::band8_sums` and its f32 int8-row
-/// twin, `avx512::band8_sums_512`) prefetches while it sums the band whose first row starts at
-/// `first` (rows of `row_bytes`, contiguous): the first later band at least
+/// Where an 8-row band kernel streaming from DRAM ([`band8_sums`] and the 256-bit f32 int8-row
+/// twin) prefetches while it sums the band whose
+/// first row starts at `first` (rows of `row_bytes`, contiguous): the first later band at least
 /// [`BAND_AHEAD_BYTES`] ahead — the next one for rows of 2 KiB and more.
 pub(crate) fn band_ahead(first: *const u8, row_bytes: usize) -> *const u8 {
     let band = 8 * row_bytes;
@@ -223,23 +349,23 @@ pub(crate) fn band_ahead(first: *const u8, row_bytes: usize) -> *const u8 {
 /// 128 MiB, `I = 1024`, 4 KiB bands) ran at 24.6–25.1 G weights/s one band ahead and 28.1–31.4
 /// at 8, 16, 32 or 64 KiB ahead (a second distance on top: within 2 %), against a read of the
 /// same bytes at 39.7–40.4; int8-row `I = 1024` 13.6 → 13.8–14.2; `I` ≥ 4096 unchanged
-/// (Zen 4 VM, every distance alternated in one process, medians of 12).
+/// (Zen 4, the `kernels` bench, every distance alternated in one process, medians of 12).
 const BAND_AHEAD_BYTES: usize = 16 << 10;
 
-/// What the band kernels (`avx512::q8_g32_rows16`, `avx2::q8_band8`: `N` rows per band, one
-/// row per lane) prefetch while streaming from DRAM: the rows and scales of the **next** band
-/// — after a chunk's last band, the first band of the next chunk — one band ahead, into L2.
-/// A band reads `N` short runs of weight lines (a chunk is at most 8 KiB of a row) and `N`
-/// runs of scales, too short for the hardware prefetchers to ramp up: without this, mxfp4 q8
-/// from DRAM ran at 21 G weights/s and int4-grouped `gs = 32` at 16, against int4-row's 45–53
-/// (avx512-vnni, 18 725 × 14 336; `docs/PERFORMANCE.md`).
+/// What the band kernels (`avx512::grouped::band_body`, `avx2::grouped::q8_band8`: `N` rows per
+/// band, one row per lane) prefetch while streaming from DRAM: the rows and scales of the **next**
+/// band — after a chunk's last band, the first band of the next chunk — one band ahead, into L2. A
+/// band reads `N` short runs of weight lines (a chunk is at most 8 KiB of a row) and `N` runs of
+/// scales, too short for the hardware prefetchers to ramp up: without this, mxfp4 q8 from DRAM ran
+/// at 21 G weights/s and int4-grouped `gs = 32` at 16, against int4-row's 45–53 (avx512-vnni, 18
+/// 725 × 14 336; `docs/PERFORMANCE.md`).
 ///
-/// The pointers are only ever offset with wrapping arithmetic and handed to prefetch
-/// instructions, which never fault and read nothing the program sees.
+/// The pointers are only ever offset with wrapping arithmetic and handed to prefetch instructions,
+/// which never fault and read nothing the program sees.
 ///
-/// Below the threshold nothing is prefetched: both kernels run a second instance (`STREAM` in
-/// AVX2, `SPECIAL` in AVX-512, which also copies rows a multiple of 4 KiB apart) only for such
-/// matrices, since even a per-block check of the plan cost the cached case 2–4 %.
+/// Below the threshold nothing is prefetched: both kernels run a second instance (`STREAM` in AVX2,
+/// `SPECIAL` in AVX-512, which also copies rows a multiple of 4 KiB apart) only for such matrices,
+/// since even a per-block check of the plan cost the cached case 2–4 %.
 ///
 /// One band ahead is far enough: two bands ahead measured the same.
 pub(crate) struct BandPrefetch<const N: usize> {
