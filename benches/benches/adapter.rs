@@ -1,7 +1,8 @@
 //! Criterion benchmarks of the decode-then-matmul adapter (`tetrad_quant::adapter`) beside
 //! what bounds it: standalone decode and dense int4-row matmul of the same matrix, for the
-//! three compressed forms (`int4-rans256-g0` record, CFS1 blob, `int4-rans64-t1` blob:
-//! `tetrad_quant::adapter_rans64`), and the two-thread pipeline of `tetrad::adapter`.
+//! three compressed forms (`int4-rans256-g0` record, CFS1 blob, `int4-rans64-t1` blob: one
+//! `tetrad_quant::adapter::FusedMatrix` each), and the two-thread pipeline of
+//! `tetrad::adapter`.
 //!
 //! Matrix: 4096 × 4096 per-row int4 (8 MiB packed, larger than this machine's L2 and its
 //! share of L3), Laplace rows from `tetrad::synth`, coded as one record and as one CFS1 blob.
@@ -86,7 +87,7 @@ fn single(c: &mut Criterion<Clock>) {
     g.measurement_time(Duration::from_secs(4));
     g.throughput(Throughput::Elements((O * I) as u64));
     let mut out = vec![0u8; d.codes.len()];
-    cfs1.decode_into(&mut out).expect("decode");
+    cfs1.decode_into((), &mut out).expect("decode");
     assert_eq!(out, d.codes);
     fused.decode_into(arm, &mut out).expect("decode");
     assert_eq!(out, d.codes);
@@ -99,7 +100,7 @@ fn single(c: &mut Criterion<Clock>) {
         b.iter(|| fused.decode_into(arm, black_box(&mut out)).expect("decode"))
     });
     g.bench_function(BenchmarkId::new("cfs1_decode", "scalar"), |b| {
-        b.iter(|| cfs1.decode_into(black_box(&mut out)).expect("decode"))
+        b.iter(|| cfs1.decode_into((), black_box(&mut out)).expect("decode"))
     });
     for s in [1usize, 16] {
         let x = acts(s);
@@ -113,7 +114,7 @@ fn single(c: &mut Criterion<Clock>) {
         });
         g.bench_function(BenchmarkId::new(format!("cfs1_fused_s{s}"), isa.name()), |b| {
             b.iter(|| {
-                cfs1.matmul_with(isa, Acts::F32 { x: &x, s }, black_box(&mut y)).expect("fused")
+                cfs1.matmul_with(isa, (), Acts::F32 { x: &x, s }, black_box(&mut y)).expect("fused")
             })
         });
         g.bench_function(BenchmarkId::new(format!("rans64_fused_s{s}"), isa.name()), |b| {

@@ -172,12 +172,12 @@ fn cfs1(
         }
     };
     let mut dense_bytes = vec![0x77u8; m.dense_len()];
-    let decoded = m.decode_into(&mut dense_bytes);
+    let decoded = m.decode_into((), &mut dense_bytes);
     for isa in tetrad_quant::isa::available() {
         let mut y = vec![f32::NAN; s * o];
         let mut yq = vec![f32::NAN; s * o];
-        let r = m.matmul_with(isa, Acts::F32 { x, s }, &mut y);
-        let rq = m.matmul_with(isa, Acts::Q8(xq), &mut yq);
+        let r = m.matmul_with(isa, (), Acts::F32 { x, s }, &mut y);
+        let rq = m.matmul_with(isa, (), Acts::Q8(xq), &mut yq);
         match &decoded {
             Err(e) => {
                 assert!(matches!(e, AdapterError::Cfs1(d) if d.is_payload()), "{e}");
@@ -205,11 +205,11 @@ fn cfs1(
     let isa = isas[usize::from(small.0) % isas.len()];
     let acts = if small.1 & 0x80 != 0 { Acts::Q8(xq) } else { Acts::F32 { x, s } };
     let mut want = vec![0f32; s * o];
-    let r_want = m.matmul_with(isa, acts, &mut want);
+    let r_want = m.matmul_with(isa, (), acts, &mut want);
     let (mut wbuf, mut ybuf) = scratch(i.div_ceil(2), s, small);
     let mut y = vec![f32::NAN; s * o];
     let mut table = tetrad_fse::DecodeTable::new();
-    let r = m.matmul_scratch(isa, acts, &mut y, &mut wbuf, &mut ybuf, &mut table);
+    let r = m.matmul_band_work(isa, (), acts, 0..m.o(), &mut y, &mut wbuf, &mut ybuf, &mut table);
     assert_eq!(r, r_want, "cfs1 scratch {} / {} {isa:?}", wbuf.len(), ybuf.len());
     assert!(same_bits(&y, &want), "cfs1 scratch {} / {} {isa:?}", wbuf.len(), ybuf.len());
 }

@@ -106,7 +106,7 @@ fuzz_target!(|inp: Input| {
         Ok(m) => {
             assert!(m.o() > m.tile_rows(tile), "the shape spans several tiles");
             let mut dense = vec![0u8; m.dense_len()];
-            let decoded = m.decode_into(&mut dense);
+            let decoded = m.decode_into((), &mut dense);
             agree("cfs1", s * o, decoded, |y, threads| {
                 if real_tile {
                     tetrad::adapter::matmul_cfs1(&m, isa, acts, y, threads)

@@ -12,11 +12,13 @@
 //!   of one tensor), f32 or int8-quantized ([`QuantizedActs`]) activations, whole matrices or
 //!   row ranges, on the best arm or a forced one; [`scalar`] is the normative reference.
 //! - [`isa`]: the SIMD arms ([`Isa`]), runtime detection and each arm's first-use selftest.
-//! - [`adapter`]: the fused decode-and-multiply over an `int4-rans256-g0` record
+//! - [`adapter`]: the fused decode-and-multiply, one adapter ([`adapter::FusedMatrix`]) over
+//!   a tile-decoder trait ([`adapter::TileSource`]) for an `int4-rans256-g0` record
 //!   ([`adapter::Rans256Matrix`]) or a CFS1 blob ([`adapter::Cfs1Matrix`]) of int4-row bytes:
 //!   tiles decoded into cache and fed to the int4-row kernel, bit-identical to dense.
-//! - [`adapter_rans64`]: the fused decode-and-multiply over an `int4-rans64-t1` blob of
-//!   int4-row bytes (tiles from its chunk decoder straight into the int4-row kernel).
+//! - [`adapter_rans64`]: its source for an `int4-rans64-t1` blob of int4-row bytes
+//!   ([`adapter_rans64::Rans64Matrix`]: tiles from the chunk decoder, row bands from any
+//!   chunk).
 //!
 //! # Example: quantize, multiply, and multiply from a compressed record
 //!

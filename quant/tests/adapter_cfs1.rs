@@ -67,7 +67,7 @@ fn check_shape(o: usize, i: usize, seed: u64, raw: bool) {
         assert_eq!(m.header().mode, Mode::Rans, "[{o},{i}]");
     }
     let mut back = vec![0u8; m.dense_len()];
-    m.decode_into(&mut back).unwrap();
+    m.decode_into((), &mut back).unwrap();
     assert_eq!(back, c.codes);
     let dense = Matrix::new(Format::Int4Row, &c.codes, Scales::F32(&c.scales), o, i, 0).unwrap();
     for s in [1usize, 3, 16] {
@@ -83,10 +83,10 @@ fn check_shape(o: usize, i: usize, seed: u64, raw: bool) {
             matmul_q8_with(isa, &dense, &xq, &mut want_q).unwrap();
 
             let mut y = vec![f32::NAN; s * o];
-            m.matmul_with(isa, Acts::F32 { x: &x, s }, &mut y).unwrap();
+            m.matmul_with(isa, (), Acts::F32 { x: &x, s }, &mut y).unwrap();
             assert_eq!(bits(&y), bits(&want), "{isa:?} [{o},{i}] S={s} raw={raw}");
             let mut yq = vec![f32::NAN; s * o];
-            m.matmul_with(isa, Acts::Q8(&xq), &mut yq).unwrap();
+            m.matmul_with(isa, (), Acts::Q8(&xq), &mut yq).unwrap();
             assert_eq!(bits(&yq), bits(&want_q), "q8 {isa:?} [{o},{i}] S={s} raw={raw}");
 
             // Tiles of 1, 2, 3 and 7 rows: the same bits.
@@ -95,9 +95,11 @@ fn check_shape(o: usize, i: usize, seed: u64, raw: bool) {
                 let mut y = vec![f32::NAN; s * o];
                 let mut wbuf = vec![0u8; rows * m.row_bytes()];
                 let mut ybuf = vec![0f32; rows * s];
-                m.matmul_scratch(
+                m.matmul_band_work(
                     isa,
+                    (),
                     Acts::F32 { x: &x, s },
+                    0..o,
                     &mut y,
                     &mut wbuf,
                     &mut ybuf,
@@ -172,9 +174,11 @@ fn checks_refuse_before_anything_is_multiplied() {
     let m = Cfs1Matrix::new(&c.blob, &c.scales, 8, 100).unwrap();
     let mut table = DecodeTable::new();
     let mut y = vec![3f32; 8];
-    let e = m.matmul_scratch(
+    let e = m.matmul_band_work(
         Isa::Scalar,
+        (),
         Acts::F32 { x: &[0.5; 100], s: 1 },
+        0..8,
         &mut y,
         &mut [0u8; 10],
         &mut [0f32; 1],
@@ -183,10 +187,10 @@ fn checks_refuse_before_anything_is_multiplied() {
     assert_eq!(e.unwrap_err().class(), "E_SCRATCH");
     assert!(y.iter().all(|&v| v == 0.0));
     let mut y = vec![3f32; 7];
-    let e = m.matmul_with(Isa::Scalar, Acts::F32 { x: &[0.5; 100], s: 1 }, &mut y);
+    let e = m.matmul_with(Isa::Scalar, (), Acts::F32 { x: &[0.5; 100], s: 1 }, &mut y);
     assert!(matches!(e, Err(AdapterError::Kernel(_))), "{e:?}");
     let mut short = vec![0u8; 399];
-    assert!(m.decode_into(&mut short).is_err());
+    assert!(m.decode_into((), &mut short).is_err());
 }
 
 /// Every corruption of the payload (a flipped byte, a cut, an extra byte) is refused with a
@@ -217,7 +221,7 @@ fn corrupted_blobs_leave_no_partial_output() {
         let m = Cfs1Matrix::new(bad, &c.scales, o, i).unwrap();
         for &isa in &isas() {
             let mut y = vec![7.0f32; 3 * o];
-            match m.matmul_with(isa, Acts::F32 { x: &x, s: 3 }, &mut y) {
+            match m.matmul_with(isa, (), Acts::F32 { x: &x, s: 3 }, &mut y) {
                 Err(AdapterError::Cfs1(e)) => {
                     assert!(e.is_payload(), "{e}");
                     assert!(y.iter().all(|&v| v.to_bits() == 0), "zero-filled on error");
@@ -228,7 +232,7 @@ fn corrupted_blobs_leave_no_partial_output() {
             }
         }
         let mut out = vec![0x55u8; o * i / 2];
-        assert!(m.decode_into(&mut out).is_err());
+        assert!(m.decode_into((), &mut out).is_err());
         assert!(out.iter().all(|&b| b == 0));
     }
     assert!(refused > 100, "only {refused} corruptions tried");

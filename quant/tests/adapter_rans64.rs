@@ -8,8 +8,8 @@
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use tetrad_quant::Format;
-use tetrad_quant::adapter::Acts;
-use tetrad_quant::adapter_rans64::{Rans64AdapterError, Rans64Matrix, SCRATCH_SLACK};
+use tetrad_quant::adapter::{Acts, AdapterError};
+use tetrad_quant::adapter_rans64::{Rans64Matrix, SCRATCH_SLACK};
 use tetrad_quant::isa::Isa;
 use tetrad_quant::kernels::{Matrix, Scales, matmul_q8_with, matmul_with, quantize_activations};
 use tetrad_rans::rans64::{self, Arm};
@@ -170,7 +170,7 @@ fn checks_refuse_before_anything_is_multiplied() {
     let c = case(8, 100, 1, false, 12);
     assert!(matches!(
         Rans64Matrix::new(&c.blob, &c.scales, 8, 102),
-        Err(Rans64AdapterError::ByteCount { got: 400, expected: 408, .. })
+        Err(AdapterError::ByteCount { got: 400, expected: 408, .. })
     ));
     assert_eq!(
         Rans64Matrix::new(&c.blob, &c.scales, 8, 102).unwrap_err().class(),
@@ -207,7 +207,7 @@ fn checks_refuse_before_anything_is_multiplied() {
     assert!(y.iter().all(|&v| v == 0.0));
     let mut y = vec![3f32; 7];
     let e = m.matmul_with(Isa::Scalar, Arm::Scalar, Acts::F32 { x: &x, s: 1 }, &mut y);
-    assert!(matches!(e, Err(Rans64AdapterError::Kernel(_))), "{e:?}");
+    assert!(matches!(e, Err(AdapterError::Kernel(_))), "{e:?}");
     let mut y = vec![3f32; 4];
     let mut ybuf = [0f32; 8];
     let e = m.matmul_band(
@@ -248,7 +248,7 @@ fn damaged_chunks_are_refused_at_construction() {
         let mut bad = c.blob.clone();
         bad[k] ^= 0x24;
         let e = Rans64Matrix::new(&bad, &c.scales, o, i).unwrap_err();
-        assert!(matches!(e, Rans64AdapterError::Blob(rans64::Error::Checksum { .. })), "{e:?}");
+        assert!(matches!(e, AdapterError::Blob(rans64::Error::Checksum { .. })), "{e:?}");
         *classes.entry(e.class()).or_insert(0) += 1;
     }
     assert_eq!(classes.len(), 1, "{classes:?}");
@@ -271,7 +271,7 @@ fn corrupted_blobs_leave_no_partial_output() {
         tried += 1;
         // The scalar decode arm runs one band, the AVX-512 ones two half-bands at once: the
         // same refusal (the first in chunk order) either way.
-        let mut first: Option<Result<(), Rans64AdapterError>> = None;
+        let mut first: Option<Result<(), AdapterError>> = None;
         for &arm in &arms() {
             let mut y = vec![f32::NAN; 2 * o];
             let got = m.matmul_with(Isa::Scalar, arm, Acts::F32 { x: &x, s: 2 }, &mut y);

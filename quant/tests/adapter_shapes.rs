@@ -67,7 +67,7 @@ fn every_adapter(
     }
     let m = Cfs1Matrix::new(&b.cfs1, &b.scales, o, i).unwrap();
     let mut y = vec![f32::NAN; y_len];
-    let r = m.matmul_with(Isa::Scalar, acts, &mut y).map_err(|e| e.class());
+    let r = m.matmul_with(Isa::Scalar, (), acts, &mut y).map_err(|e| e.class());
     finish(r, y);
     let m = Rans64Matrix::new(&b.rans64, &b.scales, o, i).unwrap();
     let mut y = vec![f32::NAN; y_len];

@@ -22,8 +22,9 @@
 use std::ops::Range;
 use std::sync::mpsc;
 
-use tetrad_fse::DecodeTable;
-use tetrad_quant::adapter::{Acts, AdapterError, Cfs1Matrix, Rans256Matrix, TILE_BYTES};
+use tetrad_quant::adapter::{
+    Acts, AdapterError, Cfs1Matrix, FusedMatrix, Rans256Matrix, TILE_BYTES, TileDecoder, TileSource,
+};
 use tetrad_quant::isa::Isa;
 use tetrad_rans::{Arm, StreamShare};
 
@@ -88,12 +89,7 @@ pub fn matmul_tiled(
     let r = if splits_streams(m, &acts) {
         split_streams(m, isa, arm, acts, y, rows)
     } else {
-        m.decoder(arm).and_then(|dec| {
-            let geo = Geometry { o: m.o(), rows, stride: m.row_bytes() };
-            pipelined(geo, RansTiles(dec), acts.s(), y, |tile, rows, ybuf, y| {
-                m.multiply_tile(isa, acts, tile, rows, ybuf, y)
-            })
-        })
+        pipelined(m, isa, arm, acts, y, rows)
     };
     if r.is_err() {
         y.fill(0.0);
@@ -221,75 +217,32 @@ pub fn matmul_cfs1_tiled(
     let shapes_ok = acts.s().checked_mul(m.o()) == Some(y.len()) && acts.check(m.i()).is_ok();
     let rows = m.tile_rows(tile_bytes);
     if threads <= 1 || m.o() <= rows || !shapes_ok {
-        return m.matmul_with(isa, acts, y);
+        return m.matmul_with(isa, (), acts, y);
     }
-    let mut table = Box::new(DecodeTable::new());
-    let r = m.decoder(&mut table).and_then(|dec| {
-        let geo = Geometry { o: m.o(), rows, stride: m.row_bytes() };
-        pipelined(geo, Cfs1Tiles(dec), acts.s(), y, |tile, rows, ybuf, y| {
-            m.multiply_tile(isa, acts, tile, rows, ybuf, y)
-        })
-    });
+    let r = pipelined(m, isa, (), acts, y, rows);
     if r.is_err() {
         y.fill(0.0);
     }
     r
 }
 
-/// A decoder that hands out the matrix a tile of rows at a time.
-trait TileDecoder: Send {
-    /// Decodes the next `out.len()` bytes.
-    fn next(&mut self, out: &mut [u8]) -> Result<(), AdapterError>;
-    /// After the last tile: every byte decoded and every seal held.
-    fn finish(&self) -> Result<(), AdapterError>;
-}
-
-struct RansTiles<'t, 'r>(tetrad_rans::Decoder<'t, 'r>);
-
-impl TileDecoder for RansTiles<'_, '_> {
-    fn next(&mut self, out: &mut [u8]) -> Result<(), AdapterError> {
-        Ok(self.0.decode_next(out)?)
-    }
-    fn finish(&self) -> Result<(), AdapterError> {
-        Ok(self.0.finish()?)
-    }
-}
-
-struct Cfs1Tiles<'t, 'a>(tetrad_fse::Decoder<'t, 'a>);
-
-impl TileDecoder for Cfs1Tiles<'_, '_> {
-    fn next(&mut self, out: &mut [u8]) -> Result<(), AdapterError> {
-        self.0.decode_next(out)?;
-        Ok(())
-    }
-    fn finish(&self) -> Result<(), AdapterError> {
-        // The tiles cover rawlen = O · stride bytes exactly (checked by `Cfs1Matrix::new`), so
-        // the last `next` produced the last byte and checked the seal.
-        debug_assert!(self.0.is_finished());
-        Ok(())
-    }
-}
-
-/// Rows `o` of `stride` bytes, in tiles of `rows` rows.
-#[derive(Clone, Copy)]
-struct Geometry {
-    o: usize,
-    rows: usize,
-    stride: usize,
-}
-
 type Tile = (Vec<u8>, Range<usize>);
 
-/// The two-thread pipeline: a scoped producer thread decodes tiles into recycled buffers,
-/// this thread multiplies them (`multiply(tile, rows, ybuf, y)`) as they arrive.
-fn pipelined<D: TileDecoder>(
-    geo: Geometry,
-    mut dec: D,
-    s: usize,
+/// The two-thread pipeline for a sequential source: a scoped producer thread decodes tiles of
+/// `rows` rows (checked, seals after the last) into three recycled buffers, this thread
+/// multiplies them as they arrive.
+fn pipelined<S: TileSource + Sync>(
+    m: &FusedMatrix<'_, S>,
+    isa: Isa,
+    arm: S::Arm,
+    acts: Acts<'_>,
     y: &mut [f32],
-    multiply: impl Fn(&[u8], Range<usize>, &mut [f32], &mut [f32]) -> Result<(), AdapterError>,
+    rows: usize,
 ) -> Result<(), AdapterError> {
-    let Geometry { o, rows: t, stride } = geo;
+    let (o, t, stride) = (m.o(), rows, m.row_bytes());
+    // The CFS1 decode table (16 KiB) on the heap, not the producer's stack.
+    let mut work = Box::<S::Work>::default();
+    let mut dec = m.source().open(arm, &mut work, 0)?;
     let (full_tx, full_rx) = mpsc::sync_channel::<Tile>(2);
     let (empty_tx, empty_rx) = mpsc::sync_channel::<Vec<u8>>(3);
     for _ in 0..3 {
@@ -302,7 +255,7 @@ fn pipelined<D: TileDecoder>(
                 let r1 = (r0 + t).min(o);
                 let Ok(mut buf) = empty_rx.recv() else { return Ok(()) }; // consumer gave up
                 buf.resize((r1 - r0) * stride, 0);
-                dec.next(&mut buf)?;
+                dec.decode(&mut buf)?;
                 if full_tx.send((buf, r0..r1)).is_err() {
                     return Ok(());
                 }
@@ -310,10 +263,10 @@ fn pipelined<D: TileDecoder>(
             }
             dec.finish()
         });
-        let mut ybuf = vec![0f32; t * s];
+        let mut ybuf = vec![0f32; t * acts.s()];
         let mut consumed: Result<(), AdapterError> = Ok(());
         for (buf, rows) in full_rx {
-            consumed = multiply(&buf, rows, &mut ybuf, y);
+            consumed = m.multiply_tile(isa, acts, &buf, rows, &mut ybuf, y);
             if consumed.is_err() {
                 break;
             }

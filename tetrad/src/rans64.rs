@@ -19,8 +19,8 @@
 //! materialises the tensor, as it must to write it back.
 
 use sha2::{Digest as _, Sha256};
-use tetrad_quant::adapter::Acts;
-use tetrad_quant::adapter_rans64::{Rans64AdapterError, Rans64Matrix};
+use tetrad_quant::adapter::{Acts, AdapterError};
+use tetrad_quant::adapter_rans64::Rans64Matrix;
 use tetrad_quant::isa::Isa;
 use tetrad_rans::rans64::{self, Arm, Blob, ChunkDecoder};
 
@@ -131,7 +131,7 @@ pub fn matmul(
     acts: Acts<'_>,
     y: &mut [f32],
     threads: usize,
-) -> Result<(), Rans64AdapterError> {
+) -> Result<(), AdapterError> {
     let (o, s) = (m.o(), acts.s());
     let shapes_ok = s.checked_mul(o) == Some(y.len()) && acts.check(m.i()).is_ok();
     if threads <= 1 || o < 2 || !shapes_ok {

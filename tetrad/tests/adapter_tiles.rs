@@ -131,7 +131,7 @@ fn cfs1_tiles_of_any_size_give_the_same_bits() {
             let isa: Isa = isa;
             each_acts(I, |acts, s, kind| {
                 let mut y = vec![0f32; s * O];
-                let want = m.matmul_with(isa, acts, &mut y).map(|()| bits(&y));
+                let want = m.matmul_with(isa, (), acts, &mut y).map(|()| bits(&y));
                 let what = format!("cfs1 {isa:?} {kind}");
                 if b == &damaged {
                     assert!(want.is_err(), "{what}: the damage is refused");

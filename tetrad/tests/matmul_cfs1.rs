@@ -180,7 +180,7 @@ fn cfs1_pipeline_threads_agree_and_zero_fill() {
     for s_rows in [1usize, 3, 16] {
         let x: Vec<f32> = (0..s_rows * i).map(|k| ((k as f32) * 0.013).cos()).collect();
         let mut want = vec![0f32; s_rows * o];
-        m.matmul_with(isa, Acts::F32 { x: &x, s: s_rows }, &mut want).unwrap();
+        m.matmul_with(isa, (), Acts::F32 { x: &x, s: s_rows }, &mut want).unwrap();
         for threads in [1usize, 2, 3] {
             let mut y = vec![f32::NAN; s_rows * o];
             tetrad::adapter::matmul_cfs1(&m, isa, Acts::F32 { x: &x, s: s_rows }, &mut y, threads)

@@ -746,7 +746,7 @@ fn adapter(
         let decode_s = median_secs_ok(args.runs, || match c {
             0 => m256.decode_into(arm, &mut decoded).map_err(|e| Failed(e.class(), e.to_string())),
             1 => m64.decode_into(arm64, &mut decoded).map_err(|e| Failed(e.class(), e.to_string())),
-            _ => mc.decode_into(&mut decoded).map_err(|e| Failed(e.class(), e.to_string())),
+            _ => mc.decode_into((), &mut decoded).map_err(|e| Failed(e.class(), e.to_string())),
         })
         .map_err(|Failed(class, e)| refuse(class, e))?;
         if decoded != codes {
