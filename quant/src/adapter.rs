@@ -275,6 +275,13 @@ pub trait TileSource {
     /// This machine's best decode arm.
     fn best_arm() -> Self::Arm;
 
+    /// Refuses an `[o, i]` int4-row matrix whose `O · ceil(I/2)` bytes are not what the
+    /// source decodes to (`E_COUNT_MISMATCH`, `E_RAWLEN_MISMATCH`, or `E_ADAPTER_OVERFLOW`).
+    ///
+    /// # Errors
+    /// As above.
+    fn check_len(&self, o: usize, i: usize) -> Result<(), AdapterError>;
+
     /// Bytes between two points where decoding can start (`None`: only at byte 0).
     fn split_bytes(&self) -> Option<usize>;
 
@@ -371,14 +378,21 @@ pub(crate) fn int4_len(o: usize, i: usize) -> Result<(usize, u64), AdapterError>
 }
 
 impl<'a, S: TileSource> FusedMatrix<'a, S> {
-    /// A matrix over `source` (whose decoded length the caller checked against `[o, i]`),
-    /// refusing a scale count other than `o`.
-    pub(crate) fn from_source(
+    /// A matrix over a checked `source` as the `[o, i]` int4-row matrix with per-row
+    /// `scales`: the source's decoded length (`TileSource::check_len`) and `scales.len() ==
+    /// o` (`E_SCALE_COUNT`) are checked, nothing else is repeated — so a source checked once
+    /// (a record parsed, an `int4-rans64-t1` blob's chunk checks verified) can be given new
+    /// scales, or re-borrowed, for free.
+    ///
+    /// # Errors
+    /// The first failed check, as above.
+    pub fn from_source(
         source: S,
         scales: &'a [f32],
         o: usize,
         i: usize,
     ) -> Result<Self, AdapterError> {
+        source.check_len(o, i)?;
         if scales.len() != o {
             return Err(AdapterError::ScaleCount { got: scales.len(), expected: o });
         }
@@ -923,6 +937,11 @@ pub struct RecordTiles<'a> {
 }
 
 impl<'a> RecordTiles<'a> {
+    /// A parsed record (`Record::parse` checked its framing) and the table it was coded with.
+    pub const fn new(record: Record<'a>, table: &'a Table) -> Self {
+        Self { record, table }
+    }
+
     /// The parsed, checked record.
     pub const fn record(&self) -> &Record<'a> {
         &self.record
@@ -979,6 +998,16 @@ impl<'a> TileSource for RecordTiles<'a> {
         Arm::best()
     }
 
+    fn check_len(&self, o: usize, i: usize) -> Result<(), AdapterError> {
+        let (_, n) = int4_len(o, i)?;
+        let expected = n.checked_mul(2).ok_or(AdapterError::Overflow { o, i })?;
+        let got = self.record.n_symbols();
+        if got != expected {
+            return Err(AdapterError::NSymbols { got, expected, o, i });
+        }
+        Ok(())
+    }
+
     fn split_bytes(&self) -> Option<usize> {
         None
     }
@@ -1013,12 +1042,7 @@ impl<'a> Rans256Matrix<'a> {
         i: usize,
     ) -> Result<Self, AdapterError> {
         let record = Record::parse(blob).map_err(AdapterError::Record)?;
-        let (_, n) = int4_len(o, i)?;
-        let expected = n.checked_mul(2).ok_or(AdapterError::Overflow { o, i })?;
-        if record.n_symbols() != expected {
-            return Err(AdapterError::NSymbols { got: record.n_symbols(), expected, o, i });
-        }
-        Self::from_source(RecordTiles { record, table }, scales, o, i)
+        Self::from_source(RecordTiles::new(record, table), scales, o, i)
     }
 
     /// The record's checked decode table.

@@ -39,6 +39,14 @@ pub struct Cfs1Tiles<'a> {
 }
 
 impl<'a> Cfs1Tiles<'a> {
+    /// Runs the header stage on `blob` (every framing refusal of the CFS1 decoder).
+    ///
+    /// # Errors
+    /// As above.
+    pub fn parse(blob: &'a [u8]) -> Result<Self, AdapterError> {
+        Ok(Self { blob, header: Header::parse(blob)? })
+    }
+
     /// The blob's header (mode: raw or rANS).
     pub const fn header(&self) -> Header {
         self.header
@@ -88,6 +96,15 @@ impl<'a> TileSource for Cfs1Tiles<'a> {
 
     fn best_arm() {}
 
+    fn check_len(&self, o: usize, i: usize) -> Result<(), AdapterError> {
+        let (_, expected) = super::int4_len(o, i)?;
+        let got = self.header.rawlen;
+        if u64::from(got) != expected {
+            return Err(AdapterError::RawLen { got, expected, o, i });
+        }
+        Ok(())
+    }
+
     fn split_bytes(&self) -> Option<usize> {
         None
     }
@@ -127,12 +144,7 @@ impl<'a> Cfs1Matrix<'a> {
         o: usize,
         i: usize,
     ) -> Result<Self, AdapterError> {
-        let header = Header::parse(blob)?;
-        let (_, expected) = super::int4_len(o, i)?;
-        if u64::from(header.rawlen) != expected {
-            return Err(AdapterError::RawLen { got: header.rawlen, expected, o, i });
-        }
-        Self::from_source(Cfs1Tiles { blob, header }, scales, o, i)
+        Self::from_source(Cfs1Tiles::parse(blob)?, scales, o, i)
     }
 
     /// The blob's header (mode: raw or rANS).

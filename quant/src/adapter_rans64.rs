@@ -61,6 +61,15 @@ pub struct Rans64Tiles<'a> {
 }
 
 impl<'a> Rans64Tiles<'a> {
+    /// A parsed blob, its chunk checks verified here unless they already were
+    /// (`Blob::verify_checks`): `E_CHECKSUM` for a damaged chunk (version 2).
+    ///
+    /// # Errors
+    /// As above.
+    pub fn new(blob: Blob<'a>) -> Result<Self, AdapterError> {
+        Ok(Self { blob: blob.verify_checks()? })
+    }
+
     /// The parsed blob.
     pub const fn blob(&self) -> &Blob<'a> {
         &self.blob
@@ -119,6 +128,15 @@ impl<'a> TileSource for Rans64Tiles<'a> {
 
     fn best_arm() -> Arm {
         Arm::best()
+    }
+
+    fn check_len(&self, o: usize, i: usize) -> Result<(), AdapterError> {
+        let (_, expected) = crate::adapter::int4_len(o, i)?;
+        let got = self.blob.n_bytes();
+        if got != expected {
+            return Err(AdapterError::ByteCount { got, expected, o, i });
+        }
+        Ok(())
     }
 
     fn split_bytes(&self) -> Option<usize> {
@@ -188,16 +206,9 @@ impl<'a> Rans64Matrix<'a> {
         o: usize,
         i: usize,
     ) -> Result<Self, AdapterError> {
-        let blob = Blob::parse(blob)?;
-        let (_, expected) = crate::adapter::int4_len(o, i)?;
-        if blob.n_bytes() != expected {
-            return Err(AdapterError::ByteCount { got: blob.n_bytes(), expected, o, i });
-        }
-        if scales.len() != o {
-            return Err(AdapterError::ScaleCount { got: scales.len(), expected: o });
-        }
-        let blob = blob.verify_checks()?;
-        Self::from_source(Rans64Tiles { blob }, scales, o, i)
+        // The cheap checks first: the chunk checks are a pass over the blob.
+        let unverified = Self::from_source(Rans64Tiles { blob: Blob::parse(blob)? }, scales, o, i)?;
+        Self::from_source(Rans64Tiles::new(unverified.source.blob)?, scales, o, i)
     }
 
     /// The parsed blob.
