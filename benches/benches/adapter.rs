@@ -10,6 +10,12 @@
 //! Activations are f32, except `fused_q8_s*` / `dense_int4_q8_s*` (the record adapter and the
 //! dense kernel on int8-quantized activations, quantized inside the timed loop).
 //!
+//! `adapter_prepared_4096x4096` multiplies the same matrices through a container: one
+//! `tetrad::prepared::PreparedTensor` per tensor (`prepared_*`: `matmul` with its held
+//! scratch) against the per-call path an engine without it runs (`percall_*`:
+//! `Container::tensor` and `TensorView::matmul` on every call), for dense int4-row, a record,
+//! an `int4-rans64-t1` blob and a CFS1 blob, on one thread (CPU time).
+//!
 //! Groups: `adapter_4096x4096` is single-threaded and measured on this thread's CPU time
 //! (`tetrad_benches::clock`, `TETRAD_BENCH_CLOCK=wall` for wall time);
 //! `adapter_threads_4096x4096` runs 1 and 2 threads and is always measured in **wall** time
@@ -212,6 +218,83 @@ fn threads(c: &mut Criterion<Clock>) {
     g.finish();
 }
 
+/// A container directory of the bench matrix in every format: `in/` (dense int4-row, and an
+/// `int4-rans64-t1` blob stamped as such), `packed/` (records), `cfs/` (CFS1 blobs), under a
+/// fresh directory of the system's temporary folder (removed by the caller).
+fn containers() -> (std::path::PathBuf, [(std::path::PathBuf, &'static str); 4]) {
+    use std::collections::BTreeMap;
+    use tetrad::shard::{HeaderStyle, OutTensor, shard_bytes};
+    let root = std::env::temp_dir().join(format!("tetrad-bench-adapter-{}", std::process::id()));
+    let (input, packed, cfs, own) =
+        (root.join("in"), root.join("packed"), root.join("cfs"), root.join("own"));
+    let shards = synth::write_expert_checkpoint(&input, 1, 1, O, I, 7).expect("write");
+    tetrad::rans256::pack::pack(&tetrad::rans256::pack::PackOptions {
+        indir: input.clone(),
+        outdir: packed.clone(),
+        layers: None,
+        select: None,
+        force: false,
+        threads: None,
+        quiet: true,
+    })
+    .expect("pack");
+    std::fs::create_dir_all(&cfs).expect("mkdir");
+    for p in &shards {
+        tetrad::cfse::pack(p, &cfs.join(p.file_name().expect("file")), &|_| {}).expect("cfse");
+    }
+    let d = data();
+    let qs: Vec<u8> = d.scales.iter().flat_map(|f| f.to_le_bytes()).collect();
+    let ts = [
+        OutTensor { name: "w64", dtype: "U8", shape: &[d.rans64.len() as u64], data: &d.rans64 },
+        OutTensor { name: "w64.qs", dtype: "F32", shape: &[O as u64], data: &qs },
+    ];
+    let meta: BTreeMap<String, String> =
+        [("colibri.fmt".to_owned(), r#"{"w64": "int4-rans64-t1"}"#.to_owned())].into();
+    std::fs::create_dir_all(&own).expect("mkdir");
+    let bytes = shard_bytes(&meta, &ts, HeaderStyle::EscapedUnpadded).expect("shard");
+    std::fs::write(own.join("w64.safetensors"), bytes).expect("write");
+    let w = "model.layers.0.mlp.experts.0.up_proj.weight";
+    (root, [(input, w), (packed, w), (own, "w64"), (cfs, w)])
+}
+
+fn prepared(c: &mut Criterion<Clock>) {
+    use tetrad::container::Container;
+    let (root, dirs) = containers();
+    let isa = tetrad_quant::isa::best();
+    let mut g = c.benchmark_group("adapter_prepared_4096x4096");
+    g.sample_size(10);
+    g.warm_up_time(Duration::from_secs(1));
+    g.measurement_time(Duration::from_secs(4));
+    g.throughput(Throughput::Elements((O * I) as u64));
+    for (dir, name) in &dirs {
+        let c = Container::open(dir).expect("open");
+        let w = c.prepare(name, O as u64, I as u64).expect("prepare");
+        let kind = match w.format() {
+            Format::Int4Row if dir.ends_with("cfs") => "cfs1",
+            f => f.name(),
+        };
+        for s in [1usize, 16] {
+            let x = acts(s);
+            let (mut y, mut want) = (vec![0f32; s * O], vec![0f32; s * O]);
+            let view = c.tensor(name, O as u64, I as u64).expect("tensor");
+            view.matmul(name, isa, &x, s, &mut want, 1).expect("per call");
+            w.matmul(Acts::F32 { x: &x, s }, &mut y).expect("prepared");
+            assert_eq!(y, want, "{kind}");
+            g.bench_function(BenchmarkId::new(format!("percall_{kind}_s{s}"), isa.name()), |b| {
+                b.iter(|| {
+                    let view = c.tensor(name, O as u64, I as u64).expect("tensor");
+                    view.matmul(name, isa, &x, s, black_box(&mut y), 1).expect("per call")
+                })
+            });
+            g.bench_function(BenchmarkId::new(format!("prepared_{kind}_s{s}"), isa.name()), |b| {
+                b.iter(|| w.matmul(Acts::F32 { x: &x, s }, black_box(&mut y)).expect("prepared"))
+            });
+        }
+    }
+    g.finish();
+    let _ = std::fs::remove_dir_all(root);
+}
+
 fn config() -> Criterion<Clock> {
     Criterion::default().with_measurement(Clock::from_env("adapter")).configure_from_args()
 }
@@ -221,6 +304,6 @@ fn config_wall() -> Criterion<Clock> {
     Criterion::default().with_measurement(Clock::wall()).configure_from_args()
 }
 
-criterion_group! { name = benches; config = config(); targets = single }
+criterion_group! { name = benches; config = config(); targets = single, prepared }
 criterion_group! { name = benches_threads; config = config_wall(); targets = threads }
 criterion_main!(benches, benches_threads);

@@ -1,16 +1,21 @@
 //! Containers and prepared tensors: `tetrad_container_*`, `tetrad_tensor_*`.
 //!
-//! A thin layer over [`tetrad_engine::container`]: a container handle owns an opened
-//! [`Container`]; a tensor handle holds the container (shared), the tensor's name and
-//! `[O, I]`, and what was decided when it was prepared (the format, the decoded length). Each
-//! decode or multiply asks the container for the tensor's view again, so every call sees the
-//! same checks `Container::tensor` made at prepare time.
+//! A thin layer over [`tetrad_engine::container`] and [`tetrad_engine::prepared`]: a
+//! container handle owns an opened [`Container`]; a tensor handle holds the container
+//! (shared) and the tensor prepared from it ([`PreparedTensor`]: format decided, shapes and
+//! bytes checked, scales widened, decoder tables and scratch made, once), so a decode or a
+//! one-thread multiply repeats none of that and allocates nothing for f32 activations.
+//! `tetrad_tensor_prepare` refuses what `Container::tensor` refuses; a refusal of the
+//! preparing that comes after it (a damaged `int4-rans64-t1` chunk, `E_CHECKSUM`) is kept and
+//! returned by every decode and multiply, as when those calls found it themselves.
 
 use std::ffi::c_char;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tetrad_engine::container::{Container, TensorView};
+use tetrad_engine::container::Container;
+use tetrad_engine::prepared::PreparedTensor;
+use tetrad_engine::rans256::Refusal;
 use tetrad_quant::adapter::Acts;
 use tetrad_quant::kernels::quantize_activations;
 
@@ -26,9 +31,12 @@ pub struct TetradContainer {
 /// A prepared tensor (`tetrad_tensor` in C).
 #[derive(Debug)]
 pub struct TetradTensor {
+    /// Borrows from `*container` (see `tetrad_tensor_prepare`); declared first, so dropped
+    /// before the container it borrows.
+    prepared: Result<PreparedTensor<'static>, Refusal>,
+    /// Keeps what `prepared` borrows alive (never read otherwise).
+    #[allow(dead_code)]
     container: Arc<Container>,
-    name: String,
-    o: u64,
     i: u64,
     format: &'static std::ffi::CStr,
     decoded_len: u64,
@@ -42,8 +50,11 @@ const _: () = {
 };
 
 impl TetradTensor {
-    fn view(&self) -> Result<TensorView<'_>, Failure> {
-        Ok(self.container.tensor(&self.name, self.o, self.i)?)
+    /// The prepared tensor, borrowing no longer than the handle (and so its container), or
+    /// the refusal met while preparing it.
+    fn prepared(&self) -> Result<&PreparedTensor<'_>, Failure> {
+        // Shortening `'static` to the handle's borrow is a plain subtyping coercion.
+        self.prepared.as_ref().map_err(|r| r.clone().into())
     }
 }
 
@@ -136,15 +147,18 @@ pub unsafe extern "C" fn tetrad_tensor_prepare(
         let name = std::str::from_utf8(bytes)
             .map_err(|_| Failure::new("E_ARGUMENT", "tensor name is not UTF-8"))?;
         let view = c.inner.tensor(name, o, i)?;
-        let t = TetradTensor {
-            container: Arc::clone(&c.inner),
-            name: name.to_owned(),
-            o,
-            i,
-            format: intern(view.format().name()),
-            decoded_len: view.decoded_len(),
-        };
-        drop(view);
+        let (format, decoded_len) = (intern(view.format().name()), view.decoded_len());
+        let prepared = view.into_prepared(name);
+        // SAFETY: `prepared` borrows the `Container` inside the `Arc` allocation of
+        // `c.inner` (its shards' bytes; nothing of the view, which `into_prepared` consumed).
+        // The handle keeps a clone of that `Arc`, so the container neither moves nor drops
+        // while the handle lives, and it is never mutated; the field order drops `prepared`
+        // first. The `'static` lifetime never leaves the handle: `TetradTensor::prepared`
+        // lends it out shortened to the handle's borrow.
+        let prepared = prepared.map(|p| unsafe {
+            std::mem::transmute::<PreparedTensor<'_>, PreparedTensor<'static>>(p)
+        });
+        let t = TetradTensor { prepared, container: Arc::clone(&c.inner), i, format, decoded_len };
         let h = Box::into_raw(Box::new(t));
         // SAFETY: as above; the handle is handed to the caller, who frees it.
         unsafe { out.write(h) };
@@ -210,7 +224,7 @@ pub unsafe extern "C" fn tetrad_tensor_decode(
         let t = unsafe { handle(t, "tensor")? };
         // SAFETY: `out` points to `out_len` writable bytes (caller contract).
         let out = unsafe { slice_mut(out, out_len, "out")? };
-        t.view()?.decode_into(out)?;
+        t.prepared()?.decode_into(out)?;
         Ok(())
     })
 }
@@ -240,8 +254,7 @@ pub unsafe extern "C" fn tetrad_tensor_matmul_f32(
         let x = unsafe { slice(x, x_len, "x")? };
         // SAFETY: `y` points to `y_len` writable floats, disjoint from `x` (caller contract).
         let y = unsafe { slice_mut(y, y_len, "y")? };
-        let isa = tetrad_quant::isa::best();
-        t.view()?.matmul_acts(&t.name, isa, Acts::F32 { x, s }, y, threads.max(1))?;
+        t.prepared()?.matmul_threads(Acts::F32 { x, s }, y, threads.max(1))?;
         Ok(())
     })
 }
@@ -283,8 +296,7 @@ pub unsafe extern "C" fn tetrad_tensor_matmul_q8(
         let (mut q, mut scales) = (vec![0i8; n], vec![0f32; s]);
         let acts = quantize_activations(x, s, i, &mut q, &mut scales)
             .map_err(|e| Failure::of(e.class(), &e))?;
-        let isa = tetrad_quant::isa::best();
-        t.view()?.matmul_acts(&t.name, isa, Acts::Q8(&acts), y, threads.max(1))?;
+        t.prepared()?.matmul_threads(Acts::Q8(&acts), y, threads.max(1))?;
         Ok(())
     })
 }

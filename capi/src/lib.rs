@@ -28,7 +28,9 @@
 //! # Unsafe policy
 //! This crate is an FFI boundary, so `unsafe` is allowed here (unlike the codec crates): it is
 //! confined to turning caller pointers into slices and handles (the helpers in [`ffi`]) and
-//! to the `no_mangle` attributes of the exported functions, each block with a `// SAFETY:`
+//! to the `no_mangle` attributes of the exported functions (and one lifetime extension: a
+//! tensor handle holds the tensor prepared from the container it keeps alive, `engine.rs`),
+//! each block with a `// SAFETY:`
 //! comment stating the caller contract it relies on, which the header documents per function.
 
 // The modules name each other through `super::`, never `crate::`: the fuzz target

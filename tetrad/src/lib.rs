@@ -43,6 +43,7 @@ pub mod io;
 pub mod json;
 pub mod multiply;
 pub mod output;
+pub mod prepared;
 pub mod progress;
 #[cfg(feature = "cli")]
 pub mod quantize_container;

@@ -146,7 +146,7 @@ pub fn matmul(
     out
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "cli"))] // `synth` is part of the `cli` feature
 mod tests {
     use super::*;
 

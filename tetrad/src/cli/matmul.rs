@@ -125,16 +125,18 @@ pub fn compute(args: &MatmulArgs) -> Result<(Vec<f32>, usize, Isa, &'static str)
         .ok_or_else(|| refuse("E_SHAPE", format!("S × O = {s} × {o} outputs overflow")))?;
     let mut y = vec![0f32; outputs];
     let threads = usize::from(args.threads);
-    let how = match args.acts {
-        ActsKind::F32 => view.matmul(&args.tensor, isa, &x, s, &mut y, threads)?,
+    // Checked once, then multiplied (the kernel refuses an unavailable `--isa` by name).
+    let w = view.into_prepared(&args.tensor)?.on_isa(isa);
+    match args.acts {
+        ActsKind::F32 => w.matmul_threads(Acts::F32 { x: &x, s }, &mut y, threads)?,
         ActsKind::Int8 => {
             let (mut q, mut sx) = (vec![0i8; x.len()], vec![0f32; s]);
             let xq = quantize_activations(&x, s, i, &mut q, &mut sx)
                 .map_err(|e| refuse(e.class(), format!("{}: {e}", args.x.display())))?;
-            view.matmul_acts(&args.tensor, isa, Acts::Q8(&xq), &mut y, threads)?
+            w.matmul_threads(Acts::Q8(&xq), &mut y, threads)?;
         }
-    };
-    Ok((y, s, isa, how))
+    }
+    Ok((y, s, isa, w.how()))
 }
 
 /// The largest `--o` / `--i`: far beyond any weight matrix, small enough that no product of
