@@ -27,7 +27,7 @@ use tetrad_quant::kernels::{Matrix, Scales, matmul_q8_rows_with, matmul_rows_wit
 use tetrad_rans::Arm;
 
 use crate::container::TensorView;
-use crate::rans256::Refusal;
+use crate::error::{Class, Refusal};
 
 /// Multiplies one row band into its `S × band` outputs.
 type BandKernel<'a> = dyn Fn(Range<usize>, &mut [f32]) -> Result<(), KernelError> + Sync + 'a;
@@ -61,41 +61,42 @@ impl TensorView<'_> {
         y: &mut [f32],
         threads: usize,
     ) -> Result<&'static str, Refusal> {
-        let refuse = |class: &'static str, e: &dyn std::fmt::Display| {
-            Refusal::new(class, format!("{name}: {e}"))
-        };
+        let refuse =
+            |class: Class, e: &dyn std::fmt::Display| Refusal::new(class, format!("{name}: {e}"));
         let (o, i) = self.shape();
         let (o, i) = (
-            usize::try_from(o).map_err(|_| refuse("E_SHAPE", &"O does not fit this machine"))?,
-            usize::try_from(i).map_err(|_| refuse("E_SHAPE", &"I does not fit this machine"))?,
+            usize::try_from(o).map_err(|_| refuse(Class::Shape, &"O does not fit this machine"))?,
+            usize::try_from(i).map_err(|_| refuse(Class::Shape, &"I does not fit this machine"))?,
         );
         let threads = threads.max(1);
         let f32_scales = |sc: &crate::container::StoredScales<'_>| {
-            sc.to_f32()
-                .ok_or_else(|| Refusal::new("E_SCALE_DTYPE", format!("{name}.qs is {}", sc.dtype)))
+            sc.to_f32().ok_or_else(|| {
+                Refusal::new(Class::ScaleDtype, format!("{name}.qs is {}", sc.dtype))
+            })
         };
         match self {
             TensorView::Rans256 { record, table, scales, .. } => {
                 let sc = f32_scales(scales)?;
                 let m = Rans256Matrix::new(record.blob(), table, &sc, o, i)
-                    .map_err(|e| refuse(e.class(), &e))?;
+                    .map_err(|e| refuse(Class::of(&e), &e))?;
                 crate::adapter::matmul(&m, isa, Arm::best(), acts, y, threads)
-                    .map_err(|e| refuse(e.class(), &e))?;
+                    .map_err(|e| refuse(Class::of(&e), &e))?;
                 Ok("int4-rans256-g0 (fused decode + int4-row kernel)")
             }
             TensorView::Rans64 { blob, scales, .. } => {
                 let sc = f32_scales(scales)?;
                 let m = Rans64Matrix::new(blob.bytes(), &sc, o, i)
-                    .map_err(|e| refuse(e.class(), &e))?;
+                    .map_err(|e| refuse(Class::of(&e), &e))?;
                 let arm = tetrad_rans::rans64::Arm::best();
                 crate::rans64::matmul(&m, isa, arm, acts, y, threads)
-                    .map_err(|e| refuse(e.class(), &e))?;
+                    .map_err(|e| refuse(Class::of(&e), &e))?;
                 Ok("int4-rans64-t1 (fused decode + int4-row kernel)")
             }
             TensorView::Cfs1Int4Row { blob, scales, .. } => {
-                let m = Cfs1Matrix::new(blob, scales, o, i).map_err(|e| refuse(e.class(), &e))?;
+                let m =
+                    Cfs1Matrix::new(blob, scales, o, i).map_err(|e| refuse(Class::of(&e), &e))?;
                 crate::adapter::matmul_cfs1(&m, isa, acts, y, threads)
-                    .map_err(|e| refuse(e.class(), &e))?;
+                    .map_err(|e| refuse(Class::of(&e), &e))?;
                 Ok("int4-row in CFS1 (fused decode + int4-row kernel)")
             }
             TensorView::Dense { resolved, weights, scales, .. } => {
@@ -106,7 +107,7 @@ impl TensorView<'_> {
                     (Some(st), None) => Scales::Ue8m0(st.bytes),
                 };
                 let gs = resolved.group_size.map_or(0, |g| g as usize);
-                let kerr = |e: KernelError| refuse(e.class(), &e);
+                let kerr = |e: KernelError| refuse(Class::of(&e), &e);
                 let m = Matrix::new(resolved.format, weights, sc, o, i, gs).map_err(kerr)?;
                 let run = |rows: Range<usize>, y: &mut [f32]| match acts {
                     Acts::F32 { x, s } => matmul_rows_with(isa, &m, x, s, rows, y),
@@ -135,48 +136,8 @@ fn dense_bands(
     if threads <= 1 || o < 2 {
         return run(0..o, y);
     }
-    row_bands(o, s, y, threads, |rows| {
+    crate::adapter::row_bands(o, s, y, threads, |rows| {
         let mut yb = vec![0f32; s * rows.len()];
         run(rows, &mut yb).map(|()| yb)
     })
-}
-
-/// One thread's row band and its outputs (`S × band` floats), or its error.
-type Band<E> = (Range<usize>, Result<Vec<f32>, E>);
-
-/// Splits `O ≥ 2` rows into `threads ≥ 2` bands, one scoped thread each: `band(rows)` returns
-/// that band's `S × band` outputs, gathered into `y` (`S × O`, row-major). The first error in
-/// row order is returned (`y` then holds whatever bands came before it); a band's panic is
-/// resumed here. Used by the dense bands above and `crate::rans64::matmul`.
-pub(crate) fn row_bands<E: Send>(
-    o: usize,
-    s: usize,
-    y: &mut [f32],
-    threads: usize,
-    band: impl Fn(Range<usize>) -> Result<Vec<f32>, E> + Sync,
-) -> Result<(), E> {
-    debug_assert!(o >= 2 && threads >= 2);
-    let len = o.div_ceil(threads.min(o));
-    let band = &band;
-    let parts: Vec<Band<E>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..o)
-            .step_by(len)
-            .map(|r0| {
-                let rows = r0..(r0 + len).min(o);
-                (rows.clone(), scope.spawn(move || band(rows)))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|(r, h)| (r, h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))))
-            .collect()
-    });
-    for (rows, part) in parts {
-        let part = part?;
-        let n = rows.len();
-        for si in 0..s {
-            y[si * o + rows.start..si * o + rows.end].copy_from_slice(&part[si * n..(si + 1) * n]);
-        }
-    }
-    Ok(())
 }
