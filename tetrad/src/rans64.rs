@@ -148,7 +148,8 @@ pub fn matmul(
     out
 }
 
-#[cfg(test)]
+// The tests code realistic weights from `synth`, which only the `cli` feature builds.
+#[cfg(all(test, feature = "cli"))]
 mod tests {
     use super::*;
 
