@@ -228,7 +228,7 @@ fn containers() -> (std::path::PathBuf, [(std::path::PathBuf, &'static str); 4])
     let (input, packed, cfs, own) =
         (root.join("in"), root.join("packed"), root.join("cfs"), root.join("own"));
     let shards = synth::write_expert_checkpoint(&input, 1, 1, O, I, 7).expect("write");
-    tetrad::rans256::pack::pack(&tetrad::rans256::pack::PackOptions {
+    tetrad::packed::pack::pack(&tetrad::packed::pack::PackOptions {
         indir: input.clone(),
         outdir: packed.clone(),
         layers: None,

@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tetrad_engine::container::Container;
+use tetrad_engine::error::Refusal;
 use tetrad_engine::prepared::PreparedTensor;
-use tetrad_engine::rans256::Refusal;
 use tetrad_quant::adapter::Acts;
 use tetrad_quant::kernels::quantize_activations;
 

@@ -35,9 +35,9 @@ impl Failure {
     }
 }
 
-impl From<tetrad_engine::rans256::Refusal> for Failure {
-    fn from(r: tetrad_engine::rans256::Refusal) -> Self {
-        Self::new(r.class, r.detail)
+impl From<tetrad_engine::error::Refusal> for Failure {
+    fn from(r: tetrad_engine::error::Refusal) -> Self {
+        Self::new(r.class.name(), r.detail)
     }
 }
 

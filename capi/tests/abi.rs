@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 use tetrad_engine::container::{Container, TensorView};
-use tetrad_engine::rans256::pack::{Codec, PackOptions, pack_with};
+use tetrad_engine::packed::pack::{Codec, PackOptions, pack_with};
 use tetrad_quant::adapter::Acts;
 use tetrad_quant::kernels::quantize_activations;
 use tetrad_rans::{Arm, Nibbles, ParseOrder, Record, Table, encode_record};
@@ -292,8 +292,8 @@ fn corrupt_copy(dir: &Path, to: &Path, (o, i): (u64, u64), at: usize) -> PathBuf
     to.to_path_buf()
 }
 
-fn class_of<T>(r: Result<T, tetrad_engine::rans256::Refusal>) -> String {
-    r.map_or_else(|e| e.class.to_owned(), |_| "OK".to_owned())
+fn class_of<T>(r: Result<T, tetrad_engine::error::Refusal>) -> String {
+    r.map_or_else(|e| e.class.name().to_owned(), |_| "OK".to_owned())
 }
 
 /// Writes the cases file the C program reads and the files it names.

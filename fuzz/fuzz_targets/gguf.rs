@@ -18,7 +18,7 @@ fuzz_target!(|bytes: &[u8]| {
     let g = match gguf::parse(bytes) {
         Ok(g) => g,
         Err(e) => {
-            assert!(e.class().starts_with("E_GGUF_"), "class {}", e.class());
+            assert!(e.class().name().starts_with("E_GGUF_"), "class {}", e.class());
             assert!(!e.to_string().is_empty());
             return;
         }

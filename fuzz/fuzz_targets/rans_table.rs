@@ -111,7 +111,7 @@ fn json(text: &str) {
             let back: TableParts = table_json::parse(&canon).expect("canonical JSON parses");
             assert_eq!(back, p);
         }
-        Err(e) => assert_class(e.class()),
+        Err(e) => assert_class(e.class().name()),
     }
 }
 

@@ -14,15 +14,15 @@ use numpy::{
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use tetrad::rans256::Refusal;
-use tetrad::rans256::pack::{Codec, PackOptions};
+use tetrad::error::{Class, Refusal};
+use tetrad::packed::pack::{Codec, PackOptions};
 
 /// `tetrad.Refused(cls, detail)` for a refusal.
 fn refused(py: Python<'_>, r: &Refusal) -> PyErr {
     let made = py
         .import("tetrad")
         .and_then(|m| m.getattr("Refused"))
-        .and_then(|c| c.call1((r.class, r.detail.clone())));
+        .and_then(|c| c.call1((r.class.name(), r.detail.clone())));
     match made {
         Ok(exc) => PyErr::from_value(exc),
         Err(e) => e,
@@ -126,14 +126,14 @@ fn decompress<'py>(
     let input = Input::of(blob)?;
     let src = input.bytes();
     let threads = threads.unwrap_or_else(tetrad::rans64::default_threads).max(1);
-    let cfs1_refusal = |e: tetrad::fse::DecodeError| Refusal::new(e.class(), e.to_string());
-    let rans64_refusal = |e: tetrad::rans::rans64::Error| Refusal::new(e.class(), e.to_string());
+    let cfs1_refusal = |e: tetrad::fse::DecodeError| Refusal::of(&e, e.to_string());
+    let rans64_refusal = |e: tetrad::rans::rans64::Error| Refusal::of(&e, e.to_string());
     let Some(out) = out else {
         let v = if codec == "cfs1" {
             heavy(py, || {
                 tetrad::cfse::decode_growing(src).map_err(|e| match e {
                     Some(e) => cfs1_refusal(e),
-                    None => Refusal::new("E_TOO_LARGE", "no memory for the decoded bytes"),
+                    None => Refusal::new(Class::TooLarge, "no memory for the decoded bytes"),
                 })
             })?
         } else {
@@ -288,7 +288,7 @@ impl Tensor {
             let mut y = vec![
                 0f32;
                 s.checked_mul(o)
-                    .ok_or_else(|| Refusal::new("E_SHAPE", "S x O overflows"))?
+                    .ok_or_else(|| Refusal::new(Class::Shape, "S x O overflows"))?
             ];
             view.matmul(&self.name, tetrad::quant::isa::best(), xs, s, &mut y, threads.max(1))?;
             Ok(y)
@@ -302,9 +302,9 @@ impl Tensor {
         let out = heavy(py, || {
             let view = c.inner.tensor(&self.name, self.o, self.i)?;
             let n = usize::try_from(view.decoded_len())
-                .map_err(|_| Refusal::new("E_OVERSIZE", "too large for this machine"))?;
+                .map_err(|_| Refusal::new(Class::Oversize, "too large for this machine"))?;
             let mut out = tetrad::io::try_zeroed(n).ok_or_else(|| {
-                Refusal::new("E_OVERSIZE", format!("{n} bytes cannot be allocated"))
+                Refusal::new(Class::Oversize, format!("{n} bytes cannot be allocated"))
             })?;
             view.decode_into(&mut out)?;
             Ok(out)
@@ -348,7 +348,7 @@ fn selected_histogram(
     shards: Option<Vec<String>>,
 ) -> PyResult<Vec<u64>> {
     let opts = pack_options(indir, PathBuf::new(), select, false);
-    let h = heavy(py, || tetrad::rans256::pack::histogram(&opts, shards.as_deref()))?;
+    let h = heavy(py, || tetrad::packed::pack::histogram(&opts, shards.as_deref()))?;
     Ok(h.to_vec())
 }
 
@@ -365,7 +365,7 @@ fn nibble_histogram(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Vec<u64
 fn pooled_table(py: Python<'_>, counts: Vec<u64>) -> PyResult<(String, String, Vec<u32>)> {
     let hist: [u64; 16] =
         counts.try_into().map_err(|_| PyValueError::new_err("a nibble histogram has 16 counts"))?;
-    let (table, json, crc) = heavy(py, || tetrad::rans256::pack::pooled_table(&hist))?;
+    let (table, json, crc) = heavy(py, || tetrad::packed::pack::pooled_table(&hist))?;
     Ok((json, crc, table.freq().to_vec()))
 }
 
@@ -390,7 +390,7 @@ fn pack<'py>(
     match shards {
         Some(shards) => {
             let written = heavy(py, || {
-                tetrad::rans256::pack::pack_part(&opts, codec, table_json.as_deref(), &shards)
+                tetrad::packed::pack::pack_part(&opts, codec, table_json.as_deref(), &shards)
             })?;
             Ok(written.into_pyobject(py)?.into_any())
         }
@@ -400,7 +400,7 @@ fn pack<'py>(
                     "table is for packing some shards apart: give shards= too",
                 ));
             }
-            let r = heavy(py, || tetrad::rans256::pack::pack_with(&opts, codec))?;
+            let r = heavy(py, || tetrad::packed::pack::pack_with(&opts, codec))?;
             let doc = serde_json::json!({
                 "shards": r.shards.iter().map(|(file, source, w, bytes)| serde_json::json!({"file": file, "source": source, "weight_tensors": w, "bytes": bytes})).collect::<Vec<_>>(),
                 "records": r.records,
@@ -422,7 +422,7 @@ fn pack<'py>(
 /// Completes a set packed in parts: writes the manifest (the bytes a whole pack writes).
 #[pyfunction]
 fn write_manifest(py: Python<'_>, outdir: PathBuf) -> PyResult<String> {
-    let m = heavy(py, || tetrad::rans256::pack::write_manifest(&outdir))?;
+    let m = heavy(py, || tetrad::packed::pack::write_manifest(&outdir))?;
     Ok(m.to_json())
 }
 
@@ -446,8 +446,8 @@ fn unpack(
     force: bool,
     without_manifest: bool,
 ) -> PyResult<Vec<(String, String, u64, u64)>> {
-    let opts = tetrad::rans256::unpack::UnpackOptions { force, without_manifest, quiet: true };
-    heavy(py, || tetrad::rans256::unpack::unpack(&indir, &outdir, &opts))
+    let opts = tetrad::packed::unpack::UnpackOptions { force, without_manifest, quiet: true };
+    heavy(py, || tetrad::packed::unpack::unpack(&indir, &outdir, &opts))
 }
 
 /// The module `tetrad._tetrad`.

@@ -19,8 +19,8 @@ use std::path::Path;
 #[cfg(feature = "parallel")]
 use rayon::prelude::*;
 
+use crate::error::{Class, Refusal};
 use crate::io::map_file;
-use crate::rans256::Refusal;
 
 use crate::shard::{
     HeaderStyle, OutTensor, ShardHeader, TensorEntry, TensorSpec, declared_bytes, header_bytes_for,
@@ -31,7 +31,7 @@ use crate::shard::{
 pub type TensorReport = (String, u64, u64, u8);
 
 fn io(path: &Path, e: &std::io::Error) -> Refusal {
-    Refusal::new("E_IO", format!("{}: {e}", path.display()))
+    Refusal::new(Class::Io, format!("{}: {e}", path.display()))
 }
 
 /// A read file with its parsed header.
@@ -45,7 +45,7 @@ impl Input {
         let bytes = map_file(path).map_err(|e| io(path, &e))?;
         let header = ShardHeader::parse(&bytes, bytes.len() as u64)
             .and_then(|h| if strict { h.check_strict_any_dtype().map(|()| h) } else { Ok(h) })
-            .map_err(|e| Refusal::new("E_SHARD_MALFORMED", format!("{}: {e}", path.display())))?;
+            .map_err(|e| Refusal::new(Class::ShardMalformed, format!("{}: {e}", path.display())))?;
         Ok(Self { bytes, header })
     }
 
@@ -66,15 +66,15 @@ impl Input {
 pub fn compress_checked(name: &str, src: &[u8]) -> Result<Vec<u8>, Refusal> {
     let mut blob = vec![0u8; tetrad_fse::max_encoded_len(src.len())];
     let n = tetrad_fse::encode_into(src, &mut blob)
-        .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
+        .map_err(|e| Refusal::of(&e, format!("{name}: {e}")))?;
     blob.truncate(n);
     let mut back = vec![0u8; src.len()];
     let m = tetrad_fse::decode_into(&blob, &mut back).map_err(|e| {
-        Refusal::new("E_ROUNDTRIP", format!("{name}: own blob does not decode: {e}"))
+        Refusal::new(Class::Roundtrip, format!("{name}: own blob does not decode: {e}"))
     })?;
     if m != src.len() || back != src {
         return Err(Refusal::new(
-            "E_ROUNDTRIP",
+            Class::Roundtrip,
             format!("{name}: blob decodes to different bytes"),
         ));
     }
@@ -153,14 +153,15 @@ pub fn pack_bytes(input: &Path, tick: Tick<'_>) -> Result<(Vec<u8>, PackReport),
         .collect();
     let meta: BTreeMap<String, String> = [("cfse".to_owned(), "1".to_owned())].into();
     let bytes = shard_bytes(&meta, &tensors, HeaderStyle::RawPadded8)
-        .map_err(|e| Refusal::new("E_NAME_UNSUPPORTED", format!("{}: {e}", input.display())))?;
+        .map_err(|e| Refusal::new(Class::NameUnsupported, format!("{}: {e}", input.display())))?;
     Ok((bytes, PackReport { tensors: report_of(&blobs), dropped_metadata }))
 }
 
 /// `cfs1 pack IN OUT`: writes the container atomically; nothing is written if any tensor fails.
 pub fn pack(input: &Path, output: &Path, tick: Tick<'_>) -> Result<PackReport, Refusal> {
     let (bytes, report) = pack_bytes(input, tick)?;
-    crate::output::write_bytes(output, &bytes).map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+    crate::output::write_bytes(output, &bytes)
+        .map_err(|e| Refusal::new(Class::Io, e.to_string()))?;
     Ok(report)
 }
 
@@ -201,7 +202,7 @@ pub fn check_blobs<'a>(
     let refuse = |class, d: String| Refusal::new(class, format!("{}: {d}", container.display()));
     if !is_cfse(header) {
         return Err(refuse(
-            "E_NOT_CFSE",
+            Class::NotCfse,
             "no {\"cfse\": \"1\"} metadata: not a CFS1 container".into(),
         ));
     }
@@ -210,7 +211,7 @@ pub fn check_blobs<'a>(
     for w in spans.windows(2) {
         if w[1].begin < w[0].end {
             return Err(refuse(
-                "E_SHARD_MALFORMED",
+                Class::ShardMalformed,
                 format!("blobs of {:?} and {:?} overlap", w[0].name, w[1].name),
             ));
         }
@@ -221,14 +222,15 @@ pub fn check_blobs<'a>(
             Refusal::new(class, format!("{} {}: {d}", container.display(), t.name))
         };
         let declared =
-            declared_bytes(&t.dtype, &t.shape).map_err(|why| tref("E_SHARD_MALFORMED", why))?;
-        let h = tetrad_fse::Header::parse(data(t)).map_err(|e| tref(e.class(), e.to_string()))?;
+            declared_bytes(&t.dtype, &t.shape).map_err(|why| tref(Class::ShardMalformed, why))?;
+        let h =
+            tetrad_fse::Header::parse(data(t)).map_err(|e| tref(Class::of(&e), e.to_string()))?;
         // A dtype this reader does not know declares nothing to hold the blob to: its bytes
         // are whatever the blob holds (the writer carries any dtype).
         let want = declared.unwrap_or(u64::from(h.rawlen));
         if u64::from(h.rawlen) != want {
             return Err(tref(
-                "E_SHARD_MALFORMED",
+                Class::ShardMalformed,
                 format!("blob holds {} bytes but {} {:?} needs {want}", h.rawlen, t.dtype, t.shape),
             ));
         }
@@ -291,8 +293,8 @@ fn decode_each(
                 decode_growing(c.data(t)).map_err(|e| {
                     let at = format!("{} {}", container.display(), t.name);
                     e.map_or_else(
-                        || Refusal::new("E_TOO_LARGE", format!("{at}: no memory for its bytes")),
-                        |e| Refusal::new(e.class(), format!("{at}: {e}")),
+                        || Refusal::new(Class::TooLarge, format!("{at}: no memory for its bytes")),
+                        |e| Refusal::of(&e, format!("{at}: {e}")),
                     )
                 })
             })
@@ -312,7 +314,7 @@ pub fn verify(input: &Path, output: &Path, tick: Tick<'_>) -> Result<usize, Refu
     let (c, sizes) = open_container(output)?;
     if c.header.tensors.len() != inp.header.tensors.len() {
         return Err(Refusal::new(
-            "E_VERIFY_MISMATCH",
+            Class::VerifyMismatch,
             format!(
                 "{} holds {} tensors, {} holds {}",
                 output.display(),
@@ -325,13 +327,13 @@ pub fn verify(input: &Path, output: &Path, tick: Tick<'_>) -> Result<usize, Refu
     for t in &c.header.tensors {
         let orig = inp.header.tensor(&t.name).ok_or_else(|| {
             Refusal::new(
-                "E_VERIFY_MISMATCH",
+                Class::VerifyMismatch,
                 format!("{} is in {} but not in {}", t.name, output.display(), input.display()),
             )
         })?;
         if orig.dtype != t.dtype || orig.shape != t.shape {
             return Err(Refusal::new(
-                "E_VERIFY_MISMATCH",
+                Class::VerifyMismatch,
                 format!("{}: dtype or shape differs from the input", t.name),
             ));
         }
@@ -341,7 +343,7 @@ pub fn verify(input: &Path, output: &Path, tick: Tick<'_>) -> Result<usize, Refu
         let orig = inp.header.tensor(&t.name).expect("checked above");
         if inp.data(orig) != &out[..] {
             return Err(Refusal::new(
-                "E_VERIFY_MISMATCH",
+                Class::VerifyMismatch,
                 format!("{}: decoded tensor differs from the input", t.name),
             ));
         }
@@ -391,11 +393,11 @@ pub fn unpack(container: &Path, output: &Path, tick: Tick<'_>) -> Result<usize, 
         .map(|(t, &len)| TensorSpec { name: &t.name, dtype: &t.dtype, shape: &t.shape, len })
         .collect();
     let header = header_bytes_for(&BTreeMap::new(), &specs, HeaderStyle::EscapedUnpadded)
-        .map_err(|e| Refusal::new("E_INTERNAL", e.0))?;
+        .map_err(|e| Refusal::new(Class::Internal, e.to_string()))?;
     crate::output::write_file(output, |w| -> Result<(), Refusal> {
-        w.write_all(&header).map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+        w.write_all(&header).map_err(|e| Refusal::new(Class::Io, e.to_string()))?;
         decode_each(container, &c, &sizes, tick, |_, out| {
-            w.write_all(&out).map_err(|e| Refusal::new("E_IO", e.to_string()))
+            w.write_all(&out).map_err(|e| Refusal::new(Class::Io, e.to_string()))
         })
     })?;
     Ok(sizes.len())

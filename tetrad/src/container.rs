@@ -31,10 +31,12 @@ use tetrad_quant::stamp::StampSet;
 use tetrad_quant::{Format, Resolved, resolve};
 use tetrad_rans::{Record, Table, decode_record};
 
-use crate::rans256::{FORMAT_NAME, Refusal, STAMP_KEY, TABLE_KEY, table_from_parts};
+use crate::error::{Class, Refusal};
+use crate::meta::{FORMAT_NAME, STAMP_KEY, TABLE_KEY};
 use crate::shard::ShardHeader;
 use crate::shardset::{Loc, Shard, ShardSet, shards_of};
 use crate::table_json;
+use crate::table_json::table_from_parts;
 
 /// An opened checkpoint.
 #[derive(Debug)]
@@ -197,15 +199,14 @@ impl TensorView<'_> {
     pub fn decode_into(&self, out: &mut [u8]) -> Result<(), Refusal> {
         if out.len() as u64 != self.decoded_len() {
             return Err(Refusal::new(
-                "E_OUTPUT_LEN",
+                Class::OutputLen,
                 format!("output holds {} bytes, expected {}", out.len(), self.decoded_len()),
             ));
         }
         match self {
             Self::Dense { weights, .. } => out.copy_from_slice(weights),
             Self::Rans256 { record, table, .. } => {
-                decode_record(table, record, out)
-                    .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+                decode_record(table, record, out).map_err(|e| Refusal::of(&e, e.to_string()))?;
             }
             Self::Rans64 { blob, .. } => {
                 tetrad_rans::rans64::decode_threads(
@@ -213,11 +214,10 @@ impl TensorView<'_> {
                     out,
                     crate::rans64::default_threads(),
                 )
-                .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+                .map_err(|e| Refusal::of(&e, e.to_string()))?;
             }
             Self::Cfs1Int4Row { blob, .. } => {
-                tetrad_fse::decode_into(blob, out)
-                    .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+                tetrad_fse::decode_into(blob, out).map_err(|e| Refusal::of(&e, e.to_string()))?;
             }
         }
         Ok(())
@@ -241,9 +241,7 @@ impl Container {
         for s in &set.shards {
             let value =
                 s.header.metadata.as_ref().and_then(|m| m.get(STAMP_KEY)).map(String::as_str);
-            stamps
-                .ingest(&s.basename(), value)
-                .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+            stamps.ingest(&s.basename(), value).map_err(|e| Refusal::of(&e, e.to_string()))?;
         }
         Ok(Self { set, stamps })
     }
@@ -272,7 +270,7 @@ impl Container {
     /// or by byte arithmetic.
     pub fn tensor(&self, name: &str, o: u64, i: u64) -> Result<TensorView<'_>, Refusal> {
         let (loc, _) = self.set.get(name).ok_or_else(|| {
-            Refusal::new("E_TENSOR_MISSING", format!("no tensor {name:?} in the container"))
+            Refusal::new(Class::TensorMissing, format!("no tensor {name:?} in the container"))
         })?;
         let weights = self.set.data(loc);
         let scales = self.scales(name);
@@ -297,7 +295,7 @@ impl Container {
             && entry.shape.as_slice() == [o, i];
         let stamp = if plain_f32 { Some("f32") } else { stamp };
         let resolved = resolve(o, i, weights.len() as u64, ns, stamp)
-            .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
+            .map_err(|e| Refusal::of(&e, format!("{name}: {e}")))?;
         // Byte counts cannot see the scales' dtype: MXFP4 scales are UE8M0 bytes, every other
         // scaled format's are floats.
         if let Some(sc) = scales {
@@ -309,7 +307,7 @@ impl Container {
             };
             if !fits {
                 return Err(Refusal::new(
-                    "E_SCALE_DTYPE",
+                    Class::ScaleDtype,
                     format!(
                         "{name}: resolved {resolved}, whose scales are {want:?}, but {name}.qs is {}",
                         sc.dtype
@@ -347,7 +345,7 @@ impl Container {
         let rawlen = |b: &[u8]| {
             tetrad_fse::Header::parse(b)
                 .map(|h| u64::from(h.rawlen))
-                .map_err(|e| refuse(e.class(), e.to_string()))
+                .map_err(|e| refuse(Class::of(&e), e.to_string()))
         };
         let n = rawlen(blob)?;
         let qs = self.set.get(&format!("{name}.qs"));
@@ -366,10 +364,11 @@ impl Container {
                 (widened, Some(qe.dtype.as_str()))
             }
         };
-        let resolved = resolve(o, i, n, ns, stamp).map_err(|e| refuse(e.class(), e.to_string()))?;
+        let resolved =
+            resolve(o, i, n, ns, stamp).map_err(|e| refuse(Class::of(&e), e.to_string()))?;
         if resolved.format != Format::Int4Row {
             return Err(refuse(
-                "E_CFS1_FORMAT",
+                Class::Cfs1Format,
                 format!(
                     "resolved {resolved} inside a CFS1 container; only int4-row weights are \
                      multiplied from CFS1 blobs (unpack the container first: tetrad cfs1 unpack)"
@@ -377,7 +376,7 @@ impl Container {
             ));
         }
         let (Some((ql, _)), Some(dtype)) = (qs, qs_dtype) else {
-            return Err(refuse("E_GEOMETRY_NO_SCALES", "no .qs scales".into()));
+            return Err(refuse(Class::GeometryNoScales, "no .qs scales".into()));
         };
         let raw = self.set.data(ql);
         let decoded;
@@ -385,8 +384,8 @@ impl Container {
             // Resolved int4-row: O scales, so this is 2·O or 4·O bytes.
             decoded = crate::cfse::decode_growing(raw).map_err(|e| {
                 e.map_or_else(
-                    || refuse("E_TOO_LARGE", format!("{name}.qs: no memory for its bytes")),
-                    |e| refuse(e.class(), format!("{name}.qs: {e}")),
+                    || refuse(Class::TooLarge, format!("{name}.qs: no memory for its bytes")),
+                    |e| refuse(Class::of(&e), format!("{name}.qs: {e}")),
                 )
             })?;
             &decoded[..]
@@ -395,7 +394,7 @@ impl Container {
         };
         let scales = StoredScales { dtype, bytes }
             .to_f32()
-            .ok_or_else(|| refuse("E_SCALE_DTYPE", format!("{name}.qs is {dtype}")))?;
+            .ok_or_else(|| refuse(Class::ScaleDtype, format!("{name}.qs is {dtype}")))?;
         Ok(TensorView::Cfs1Int4Row { blob, scales, o, i })
     }
 
@@ -412,20 +411,20 @@ impl Container {
         let entry = self.set.entry(loc);
         if entry.dtype != "U8" {
             return Err(refuse(
-                "E_STAMP_DTYPE",
+                Class::StampDtype,
                 format!("stamped {fmt} but dtype {}", entry.dtype),
             ));
         }
         let scales =
-            scales.ok_or_else(|| refuse("E_GEOMETRY_NO_SCALES", "no .qs scales".into()))?;
+            scales.ok_or_else(|| refuse(Class::GeometryNoScales, "no .qs scales".into()))?;
         resolve(o, i, entry.len(), scales.resolve_bytes(), Some(fmt))
-            .map_err(|e| refuse(e.class(), e.to_string()))?;
+            .map_err(|e| refuse(Class::of(&e), e.to_string()))?;
         let blob = tetrad_rans::rans64::Blob::parse(self.set.data(loc))
-            .map_err(|e| refuse(e.class(), e.to_string()))?;
+            .map_err(|e| refuse(Class::of(&e), e.to_string()))?;
         let want = o.checked_mul(i.div_ceil(2));
         if Some(blob.n_bytes()) != want {
             return Err(refuse(
-                "E_COUNT_MISMATCH",
+                Class::CountMismatch,
                 format!(
                     "blob holds {} bytes, [{o}, {i}] int4-row needs O·ceil(I/2) = {}",
                     blob.n_bytes(),
@@ -448,28 +447,31 @@ impl Container {
         let entry = self.set.entry(loc);
         if entry.dtype != "U8" {
             return Err(refuse(
-                "E_STAMP_DTYPE",
+                Class::StampDtype,
                 format!("stamped {FORMAT_NAME} but dtype {}", entry.dtype),
             ));
         }
         let scales =
-            scales.ok_or_else(|| refuse("E_GEOMETRY_NO_SCALES", "no .qs scales".into()))?;
+            scales.ok_or_else(|| refuse(Class::GeometryNoScales, "no .qs scales".into()))?;
         resolve(o, i, entry.len(), scales.resolve_bytes(), Some(FORMAT_NAME))
-            .map_err(|e| refuse(e.class(), e.to_string()))?;
+            .map_err(|e| refuse(Class::of(&e), e.to_string()))?;
         let shard = &self.set.shards[loc.shard];
         let text =
             shard.header.metadata.as_ref().and_then(|m| m.get(TABLE_KEY)).ok_or_else(|| {
-                refuse("E_TABLE_MISSING", format!("shard {} has no {TABLE_KEY}", shard.basename()))
+                refuse(
+                    Class::TableMissing,
+                    format!("shard {} has no {TABLE_KEY}", shard.basename()),
+                )
             })?;
-        let parts = table_json::parse(text).map_err(|e| refuse(e.class(), e.to_string()))?;
+        let parts = table_json::parse(text).map_err(|e| refuse(Class::of(&e), e.to_string()))?;
         let table =
-            Box::new(table_from_parts(&parts).map_err(|e| refuse(e.class(), e.to_string()))?);
+            Box::new(table_from_parts(&parts).map_err(|e| refuse(Class::of(&e), e.to_string()))?);
         let record =
-            Record::parse(self.set.data(loc)).map_err(|e| refuse(e.class(), e.to_string()))?;
+            Record::parse(self.set.data(loc)).map_err(|e| refuse(Class::of(&e), e.to_string()))?;
         let want = o.checked_mul(i.div_ceil(2)).and_then(|b| b.checked_mul(2));
         if Some(record.n_symbols()) != want {
             return Err(refuse(
-                "E_COUNT_MISMATCH",
+                Class::CountMismatch,
                 format!(
                     "record holds {} nibbles, [{o}, {i}] int4-row needs 2·O·ceil(I/2) = {}",
                     record.n_symbols(),
@@ -485,9 +487,9 @@ impl Container {
 /// with the strict reader checks.
 pub fn open_shard(path: &Path) -> Result<Shard, Refusal> {
     let bytes = crate::io::map_file(path)
-        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", path.display())))?;
+        .map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", path.display())))?;
     let malformed = |e: crate::shard::ShardError| {
-        Refusal::new("E_SHARD_MALFORMED", format!("{}: {e}", path.display()))
+        Refusal::new(Class::ShardMalformed, format!("{}: {e}", path.display()))
     };
     let header = ShardHeader::parse(&bytes, bytes.len() as u64).map_err(malformed)?;
     let shard = Shard { path: path.to_owned(), bytes, header };

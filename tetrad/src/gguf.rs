@@ -15,6 +15,8 @@
 //! bytes), nested arrays are limited in depth, element counts and byte sizes use checked
 //! arithmetic, so a malformed file is a [`GgufError`], never a panic or a huge allocation.
 
+use crate::error::{Class, Classified};
+
 /// Why a GGUF file was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -158,22 +160,28 @@ pub enum GgufError {
     },
 }
 
+impl Classified for GgufError {
+    fn class_of(&self) -> Class {
+        self.class()
+    }
+}
+
 impl GgufError {
     /// Stable machine-readable class name.
-    pub const fn class(&self) -> &'static str {
+    pub const fn class(&self) -> Class {
         match self {
-            Self::Truncated { .. } | Self::Count { .. } => "E_GGUF_TRUNCATED",
-            Self::Magic { .. } => "E_GGUF_MAGIC",
-            Self::Version { .. } | Self::BigEndian { .. } => "E_GGUF_VERSION",
-            Self::ValueType { .. } => "E_GGUF_VALUE_TYPE",
-            Self::Nesting { .. } => "E_GGUF_NESTING",
-            Self::Alignment { .. } | Self::AlignmentType { .. } => "E_GGUF_ALIGNMENT",
-            Self::DuplicateAlignment { .. } | Self::DuplicateTensor { .. } => "E_GGUF_DUPLICATE",
-            Self::Utf8 { .. } => "E_GGUF_UTF8",
-            Self::Dims { .. } => "E_GGUF_DIMS",
-            Self::Overflow { .. } => "E_GGUF_OVERFLOW",
-            Self::Block { .. } => "E_GGUF_BLOCK",
-            Self::Range { .. } => "E_GGUF_RANGE",
+            Self::Truncated { .. } | Self::Count { .. } => Class::GgufTruncated,
+            Self::Magic { .. } => Class::GgufMagic,
+            Self::Version { .. } | Self::BigEndian { .. } => Class::GgufVersion,
+            Self::ValueType { .. } => Class::GgufValueType,
+            Self::Nesting { .. } => Class::GgufNesting,
+            Self::Alignment { .. } | Self::AlignmentType { .. } => Class::GgufAlignment,
+            Self::DuplicateAlignment { .. } | Self::DuplicateTensor { .. } => Class::GgufDuplicate,
+            Self::Utf8 { .. } => Class::GgufUtf8,
+            Self::Dims { .. } => Class::GgufDims,
+            Self::Overflow { .. } => Class::GgufOverflow,
+            Self::Block { .. } => Class::GgufBlock,
+            Self::Range { .. } => Class::GgufRange,
         }
     }
 }

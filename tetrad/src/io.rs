@@ -8,6 +8,8 @@
 use std::fs::File;
 use std::path::Path;
 
+use crate::error::{Class, Refusal};
+
 /// A read-only view of a whole file.
 #[derive(Debug)]
 pub enum Mapped {
@@ -116,8 +118,7 @@ pub fn check_output<P: AsRef<Path>>(
     output: &Path,
     inputs: impl IntoIterator<Item = P>,
     force: bool,
-) -> Result<(), crate::rans256::Refusal> {
-    use crate::rans256::Refusal;
+) -> Result<(), Refusal> {
     for input in inputs {
         let input = input.as_ref();
         if same_file(output, input) {
@@ -127,7 +128,7 @@ pub fn check_output<P: AsRef<Path>>(
                 format!("is the same file as the input {}", input.display())
             };
             return Err(Refusal::new(
-                "E_OUTPUT_IS_INPUT",
+                Class::OutputIsInput,
                 format!(
                     "{} {what}; writing it would replace the input (choose another output path)",
                     output.display()
@@ -137,13 +138,13 @@ pub fn check_output<P: AsRef<Path>>(
     }
     if output.is_dir() {
         return Err(Refusal::new(
-            "E_OUTPUT_IS_DIR",
+            Class::OutputIsDir,
             format!("{} is a directory; the output is a file", output.display()),
         ));
     }
     if !force && std::fs::symlink_metadata(output).is_ok() {
         return Err(Refusal::new(
-            "E_OUTPUT_EXISTS",
+            Class::OutputExists,
             format!("{} exists (pass --force to replace it)", output.display()),
         ));
     }
@@ -152,10 +153,10 @@ pub fn check_output<P: AsRef<Path>>(
 
 /// Refuses an output folder path that exists and is not a folder (`E_OUTPUT_NOT_DIR`), before
 /// any work: a file where a command writes a set of files.
-pub fn check_output_dir(dir: &Path) -> Result<(), crate::rans256::Refusal> {
+pub fn check_output_dir(dir: &Path) -> Result<(), Refusal> {
     if dir.exists() && !dir.is_dir() {
-        return Err(crate::rans256::Refusal::new(
-            "E_OUTPUT_NOT_DIR",
+        return Err(Refusal::new(
+            Class::OutputNotDir,
             format!("{} is not a directory; the output is a folder to write into", dir.display()),
         ));
     }
@@ -177,24 +178,24 @@ mod output_safety_tests {
         assert!(!same_file(&a, &other), "a missing file is no file");
         std::fs::write(&other, b"a").unwrap();
         assert!(!same_file(&a, &other), "equal bytes are not the same file");
-        let class = |r: Result<(), crate::rans256::Refusal>| r.map_err(|e| e.class);
-        assert_eq!(class(check_output(&a, [&a], true)), Err("E_OUTPUT_IS_INPUT"));
-        assert_eq!(class(check_output(&dotted, [&a], true)), Err("E_OUTPUT_IS_INPUT"));
+        let class = |r: Result<(), Refusal>| r.map_err(|e| e.class);
+        assert_eq!(class(check_output(&a, [&a], true)), Err(Class::OutputIsInput));
+        assert_eq!(class(check_output(&dotted, [&a], true)), Err(Class::OutputIsInput));
         #[cfg(unix)]
         {
             let hard = dir.path().join("hard.bin");
             std::fs::hard_link(&a, &hard).unwrap();
-            assert_eq!(class(check_output(&hard, [&a], true)), Err("E_OUTPUT_IS_INPUT"));
+            assert_eq!(class(check_output(&hard, [&a], true)), Err(Class::OutputIsInput));
             let soft = dir.path().join("soft.bin");
             std::os::unix::fs::symlink(&a, &soft).unwrap();
-            assert_eq!(class(check_output(&soft, [&a], true)), Err("E_OUTPUT_IS_INPUT"));
+            assert_eq!(class(check_output(&soft, [&a], true)), Err(Class::OutputIsInput));
             let dangling = dir.path().join("dangling.bin");
             std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
-            assert_eq!(class(check_output(&dangling, [&a], false)), Err("E_OUTPUT_EXISTS"));
+            assert_eq!(class(check_output(&dangling, [&a], false)), Err(Class::OutputExists));
         }
-        assert_eq!(class(check_output(&other, [&a], false)), Err("E_OUTPUT_EXISTS"));
+        assert_eq!(class(check_output(&other, [&a], false)), Err(Class::OutputExists));
         assert_eq!(class(check_output(&other, [&a], true)), Ok(()));
-        assert_eq!(class(check_output(dir.path(), [&a], true)), Err("E_OUTPUT_IS_DIR"));
+        assert_eq!(class(check_output(dir.path(), [&a], true)), Err(Class::OutputIsDir));
         let new = dir.path().join("new.bin");
         assert_eq!(class(check_output(&new, [&a], false)), Ok(()));
     }

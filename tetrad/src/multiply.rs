@@ -21,13 +21,11 @@
 //! Refusals name the tensor and keep the kernel's or decoder's class (`E_SHAPE`,
 //! `E_FINAL_STATE`, …).
 
-use std::ops::Range;
-
 use tetrad_quant::adapter::Acts;
 use tetrad_quant::isa::Isa;
 
 use crate::container::TensorView;
-use crate::rans256::Refusal;
+use crate::error::Refusal;
 
 impl TensorView<'_> {
     /// `y = x · Wᵀ` for this tensor on kernel arm `isa` (the best decode arm for compressed
@@ -62,45 +60,4 @@ impl TensorView<'_> {
         p.matmul_threads(acts, y, threads.max(1))?;
         Ok(p.how())
     }
-}
-
-/// One thread's row band and its outputs (`S × band` floats), or its error.
-type Band<E> = (Range<usize>, Result<Vec<f32>, E>);
-
-/// Splits `O ≥ 2` rows into `threads ≥ 2` bands, one scoped thread each: `band(rows)` returns
-/// that band's `S × band` outputs, gathered into `y` (`S × O`, row-major). The first error in
-/// row order is returned (`y` then holds whatever bands came before it); a band's panic is
-/// resumed here. Used by `PreparedTensor::matmul_threads` (dense bands) and
-/// `crate::rans64::matmul`.
-pub(crate) fn row_bands<E: Send>(
-    o: usize,
-    s: usize,
-    y: &mut [f32],
-    threads: usize,
-    band: impl Fn(Range<usize>) -> Result<Vec<f32>, E> + Sync,
-) -> Result<(), E> {
-    debug_assert!(o >= 2 && threads >= 2);
-    let len = o.div_ceil(threads.min(o));
-    let band = &band;
-    let parts: Vec<Band<E>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..o)
-            .step_by(len)
-            .map(|r0| {
-                let rows = r0..(r0 + len).min(o);
-                (rows.clone(), scope.spawn(move || band(rows)))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|(r, h)| (r, h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))))
-            .collect()
-    });
-    for (rows, part) in parts {
-        let part = part?;
-        let n = rows.len();
-        for si in 0..s {
-            y[si * o + rows.start..si * o + rows.end].copy_from_slice(&part[si * n..(si + 1) * n]);
-        }
-    }
-    Ok(())
 }

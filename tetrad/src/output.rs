@@ -597,7 +597,9 @@ pub(crate) mod faults {
             Self { _serial: guard }
         }
 
-        /// ENOSPC once `bytes` more bytes have been written under the root.
+        /// ENOSPC once `bytes` more bytes have been written under the root (used by the
+        /// commands' fault tests, which need the `cli` feature).
+        #[cfg_attr(not(feature = "cli"), allow(dead_code))]
         pub(crate) fn disk_full_after(&self, bytes: u64) {
             settings().budget = Some(bytes);
         }

@@ -38,7 +38,7 @@ use tetrad_quant::kernels::{KernelError, Matrix, Scales, matmul_q8_rows_with, ma
 use tetrad_rans::{Record, Table};
 
 use crate::container::TensorView;
-use crate::rans256::Refusal;
+use crate::error::{Class, Refusal};
 
 /// Activation rows whose output scratch [`PreparedTensor::matmul`] and [`Scratch`] reserve
 /// up front; a larger batch grows the scratch once.
@@ -133,9 +133,9 @@ const _: () = {
     shareable::<Scratch>();
 };
 
-/// The refusal for an adapter error of tensor `name`.
-fn refuse(name: &str, e: &dyn std::fmt::Display, class: &'static str) -> Refusal {
-    Refusal::new(class, format!("{name}: {e}"))
+/// The refusal for a typed error `e` of tensor `name`.
+fn refuse<E: crate::error::Classified + std::fmt::Display>(name: &str, e: &E) -> Refusal {
+    Refusal::of(e, format!("{name}: {e}"))
 }
 
 impl<'a> TensorView<'a> {
@@ -152,7 +152,7 @@ impl<'a> TensorView<'a> {
                 Kind::Rans256 { record: *record, table: Held::Borrowed(&**table), scales: vec![] }
             }
             TensorView::Cfs1Int4Row { blob, scales, .. } => {
-                let source = Cfs1Tiles::parse(blob).map_err(|e| refuse(name, &e, e.class()))?;
+                let source = Cfs1Tiles::parse(blob).map_err(|e| refuse(name, &e))?;
                 Kind::Cfs1 { source, scales: Held::Borrowed(scales.as_slice()) }
             }
             _ => return self.prepare_common(name, None),
@@ -173,7 +173,7 @@ impl<'a> TensorView<'a> {
                 scales: vec![],
             }),
             TensorView::Cfs1Int4Row { blob, scales, .. } => {
-                let source = Cfs1Tiles::parse(blob).map_err(|e| refuse(name, &e, e.class()))?;
+                let source = Cfs1Tiles::parse(blob).map_err(|e| refuse(name, &e))?;
                 Some(Kind::Cfs1 { source, scales: Held::Owned(scales.clone().into()) })
             }
             _ => None,
@@ -192,14 +192,15 @@ impl<'a> TensorView<'a> {
         'a: 'p,
     {
         let (o, i) = self.shape();
-        let shape = |what| refuse(name, &what, "E_SHAPE");
+        let shape = |what| Refusal::new(Class::Shape, format!("{name}: {what}"));
         let o = usize::try_from(o).map_err(|_| shape("O does not fit this machine"))?;
         let i = usize::try_from(i).map_err(|_| shape("I does not fit this machine"))?;
         let f32_scales = |sc: &crate::container::StoredScales<'_>| {
-            sc.to_f32()
-                .ok_or_else(|| Refusal::new("E_SCALE_DTYPE", format!("{name}.qs is {}", sc.dtype)))
+            sc.to_f32().ok_or_else(|| {
+                Refusal::new(Class::ScaleDtype, format!("{name}.qs is {}", sc.dtype))
+            })
         };
-        let adapter = |e: AdapterError| refuse(name, &e, e.class());
+        let adapter = |e: AdapterError| refuse(name, &e);
         let kind = match (self, kind) {
             (TensorView::Rans256 { scales, .. }, Some(Kind::Rans256 { record, table, .. })) => {
                 let scales = f32_scales(scales)?;
@@ -227,7 +228,7 @@ impl<'a> TensorView<'a> {
                 };
                 let gs = resolved.group_size.map_or(0, |g| g as usize);
                 let kind = Kind::Dense { format: resolved.format, weights, scales, gs };
-                dense_matrix(&kind, o, i).map_err(|e| refuse(name, &e, e.class()))?;
+                dense_matrix(&kind, o, i).map_err(|e| refuse(name, &e))?;
                 kind
             }
             _ => unreachable!("prepare passes the kind of its own view"),
@@ -299,7 +300,7 @@ impl PreparedTensor<'_> {
     pub fn with_isa(mut self, isa: Isa) -> Result<Self, Refusal> {
         if !isa.is_available() {
             let e = KernelError::Unavailable { isa };
-            return Err(refuse(&self.name, &e, e.class()));
+            return Err(refuse(&self.name, &e));
         }
         self.isa = isa;
         Ok(self)
@@ -391,16 +392,16 @@ impl PreparedTensor<'_> {
         y_band: &mut [f32],
         scratch: &mut Scratch,
     ) -> Result<(), Refusal> {
-        let adapter = |e: AdapterError| refuse(&self.name, &e, e.class());
+        let adapter = |e: AdapterError| refuse(&self.name, &e);
         match &self.kind {
             Kind::Dense { .. } => {
-                let m = dense_matrix(&self.kind, self.o, self.i)
-                    .map_err(|e| refuse(&self.name, &e, e.class()))?;
+                let m =
+                    dense_matrix(&self.kind, self.o, self.i).map_err(|e| refuse(&self.name, &e))?;
                 match acts {
                     Acts::F32 { x, s } => matmul_rows_with(self.isa, &m, x, s, rows, y_band),
                     Acts::Q8(q) => matmul_q8_rows_with(self.isa, &m, q, rows, y_band),
                 }
-                .map_err(|e| refuse(&self.name, &e, e.class()))
+                .map_err(|e| refuse(&self.name, &e))
             }
             Kind::Rans256 { record, table, scales } => {
                 let m = self.fused(RecordTiles::new(*record, table), scales);
@@ -424,7 +425,7 @@ impl PreparedTensor<'_> {
     /// # Errors
     /// `E_OUTPUT_LEN`, and the decoder's refusals.
     pub fn decode_into(&self, out: &mut [u8]) -> Result<(), Refusal> {
-        let adapter = |e: AdapterError| refuse(&self.name, &e, e.class());
+        let adapter = |e: AdapterError| refuse(&self.name, &e);
         let want = match &self.kind {
             Kind::Dense { weights, .. } => weights.len(),
             _ => self.o * self.i.div_ceil(2),
@@ -432,7 +433,7 @@ impl PreparedTensor<'_> {
         if out.len() != want {
             let detail =
                 format!("{}: output holds {} bytes, expected {want}", self.name, out.len());
-            return Err(Refusal::new("E_OUTPUT_LEN", detail));
+            return Err(Refusal::new(Class::OutputLen, detail));
         }
         match &self.kind {
             Kind::Dense { weights, .. } => {
@@ -470,9 +471,9 @@ impl PreparedTensor<'_> {
             // One thread also reports the shapes' refusals.
             return self.matmul(acts, y);
         }
-        let adapter = |e: AdapterError| refuse(&self.name, &e, e.class());
+        let adapter = |e: AdapterError| refuse(&self.name, &e);
         match &self.kind {
-            Kind::Dense { .. } => crate::multiply::row_bands(o, s, y, threads, |rows| {
+            Kind::Dense { .. } => crate::adapter::row_bands(o, s, y, threads, |rows| {
                 let mut yb = vec![0f32; s * rows.len()];
                 let mut scratch = Scratch::empty();
                 self.matmul_rows(rows, acts, &mut yb, &mut scratch).map(|()| yb)

@@ -29,8 +29,9 @@ use tetrad_quant::quantize::{
 };
 
 use crate::container::StoredScales;
+use crate::error::{Class, Refusal};
 use crate::json::sorted_string_map;
-use crate::rans256::{Refusal, STAMP_KEY};
+use crate::meta::{STAMP_KEY, stamp_map};
 use crate::shard::{HeaderStyle, OutTensor, shard_bytes};
 use crate::shardset::{Shard, shards_of};
 
@@ -259,7 +260,7 @@ fn stamp_for(
 ) -> Result<&'static str, Refusal> {
     let stamp = fmt.stamp_for_columns(i);
     let r = tetrad_quant::resolve(o, i, codes as u64, scale_bytes as u64, Some(stamp)).map_err(
-        |e| Refusal::new(e.class(), format!("{file}: {name}: {fmt} output does not resolve: {e}")),
+        |e| Refusal::of(&e, format!("{file}: {name}: {fmt} output does not resolve: {e}")),
     )?;
     let same_group = match fmt {
         QuantFormat::Int4Grouped(gs) if stamp == "int4-grouped" => {
@@ -269,7 +270,7 @@ fn stamp_for(
     };
     if r.format.name() != stamp || !same_group {
         return Err(Refusal::new(
-            "E_QUANT_AMBIGUOUS",
+            Class::QuantAmbiguous,
             format!(
                 "{file}: {name} [{o}, {i}]: {fmt} would be read back as {r} (readers infer the group size from the scale count); choose another group size"
             ),
@@ -302,7 +303,7 @@ pub(crate) fn portable(
         Ok(_) => Ok(()),
         Err(e) => Err(format!(
             "as {stamp} its bytes collide with another layout, and a reader that follows the spec literally refuses it ({}: {e})",
-            e.class()
+            Class::of(&e)
         )),
     }
 }
@@ -318,7 +319,7 @@ pub fn quantize_shard(
     let mut stamps: BTreeMap<String, String> = BTreeMap::new();
     let mut metadata = shard.header.metadata.clone().unwrap_or_default();
     if let Some(old) = metadata.remove(STAMP_KEY) {
-        stamps = crate::rans256::stamp_map(&old)
+        stamps = stamp_map(&old)
             .map_err(|(class, why)| Refusal::new(class, format!("{file}: {why}")))?;
     }
     struct Built {
@@ -349,14 +350,14 @@ pub fn quantize_shard(
         let qs_name = format!("{}.qs", t.name);
         if names.contains(qs_name.as_str()) {
             return Err(Refusal::new(
-                "E_NAME_COLLISION",
+                Class::NameCollision,
                 format!("{file}: {} would write {qs_name}, which the input already has", t.name),
             ));
         }
         let (o, i) = (t.shape[0], t.shape[1]);
         let too_big = || {
             Refusal::new(
-                "E_QUANT_OVERFLOW",
+                Class::QuantOverflow,
                 format!("{file}: {}: shape {:?} too large", t.name, t.shape),
             )
         };
@@ -368,7 +369,7 @@ pub fn quantize_shard(
         let q = opts
             .format
             .quantize(&w, ou, iu)
-            .map_err(|e| Refusal::new(e.class(), format!("{file}: {}: {e}", t.name)))?;
+            .map_err(|e| Refusal::of(&e, format!("{file}: {}: {e}", t.name)))?;
         let stamp = stamp_for(opts.format, &file, &t.name, o, i, q.codes.len(), q.scales.len())?;
         if opts.format.spec_infers()
             && let Err(why) = portable(stamp, o, i, q.codes.len(), q.scales.len())
@@ -425,7 +426,7 @@ pub fn quantize_shard(
         }
     }
     let bytes = shard_bytes(&metadata, &out, HeaderStyle::EscapedUnpadded)
-        .map_err(|e| Refusal::new("E_INTERNAL", format!("{file}: {}", e.0)))?;
+        .map_err(|e| Refusal::new(Class::Internal, format!("{file}: {e}")))?;
     Ok((bytes, actions))
 }
 
@@ -446,7 +447,7 @@ pub fn quantize_path(
     let mut targets = Vec::with_capacity(paths.len());
     for p in &paths {
         let name = p.file_name().ok_or_else(|| {
-            Refusal::new("E_NO_INPUT", format!("{} has no file name", p.display()))
+            Refusal::new(Class::NoInput, format!("{} has no file name", p.display()))
         })?;
         let target = outdir.join(name);
         crate::io::check_output(&target, &paths, opts.force)?;
@@ -465,7 +466,7 @@ pub fn quantize_path(
             .as_ref()
             .map_or_else(String::new, |r| format!(" whose name matches --only {:?}", r.as_str()));
         return Err(Refusal::new(
-            "E_SELECTION_EMPTY",
+            Class::SelectionEmpty,
             format!(
                 "no 2-D F32/BF16/F16 tensor of {}{which}: nothing to quantize, and the output \
                  would be an unquantized copy",
@@ -476,7 +477,7 @@ pub fn quantize_path(
     let mut outputs = crate::output::Outputs::new();
     outputs
         .create_dir(outdir)
-        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
+        .map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", outdir.display())))?;
     let total: u64 = shards.iter().map(|s| s.bytes.len() as u64).sum();
     let bar = crate::progress::bytes(total, "quantize", opts.quiet);
     let mut report = QuantizeReport { shards: Vec::new(), tensors: Vec::new() };
@@ -486,12 +487,12 @@ pub fn quantize_path(
         let (bytes, actions) = quantize_shard(shard, opts)?;
         outputs
             .stage(target, |w| w.write_all(&bytes))
-            .map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+            .map_err(|e| Refusal::new(Class::Io, e.to_string()))?;
         bar.inc(shard.bytes.len() as u64);
         report.shards.push((p.clone(), target.clone(), bytes.len() as u64));
         report.tensors.extend(actions);
     }
-    outputs.commit().map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+    outputs.commit().map_err(|e| Refusal::new(Class::Io, e.to_string()))?;
     bar.finish_and_clear();
     Ok(report)
 }

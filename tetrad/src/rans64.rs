@@ -1,5 +1,5 @@
 //! `int4-rans64-t1` tensors in containers: the blob-level steps that `pack`, `verify` and
-//! `unpack` (in [`crate::rans256`], which owns the container layout both codecs share) run
+//! `unpack` (in [`crate::packed`], which owns the container layout both codecs share) run
 //! for tensors of tetrad's own format.
 //!
 //! A container of `int4-rans64-t1` tensors has the same shape as one of `int4-rans256-g0`
@@ -24,7 +24,7 @@ use tetrad_quant::adapter_rans64::Rans64Matrix;
 use tetrad_quant::isa::Isa;
 use tetrad_rans::rans64::{self, Arm, Blob, ChunkDecoder};
 
-use crate::rans256::Refusal;
+use crate::error::{Class, Refusal};
 
 pub use tetrad_rans::rans64::FORMAT_NAME;
 
@@ -33,14 +33,17 @@ pub use tetrad_rans::rans64::FORMAT_NAME;
 pub fn encode_verified(name: &str, packed: &[u8], shift: u8) -> Result<Vec<u8>, Refusal> {
     let mut blob = vec![0u8; rans64::max_encoded_len(packed.len(), shift)];
     let len = rans64::encode_into(packed, shift, &mut blob)
-        .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
+        .map_err(|e| Refusal::of(&e, format!("{name}: {e}")))?;
     blob.truncate(len);
     let mut back = vec![0u8; packed.len()];
     rans64::decode_into(&blob, &mut back).map_err(|e| {
-        Refusal::new("E_INTERNAL", format!("{name}: own blob does not decode: {e}"))
+        Refusal::new(Class::Internal, format!("{name}: own blob does not decode: {e}"))
     })?;
     if back != packed {
-        return Err(Refusal::new("E_INTERNAL", format!("{name}: blob decodes to different bytes")));
+        return Err(Refusal::new(
+            Class::Internal,
+            format!("{name}: blob decodes to different bytes"),
+        ));
     }
     Ok(blob)
 }
@@ -99,11 +102,11 @@ fn range_len(b: &Blob<'_>, c: usize) -> usize {
 /// Decodes a whole blob (best arm, `threads` threads), every seal checked. A declared size
 /// this machine cannot allocate is refused as `E_OVERSIZE` (never an allocation abort).
 pub fn decode_all(blob: &[u8], threads: usize) -> Result<Vec<u8>, Refusal> {
-    let refuse = |e: rans64::Error| Refusal::new(e.class(), e.to_string());
+    let refuse = |e: rans64::Error| Refusal::of(&e, e.to_string());
     let parsed = Blob::parse(blob).map_err(refuse)?;
     let oversize = || {
         Refusal::new(
-            "E_OVERSIZE",
+            Class::Oversize,
             format!("decodes to {} bytes, more than this machine can allocate", parsed.n_bytes()),
         )
     };
@@ -138,15 +141,15 @@ pub fn matmul(
         // The single-threaded path also reports shape errors.
         return m.matmul_with(isa, arm, acts, y);
     }
-    let out =
-        crate::multiply::row_bands(o, s, y, threads, |rows| m.band_with(isa, arm, acts, rows));
+    let out = crate::adapter::row_bands(o, s, y, threads, |rows| m.band_with(isa, arm, acts, rows));
     if out.is_err() {
         y.fill(0.0);
     }
     out
 }
 
-#[cfg(all(test, feature = "cli"))] // `synth` is part of the `cli` feature
+// The tests code realistic weights from `synth`, which only the `cli` feature builds.
+#[cfg(all(test, feature = "cli"))]
 mod tests {
     use super::*;
 
@@ -187,8 +190,11 @@ mod tests {
         for s in [usize::MAX, usize::MAX / 64 + 1, 1 << 40, 2] {
             let mut y = vec![f32::NAN; o];
             let e = matmul(&m, Isa::Scalar, Arm::Scalar, Acts::F32 { x: &x, s }, &mut y, 2);
-            let class = e.unwrap_err().class();
-            assert!(matches!(class, "E_KERNEL_LENGTH" | "E_KERNEL_OVERFLOW"), "S = {s}: {class}");
+            let class = Class::of(&e.unwrap_err());
+            assert!(
+                matches!(class, Class::KernelLength | Class::KernelOverflow),
+                "S = {s}: {class}"
+            );
             assert!(y.iter().all(|&v| v == 0.0));
         }
         let mut y = vec![0f32; o];

@@ -36,6 +36,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use crate::error::{Class, Classified};
 use crate::json::push_str_literal;
 
 /// Largest header a reader accepts (the validator's bound).
@@ -81,20 +82,29 @@ pub struct ShardHeader {
     pub tensors: Vec<TensorEntry>,
 }
 
-/// Why a shard header was refused (`E_SHARD_MALFORMED`).
+/// Why a shard header was refused (`E_SHARD_MALFORMED`): what is wrong, worded for the reader
+/// of a refusal (the caller prefixes the file).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ShardError(pub String);
+#[error("{detail}")]
+pub struct ShardError {
+    detail: String,
+}
 
 impl ShardError {
     /// The refusal class of the spec.
-    pub fn class(&self) -> &'static str {
-        "E_SHARD_MALFORMED"
+    pub fn class(&self) -> Class {
+        Class::ShardMalformed
+    }
+}
+
+impl Classified for ShardError {
+    fn class_of(&self) -> Class {
+        self.class()
     }
 }
 
 fn malformed(msg: impl Into<String>) -> ShardError {
-    ShardError(msg.into())
+    ShardError { detail: msg.into() }
 }
 
 /// Element size in bits of a safetensors dtype name, if known (the sub-byte `F4`, `F6_*`
@@ -578,7 +588,7 @@ mod tests {
             ),
         ] {
             let e = shard(&header).unwrap_err();
-            assert_eq!(e.class(), "E_SHARD_MALFORMED");
+            assert_eq!(Class::of(&e), Class::ShardMalformed);
             let want = format!("header has the key {key:?} twice in one object");
             assert!(e.to_string().contains(&want), "{e}");
         }
@@ -652,7 +662,7 @@ mod tests {
         lie[..8].copy_from_slice(&(len).to_le_bytes());
         assert!(ShardHeader::parse(&lie, len).is_err());
         lie[..8].copy_from_slice(&(600u64 << 20).to_le_bytes());
-        assert!(ShardHeader::parse(&lie, len).unwrap_err().0.contains("limit"));
+        assert!(ShardHeader::parse(&lie, len).unwrap_err().to_string().contains("limit"));
         let with = |h: &str| {
             let mut v = (h.len() as u64).to_le_bytes().to_vec();
             v.extend_from_slice(h.as_bytes());
@@ -667,7 +677,7 @@ mod tests {
         assert!(with("{\"w\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[3,2]}}").is_err());
         assert!(with("{\"w\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[0,5]}}").is_err());
         let ok = with("{\"w\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]},\"v\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[1,3]}}").unwrap();
-        assert!(ok.check_strict().unwrap_err().0.contains("overlap"));
+        assert!(ok.check_strict().unwrap_err().to_string().contains("overlap"));
         let bad_size =
             with("{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}").unwrap();
         assert!(bad_size.check_strict().is_err());

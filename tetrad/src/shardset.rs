@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::error::{Class, Refusal};
 use crate::io::{Mapped, map_file};
 use crate::shard::{ShardHeader, TensorEntry};
 
@@ -25,14 +26,11 @@ pub struct Shard {
 
 impl Shard {
     /// Opens and parses one shard (strict checks).
-    pub fn open(path: &Path) -> Result<Self, SetError> {
-        let bytes = map_file(path).map_err(|e| SetError::io(path, &e))?;
+    pub fn open(path: &Path) -> Result<Self, Refusal> {
+        let bytes = map_file(path).map_err(|e| io_refusal(path, &e))?;
         let header = ShardHeader::parse(&bytes, bytes.len() as u64)
             .and_then(|h| h.check_strict().map(|()| h))
-            .map_err(|e| SetError {
-                class: "E_SHARD_MALFORMED",
-                detail: format!("{}: {e}", path.display()),
-            })?;
+            .map_err(|e| Refusal::new(Class::ShardMalformed, format!("{}: {e}", path.display())))?;
         Ok(Self { path: path.to_owned(), bytes, header })
     }
 
@@ -49,34 +47,23 @@ impl Shard {
     }
 }
 
-/// A failure to open a set of shards.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{class}: {detail}")]
-pub struct SetError {
-    /// Refusal class (`E_IO`, `E_SHARD_MALFORMED`, `E_NO_INPUT`).
-    pub class: &'static str,
-    /// What and where.
-    pub detail: String,
-}
-
-impl SetError {
-    fn io(path: &Path, e: &std::io::Error) -> Self {
-        Self { class: "E_IO", detail: format!("{}: {e}", path.display()) }
-    }
+/// A failure to read `path`: `E_IO` naming the path.
+fn io_refusal(path: &Path, e: &std::io::Error) -> Refusal {
+    Refusal::new(Class::Io, format!("{}: {e}", path.display()))
 }
 
 /// The non-hidden `*.safetensors` files of a directory, sorted by path.
-pub fn list_shards(dir: &Path) -> Result<Vec<PathBuf>, SetError> {
-    let rd = std::fs::read_dir(dir).map_err(|e| SetError::io(dir, &e))?;
+pub fn list_shards(dir: &Path) -> Result<Vec<PathBuf>, Refusal> {
+    let rd = std::fs::read_dir(dir).map_err(|e| io_refusal(dir, &e))?;
     let mut out = Vec::new();
     for entry in rd {
-        let entry = entry.map_err(|e| SetError::io(dir, &e))?;
+        let entry = entry.map_err(|e| io_refusal(dir, &e))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if name.starts_with('.') || !name.ends_with(".safetensors") {
             continue;
         }
-        if entry.file_type().map_err(|e| SetError::io(&entry.path(), &e))?.is_dir() {
+        if entry.file_type().map_err(|e| io_refusal(&entry.path(), &e))?.is_dir() {
             continue;
         }
         out.push(entry.path());
@@ -87,16 +74,16 @@ pub fn list_shards(dir: &Path) -> Result<Vec<PathBuf>, SetError> {
 
 /// The shard files a command-line path stands for: a directory is its [`list_shards`] (none
 /// is `E_NO_INPUT`), anything else is itself (opening it says what is wrong with it).
-pub fn shards_of(path: &Path) -> Result<Vec<PathBuf>, SetError> {
+pub fn shards_of(path: &Path) -> Result<Vec<PathBuf>, Refusal> {
     if !path.is_dir() {
         return Ok(vec![path.to_owned()]);
     }
     let paths = list_shards(path)?;
     if paths.is_empty() {
-        return Err(SetError {
-            class: "E_NO_INPUT",
-            detail: format!("no *.safetensors files in {}", path.display()),
-        });
+        return Err(Refusal::new(
+            Class::NoInput,
+            format!("no *.safetensors files in {}", path.display()),
+        ));
     }
     Ok(paths)
 }
@@ -121,12 +108,12 @@ pub struct ShardSet {
 
 impl ShardSet {
     /// Opens every shard of `dir` (see [`shards_of`]).
-    pub fn open_dir(dir: &Path) -> Result<Self, SetError> {
+    pub fn open_dir(dir: &Path) -> Result<Self, Refusal> {
         Self::open_files(&shards_of(dir)?)
     }
 
     /// Opens the given shard files (indexed in the order given).
-    pub fn open_files(paths: &[PathBuf]) -> Result<Self, SetError> {
+    pub fn open_files(paths: &[PathBuf]) -> Result<Self, Refusal> {
         let shards = paths.iter().map(|p| Shard::open(p)).collect::<Result<Vec<_>, _>>()?;
         let mut index = BTreeMap::new();
         for (si, s) in shards.iter().enumerate() {

@@ -34,9 +34,11 @@ use rayon::prelude::*;
 use tetrad_rans::{FORMAT_SCALE_BITS, FORMAT_STREAMS, Table, encode_record_packed, max_record_len};
 
 use crate::container::Container;
+use crate::error::{Class, Refusal};
 use crate::gguf;
+use crate::meta::FORMAT_NAME;
 use crate::quantize_container::{QuantFormat, float_values};
-use crate::rans256::{FORMAT_NAME, Refusal, table_parts};
+use crate::table_json::table_parts;
 
 /// What one symbol of a code stream is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -359,11 +361,11 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Refusal> {
     for p in paths {
         if p.is_dir() {
             let rd = std::fs::read_dir(p)
-                .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", p.display())))?;
+                .map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", p.display())))?;
             let mut ggufs = Vec::new();
             let mut has_st = false;
             for e in rd {
-                let e = e.map_err(|e| Refusal::new("E_IO", format!("{}: {e}", p.display())))?;
+                let e = e.map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", p.display())))?;
                 let n = e.file_name().to_string_lossy().into_owned();
                 if n.starts_with('.') {
                     continue;
@@ -379,7 +381,7 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Refusal> {
             }
             if ggufs.is_empty() && !has_st {
                 return Err(Refusal::new(
-                    "E_NO_INPUT",
+                    Class::NoInput,
                     format!("no *.safetensors or *.gguf files in {}", p.display()),
                 ));
             }
@@ -454,8 +456,8 @@ fn cfs1_bytes(
     let refuse = |class, d: String| Refusal::new(class, format!("{name}: {d}"));
     crate::cfse::decode_growing(blob).map_err(|e| {
         e.map_or_else(
-            || refuse("E_TOO_LARGE", "no memory for its bytes".into()),
-            |e| refuse(e.class(), e.to_string()),
+            || refuse(Class::TooLarge, "no memory for its bytes".into()),
+            |e| refuse(Class::of(&e), e.to_string()),
         )
     })
 }
@@ -499,7 +501,7 @@ fn cfs1_codes(
             let n = if crate::cfse::is_cfse(&set.shards[ql.shard].header) {
                 tetrad_fse::Header::parse(set.data(ql))
                     .map(|h| u64::from(h.rawlen))
-                    .map_err(|err| Refusal::new(err.class(), format!("{name}.qs: {err}")))?
+                    .map_err(|err| Refusal::of(&err, format!("{name}.qs: {err}")))?
             } else {
                 q.len()
             };
@@ -507,7 +509,7 @@ fn cfs1_codes(
         }
     };
     let r = tetrad_quant::resolve(o, i, data.len() as u64, ns, stamp)
-        .map_err(|err| Refusal::new(err.class(), format!("{name}: {err}")))?;
+        .map_err(|err| Refusal::of(&err, format!("{name}: {err}")))?;
     let Some((format, symbols)) = measured_as(r.format) else {
         return Ok(Err(format!("format {} is not measured", r.format.name())));
     };
@@ -595,12 +597,12 @@ pub fn collect_safetensors(
             Some(FORMAT_NAME) => Some(
                 tetrad_rans::Record::parse(set.data(loc))
                     .map(|r| r.packed_bytes())
-                    .map_err(|err| Refusal::new(err.class(), format!("{name}: {err}"))),
+                    .map_err(|err| Refusal::of(&err, format!("{name}: {err}"))),
             ),
             Some(crate::rans64::FORMAT_NAME) => Some(
                 tetrad_rans::rans64::Blob::parse(set.data(loc))
                     .map(|b| b.n_bytes())
-                    .map_err(|err| Refusal::new(err.class(), format!("{name}: {err}"))),
+                    .map_err(|err| Refusal::of(&err, format!("{name}: {err}"))),
             ),
             _ => None,
         };
@@ -671,9 +673,8 @@ pub fn collect_gguf(
     opts: &StatsOptions,
 ) -> Result<(Vec<Measured>, Vec<Skipped>), Refusal> {
     let bytes = crate::io::map_file(path)
-        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", path.display())))?;
-    let g = gguf::parse(&bytes)
-        .map_err(|e| Refusal::new(e.class(), format!("{}: {e}", path.display())))?;
+        .map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", path.display())))?;
+    let g = gguf::parse(&bytes).map_err(|e| Refusal::of(&e, format!("{}: {e}", path.display())))?;
     let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut measured = Vec::new();
     let mut skipped = Vec::new();

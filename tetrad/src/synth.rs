@@ -133,7 +133,7 @@ pub fn write_expert_checkpoint(
             .collect();
         let meta = [("format".to_owned(), "pt".to_owned())].into();
         let bytes = shard_bytes(&meta, &tensors, HeaderStyle::EscapedUnpadded)
-            .map_err(|e| std::io::Error::other(e.0))?;
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
         let p = dir.join(format!("model-{:05}-of-{shards:05}.safetensors", layer + 1));
         crate::output::write_bytes(&p, &bytes)?;
         paths.push(p);

@@ -16,6 +16,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
+use tetrad_rans::Table;
+
+use crate::error::{Class, Classified};
 use crate::json::push_int_list;
 
 /// The stream count the format pins.
@@ -32,6 +35,21 @@ pub struct TableParts {
     pub start: [u32; 16],
     /// Symbol of each of the `M` slots.
     pub slots: Vec<u16>,
+}
+
+/// A codec table's arrays, for the JSON writer.
+pub fn table_parts(t: &Table) -> TableParts {
+    TableParts {
+        scale_bits: t.scale_bits(),
+        freq: *t.freq(),
+        start: *t.start(),
+        slots: t.slots_u16().collect(),
+    }
+}
+
+/// A codec table from validated JSON arrays.
+pub fn table_from_parts(p: &TableParts) -> Result<Table, tetrad_rans::TableError> {
+    Table::from_parts(p.scale_bits, &p.freq, &p.start, &p.slots)
 }
 
 /// Why a table JSON was refused; [`TableJsonError::class`] gives the spec's name.
@@ -82,16 +100,22 @@ pub enum TableJsonError {
     },
 }
 
+impl Classified for TableJsonError {
+    fn class_of(&self) -> Class {
+        self.class()
+    }
+}
+
 impl TableJsonError {
     /// The refusal class of the spec.
-    pub fn class(&self) -> &'static str {
+    pub fn class(&self) -> Class {
         match self {
-            Self::Malformed(_) => "E_TABLE_MALFORMED",
-            Self::Scale(_) => "E_TABLE_SCALE",
-            Self::FreqSum { .. } => "E_TABLE_FREQ_SUM",
-            Self::Start { .. } => "E_TABLE_START",
-            Self::Crc { .. } => "E_TABLE_CRC",
-            Self::Slot { .. } => "E_TABLE_SLOT",
+            Self::Malformed(_) => Class::TableMalformed,
+            Self::Scale(_) => Class::TableScale,
+            Self::FreqSum { .. } => Class::TableFreqSum,
+            Self::Start { .. } => Class::TableStart,
+            Self::Crc { .. } => Class::TableCrc,
+            Self::Slot { .. } => Class::TableSlot,
         }
     }
 }

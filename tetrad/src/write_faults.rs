@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::error::Class;
 use crate::output::faults::Faults;
 
 /// Every file under `dir` (relative path → bytes), hidden ones included.
@@ -60,7 +61,7 @@ fn packed(root: &Path) -> PathBuf {
     let dir = root.join("packed");
     if !dir.exists() {
         let ckpt = expert_checkpoint(root);
-        let opts = crate::rans256::pack::PackOptions {
+        let opts = crate::packed::pack::PackOptions {
             indir: ckpt,
             outdir: dir.clone(),
             layers: None,
@@ -69,7 +70,7 @@ fn packed(root: &Path) -> PathBuf {
             threads: Some(1),
             quiet: true,
         };
-        crate::rans256::pack::pack(&opts).unwrap();
+        crate::packed::pack::pack(&opts).unwrap();
     }
     dir
 }
@@ -282,7 +283,7 @@ fn an_enospc_refusal_names_the_output_and_no_temporary_file() {
     let root = tempfile::tempdir().unwrap();
     let ckpt = expert_checkpoint(root.path());
     let out = root.path().join("packed");
-    let opts = crate::rans256::pack::PackOptions {
+    let opts = crate::packed::pack::PackOptions {
         indir: ckpt,
         outdir: out.clone(),
         layers: None,
@@ -294,9 +295,9 @@ fn an_enospc_refusal_names_the_output_and_no_temporary_file() {
     for named in [false, true] {
         let faults = Faults::new(root.path(), named);
         faults.disk_full_after(100);
-        let r = crate::rans256::pack::pack(&opts).unwrap_err();
+        let r = crate::packed::pack::pack(&opts).unwrap_err();
         drop(faults);
-        assert_eq!(r.class, "E_IO");
+        assert_eq!(r.class, Class::Io);
         assert!(r.detail.contains("No space left on device"), "{}", r.detail);
         assert!(
             r.detail.contains(&out.join("out-rans-00000.safetensors").display().to_string()),

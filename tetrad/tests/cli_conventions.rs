@@ -250,6 +250,6 @@ fn help_fits_100_columns_and_shows_the_expert_pattern_verbatim() {
         }
     }
     let (_, text) = tetrad(&["pack", "--help"]);
-    let pattern = tetrad::rans256::pack::EXPERT_PATTERN;
+    let pattern = tetrad::packed::pack::EXPERT_PATTERN;
     assert!(text.lines().any(|l| l.trim() == pattern), "{text}");
 }

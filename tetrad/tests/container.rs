@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use tetrad::container::{Container, TensorView};
-use tetrad::rans256::pack::{PackOptions, pack};
+use tetrad::packed::pack::{PackOptions, pack};
 use tetrad::shard::{HeaderStyle, OutTensor, shard_bytes};
 use tetrad_quant::Format;
 use tetrad_quant::adapter::Acts;
@@ -52,12 +52,12 @@ fn records_and_dense_weights_decode_to_the_same_bytes() {
     d.decode_into(&mut a).unwrap();
     c.decode_into(&mut b).unwrap();
     assert_eq!(a, b);
-    assert_eq!(c.decode_into(&mut b[1..]).unwrap_err().class, "E_OUTPUT_LEN");
+    assert_eq!(c.decode_into(&mut b[1..]).unwrap_err().class.name(), "E_OUTPUT_LEN");
 
     // The record's nibble count must match the caller's [O, I].
-    assert_eq!(coded.tensor(W, 32, 779).unwrap_err().class, "E_COUNT_MISMATCH");
-    assert_eq!(coded.tensor(W, 31, 777).unwrap_err().class, "E_SCALE_COUNT");
-    assert_eq!(coded.tensor("nope", 1, 1).unwrap_err().class, "E_TENSOR_MISSING");
+    assert_eq!(coded.tensor(W, 32, 779).unwrap_err().class.name(), "E_COUNT_MISMATCH");
+    assert_eq!(coded.tensor(W, 31, 777).unwrap_err().class.name(), "E_SCALE_COUNT");
+    assert_eq!(coded.tensor("nope", 1, 1).unwrap_err().class.name(), "E_TENSOR_MISSING");
     // Unstamped U8 weights are never presumed entropy-coded: a record read without its stamp
     // resolves by byte arithmetic only, and here nothing fits.
     assert!(dense.tensor(W, 32, 100).is_err());
@@ -109,12 +109,12 @@ fn tensor_views_multiply_whatever_their_format() {
     for v in [&d, &c] {
         let mut short = vec![0f32; s * o - 1];
         let e = v.matmul(W, isa, &x, s, &mut short, 2).unwrap_err();
-        assert_eq!(e.class, "E_KERNEL_LENGTH", "{e}");
+        assert_eq!(e.class.name(), "E_KERNEL_LENGTH", "{e}");
         assert!(e.detail.starts_with(&format!("{W}: ")), "{e}");
         assert!(e.detail.ends_with("y has 287 elements, expected 288"), "{e}");
         let mut y = vec![0f32; s * o];
         let e = v.matmul(W, isa, &x[1..], s, &mut y, 1).unwrap_err();
-        assert_eq!(e.class, "E_KERNEL_LENGTH", "{e}");
+        assert_eq!(e.class.name(), "E_KERNEL_LENGTH", "{e}");
     }
     // A format without an int8 path (plain f32 weights) refuses int8 activations by name.
     let f: Vec<u8> = (0..6u32).flat_map(|k| (k as f32).to_le_bytes()).collect();
@@ -132,7 +132,7 @@ fn tensor_views_multiply_whatever_their_format() {
         tetrad_quant::kernels::quantize_activations(&[1.0, 2.0], 1, 2, &mut q2, &mut s2).unwrap();
     let mut y3 = vec![0f32; 3];
     let e = pv.matmul_acts("w", isa, Acts::Q8(&xq2), &mut y3, 2).unwrap_err();
-    assert!(e.class.starts_with("E_") && e.detail.starts_with("w: "), "{e}");
+    assert!(e.class.name().starts_with("E_") && e.detail.starts_with("w: "), "{e}");
     assert_eq!(pv.matmul("w", isa, &[1.0, 2.0], 1, &mut y3, 2).unwrap(), "f32");
     assert_eq!(y3, [2.0, 8.0, 14.0]);
     // A corrupt record: a named decoder refusal and nothing partial in y.
@@ -147,7 +147,7 @@ fn tensor_views_multiply_whatever_their_format() {
     let c = coded.tensor(W, o as u64, i as u64).unwrap();
     let mut y = vec![f32::NAN; s * o];
     let e = c.matmul(W, isa, &x, s, &mut y, 2).unwrap_err();
-    assert!(e.class.starts_with("E_"), "{e}");
+    assert!(e.class.name().starts_with("E_"), "{e}");
     assert!(y.iter().all(|&v| v == 0.0), "{e}");
 }
 
@@ -171,10 +171,10 @@ fn stamps_are_trusted_verified_and_conflicts_refused() {
     assert_eq!(c.tensor("a", 4, 16).unwrap().format(), Format::Int4Row);
     // The stamp says int4-row; bytes read as int8-row [4, 8] disagree with it: refused.
     let e = c.tensor("a", 4, 8).unwrap_err();
-    assert!(e.class.starts_with("E_"), "{e}");
+    assert!(e.class.name().starts_with("E_"), "{e}");
     shard_with_stamp(&t.path().join("b.safetensors"), "int8-row");
     let e = Container::open(t.path()).unwrap_err();
-    assert_eq!(e.class, "E_STAMP_CONFLICT");
+    assert_eq!(e.class.name(), "E_STAMP_CONFLICT");
     assert!(e.detail.contains("int4-row") && e.detail.contains("int8-row"), "{e}");
 }
 
@@ -265,7 +265,7 @@ fn scale_dtype_must_fit_the_resolved_format() {
     std::fs::write(&p, shard_bytes(&BTreeMap::new(), &ts, HeaderStyle::EscapedUnpadded).unwrap())
         .unwrap();
     let c = Container::open(&p).unwrap();
-    assert_eq!(c.tensor("a", 4, 16).unwrap_err().class, "E_SCALE_DTYPE");
+    assert_eq!(c.tensor("a", 4, 16).unwrap_err().class.name(), "E_SCALE_DTYPE");
 }
 
 /// An unstamped F32 tensor without scales, asked for as its own shape, is plain f32 weights
@@ -287,6 +287,6 @@ fn plain_f32_weights_need_no_stamp() {
     assert_eq!(v.format(), Format::F32);
     assert_eq!(v.decoded_len(), 60);
     let e = c.tensor("w", 5, 3).unwrap_err();
-    assert!(e.class.starts_with("E_"), "{e:?}");
+    assert!(e.class.name().starts_with("E_"), "{e:?}");
     assert_ne!(c.tensor("w", 1, 15).map(|v| v.format()).ok(), Some(Format::F32));
 }

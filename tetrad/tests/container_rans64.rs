@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use tetrad::container::{Container, TensorView};
-use tetrad::rans256::manifest::parse_digests;
-use tetrad::rans256::pack::{Codec, PackOptions, pack_with};
+use tetrad::packed::manifest::parse_digests;
+use tetrad::packed::pack::{Codec, PackOptions, pack_with};
 use tetrad::shard::{HeaderStyle, OutTensor, ShardHeader, shard_bytes};
 use tetrad::synth::{Dist, int4_rows};
 use tetrad_quant::Format;
@@ -214,9 +214,9 @@ fn corrupted_blob_is_refused_naming_tensor_and_class() {
     // A blob that decodes (a flipped byte in a raw chunk would) but to other bytes is caught
     // by the originals digest: simulate with a manifest whose original digest is wrong.
     std::fs::write(&shard, &good).unwrap();
-    let m = tetrad::rans256::manifest::Manifest {
+    let m = tetrad::packed::manifest::Manifest {
         format: RANS64,
-        shards: vec![tetrad::rans256::manifest::ShardEntry {
+        shards: vec![tetrad::packed::manifest::ShardEntry {
             bytes: good.len() as u64,
             file: "out-rans-00000.safetensors".into(),
             originals: [(w.clone(), "00".repeat(32))].into(),
@@ -297,19 +297,19 @@ fn a_stamped_rans64_tensor_is_never_read_as_another_format() {
     assert_eq!(resolved.format, Format::Int4Row);
     assert_eq!(back, weights);
     // Wrong shapes are refused by name, before any decode.
-    assert_eq!(c.tensor(&w, o, i + 2).unwrap_err().class, "E_COUNT_MISMATCH");
-    assert_eq!(c.tensor(&w, o + 1, i).unwrap_err().class, "E_SCALE_COUNT");
+    assert_eq!(c.tensor(&w, o, i + 2).unwrap_err().class.name(), "E_COUNT_MISMATCH");
+    assert_eq!(c.tensor(&w, o + 1, i).unwrap_err().class.name(), "E_SCALE_COUNT");
 
     let shard = packed.join("out-rans-00000.safetensors");
     let stamps = |f: &str| format!("{{\"{w}\": \"{f}\"}}");
     // The blob stamped as the compat format: parsed as a record, refused, not misread.
     restamp(&shard, &stamps("int4-rans256-g0"), None);
     let e = Container::open(&packed).unwrap().tensor(&w, o, i).unwrap_err();
-    assert_ne!(e.class, "E_STAMP_MISMATCH", "dispatched on the stamp: {e}");
+    assert_ne!(e.class.name(), "E_STAMP_MISMATCH", "dispatched on the stamp: {e}");
     // The blob stamped int4-row: its bytes are not int4-row's, refused by byte arithmetic.
     restamp(&shard, &stamps("int4-row"), None);
     let e = Container::open(&packed).unwrap().tensor(&w, o, i).unwrap_err();
-    assert!(e.class.starts_with("E_"), "{e}");
+    assert!(e.class.name().starts_with("E_"), "{e}");
     // Unstamped, a blob is never presumed entropy-coded: whatever the bytes resolve to, it is
     // not int4-rans64-t1.
     restamp(&shard, "{}", None);
@@ -320,7 +320,7 @@ fn a_stamped_rans64_tensor_is_never_read_as_another_format() {
     // int4-row.
     restamp(&shard, &stamps(RANS64), Some((&w, weights.to_vec())));
     let e = Container::open(&packed).unwrap().tensor(&w, o, i).unwrap_err();
-    assert_eq!(e.class, "E_MAGIC", "{e}");
+    assert_eq!(e.class.name(), "E_MAGIC", "{e}");
     // verify refuses the swapped tensor too (its digest no longer matches the manifest).
     let (code, out, _) = tetrad(&["verify", s(&shard)]);
     assert_eq!(code, 1, "{out}");

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use tetrad::rans256::pack::{PackOptions, pack};
+use tetrad::packed::pack::{PackOptions, pack};
 
 const W: &str = "model.layers.0.mlp.experts.1.down_proj.weight";
 const O: usize = 96;

@@ -162,7 +162,7 @@ fn cfs1_non_int4_row_tensor_is_refused_by_name() {
         TensorView::Dense { .. }
     ));
     let e = Container::open(&out).unwrap().tensor("w", 4, 64).unwrap_err();
-    assert_eq!(e.class, "E_CFS1_FORMAT", "{e:?}");
+    assert_eq!(e.class.name(), "E_CFS1_FORMAT", "{e:?}");
     assert!(e.detail.contains("int8-row") && e.detail.contains("unpack"), "{e:?}");
 }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use tetrad::json::sorted_string_map;
-use tetrad::rans256::pack::{Codec, LeftOutReason, PackOptions, pack, pack_with};
+use tetrad::packed::pack::{Codec, LeftOutReason, PackOptions, pack, pack_with};
 use tetrad::shard::{HeaderStyle, OutTensor, shard_bytes};
 use tetrad::synth::{Dist, int4_rows, weights};
 
@@ -185,7 +185,7 @@ fn already_coded_inputs_are_refused() {
             );
         }
         let e = pack(&opts(&packed, &t.path().join("lib"))).unwrap_err();
-        assert_eq!(e.class, "E_STAMP_NOT_INT4_ROW", "{e}");
+        assert_eq!(e.class.name(), "E_STAMP_NOT_INT4_ROW", "{e}");
     }
 }
 

@@ -6,7 +6,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use tetrad::container::Container;
-use tetrad::rans256::pack::{PackOptions, pack};
+use tetrad::packed::pack::{PackOptions, pack};
 use tetrad_quant::adapter::Acts;
 use tetrad_quant::kernels::quantize_activations;
 

@@ -29,7 +29,7 @@ fn prepared_example_from_engine_md() -> Result<(), Box<dyn std::error::Error>> {
     let band = o.div_ceil(workers).next_multiple_of(unit).min(o);
     let mut bands: Vec<Vec<f32>> =
         (0..o).step_by(band).map(|r0| vec![0f32; s * band.min(o - r0)]).collect();
-    std::thread::scope(|pool| -> Result<(), tetrad::rans256::Refusal> {
+    std::thread::scope(|pool| -> Result<(), tetrad::error::Refusal> {
         let jobs: Vec<_> = (bands.iter_mut().enumerate())
             .map(|(k, y_band)| {
                 let (w, x) = (&w, &x);

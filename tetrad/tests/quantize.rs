@@ -339,7 +339,7 @@ fn only_regex_selects_and_refusals_leave_output_alone() {
     // Existing output: refused without --force, replaced with it.
     let before = std::fs::read(out.join("model.safetensors")).unwrap();
     let err = quantize_path(&input, &out, &opts).unwrap_err();
-    assert_eq!(err.class, "E_OUTPUT_EXISTS");
+    assert_eq!(err.class.name(), "E_OUTPUT_EXISTS");
     assert_eq!(std::fs::read(out.join("model.safetensors")).unwrap(), before);
     quantize_path(&input, &out, &QuantizeOptions { force: true, ..opts }).unwrap();
 }

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use tetrad::rans256::manifest::parse_digests;
-use tetrad::rans256::pack::{PackOptions, pack};
-use tetrad::rans256::verify::verify_shard;
+use tetrad::packed::manifest::parse_digests;
+use tetrad::packed::pack::{PackOptions, pack};
+use tetrad::packed::verify::verify_shard;
 use tetrad::shard::{HeaderStyle, OutTensor, ShardHeader, shard_bytes};
 use tetrad::shardset::ShardSet;
 
@@ -222,7 +222,7 @@ fn layers_and_select_choose_tensors() {
     assert_eq!(r.records, 2);
     let e = pack(&PackOptions { layers: Some(vec![7]), ..opts(&input, &t.path().join("c")) })
         .unwrap_err();
-    assert_eq!(e.class, "E_SELECTION_EMPTY");
+    assert_eq!(e.class.name(), "E_SELECTION_EMPTY");
     let (code, _, _) = tetrad(&[
         "pack",
         "--indir",
@@ -298,7 +298,7 @@ fn packed() -> Packed {
 }
 
 fn classes(p: &Path) -> Vec<&'static str> {
-    verify_shard(p, None).refusals.iter().map(|r| r.class).collect()
+    verify_shard(p, None).refusals.iter().map(|r| r.class.name()).collect()
 }
 
 const W: &str = "model.layers.0.mlp.experts.0.gate_proj.weight";
@@ -494,7 +494,7 @@ fn verify_refuses_stream_corruption_and_reencode_mismatch() {
     std::fs::remove_file(p.dir.join("repack-manifest.json")).unwrap();
     rewrite(&p.shard, |m, ts| {
         let parts = tetrad::table_json::parse(&m["colibri.int4-rans256-g0.table"]).unwrap();
-        let table = tetrad::rans256::table_from_parts(&parts).unwrap();
+        let table = tetrad::table_json::table_from_parts(&parts).unwrap();
         let nibbles: Vec<u8> = (0..1001).map(|k| [8u8, 7, 9][k % 3]).collect();
         let mut blob = vec![0u8; tetrad_rans::max_record_len(nibbles.len(), 256)];
         let n = tetrad_rans::encode_record(
@@ -594,7 +594,7 @@ fn verify_refuses_a_sealed_stream_no_encoder_writes() {
     let mut found = false;
     rewrite(&p.shard, |m, ts| {
         let parts = tetrad::table_json::parse(&m["colibri.int4-rans256-g0.table"]).unwrap();
-        let t = tetrad::rans256::table_from_parts(&parts).unwrap();
+        let t = tetrad::table_json::table_from_parts(&parts).unwrap();
         let rec = &mut ts.iter_mut().find(|x| x.0 == W).unwrap();
         let r = tetrad_rans::Record::parse(&rec.3).unwrap();
         for k in 0..256 {
@@ -630,9 +630,9 @@ fn verify_refuses_a_sealed_stream_no_encoder_writes() {
     let parts =
         tetrad::table_json::parse(&h.metadata.as_ref().unwrap()["colibri.int4-rans256-g0.table"])
             .unwrap();
-    let table = tetrad::rans256::table_from_parts(&parts).unwrap();
+    let table = tetrad::table_json::table_from_parts(&parts).unwrap();
     let e = h.tensor(W).unwrap();
     let blob = &bytes[(h.data_start + e.begin) as usize..(h.data_start + e.end) as usize];
-    let chunked = tetrad::rans256::verify::check_record_with_limit(&table, blob, 0);
-    assert_eq!(chunked.unwrap_err().0, "E_REENCODE_MISMATCH");
+    let chunked = tetrad::packed::verify::check_record_with_limit(&table, blob, 0);
+    assert_eq!(chunked.unwrap_err().0.name(), "E_REENCODE_MISMATCH");
 }

@@ -136,7 +136,7 @@ fn int4_container_numbers_match_an_independent_computation() {
         .sum::<f64>()
         / n as f64;
     close(&total["entropy_bits_per_tensor"], per);
-    let parts = tetrad::rans256::table_parts(&table);
+    let parts = tetrad::table_json::table_parts(&table);
     let table_json = tetrad::table_json::to_json(&parts).len() as u64;
     assert_eq!(total["rans256_bytes"], rans_total + table_json);
     assert!(total["verdict"].as_str().unwrap().contains("save up to"));
@@ -311,7 +311,7 @@ fn hostile_gguf_is_refused_without_panic() {
         let mut f = file.clone();
         f[at..at + 8].copy_from_slice(&(1u64 << 62).to_le_bytes());
         let e = tetrad::gguf::parse(&f).unwrap_err();
-        assert_eq!(e.class(), "E_GGUF_TRUNCATED");
+        assert_eq!(e.class().name(), "E_GGUF_TRUNCATED");
         assert!(
             e.to_string().contains(&format!("4611686018427387904 {what} need at least")),
             "{e}"
@@ -325,7 +325,7 @@ fn hostile_gguf_is_refused_without_panic() {
     }
     let mut f = file.clone();
     f[4] = 1;
-    assert_eq!(tetrad::gguf::parse(&f).unwrap_err().class(), "E_GGUF_VERSION");
+    assert_eq!(tetrad::gguf::parse(&f).unwrap_err().class().name(), "E_GGUF_VERSION");
 }
 
 /// A GGUF v3 file without metadata: each tensor is (name, dims `[ne0, ne1]`, GGML type, bytes),
@@ -530,10 +530,10 @@ fn gguf_iq4_and_mxfp4_nibbles_are_measured_other_types_named() {
     // Their sizes are known, so a file that ends inside one is refused, not skipped.
     let short = &file[..file.len() - 1];
     let e = tetrad::gguf::parse(short).unwrap_err();
-    assert_eq!(e.class(), "E_GGUF_RANGE", "{e}");
+    assert_eq!(e.class().name(), "E_GGUF_RANGE", "{e}");
     // A row that is not a whole number of blocks is refused by name.
     let e = tetrad::gguf::parse(&gguf_file(&[("x", [128, 2], 23, &xs)])).unwrap_err();
-    assert_eq!(e.class(), "E_GGUF_BLOCK", "{e}");
+    assert_eq!(e.class().name(), "E_GGUF_BLOCK", "{e}");
 }
 
 /// GGUF blocks whose codes an independent reader found: `tests/data/gguf_codes.json`, written
@@ -893,17 +893,17 @@ fn many_small_byte_tensors_do_not_cost_a_pair_table_each() {
 fn ambiguous_gguf_files_are_refused() {
     let codes = [0x11u8; 18];
     let file = gguf_file(&[("a", [32, 1], 2, &codes), ("a", [32, 1], 2, &codes)]);
-    assert_eq!(tetrad::gguf::parse(&file).unwrap_err().class(), "E_GGUF_DUPLICATE");
+    assert_eq!(tetrad::gguf::parse(&file).unwrap_err().class().name(), "E_GGUF_DUPLICATE");
     let mut file = gguf_file(&[("\u{e9}", [32, 1], 2, &codes)]);
     let at = file.iter().position(|&b| b == 0xC3).unwrap();
     file[at] = 0xFF; // é's lead byte → not UTF-8
-    assert_eq!(tetrad::gguf::parse(&file).unwrap_err().class(), "E_GGUF_UTF8");
+    assert_eq!(tetrad::gguf::parse(&file).unwrap_err().class().name(), "E_GGUF_UTF8");
     // Two general.alignment keys (u32, type 4): 64 then 32.
     let mut f = gguf_metadata_only(&[
         ("general.alignment", 4, &64u32.to_le_bytes()),
         ("general.alignment", 4, &32u32.to_le_bytes()),
     ]);
-    assert_eq!(tetrad::gguf::parse(&f).unwrap_err().class(), "E_GGUF_DUPLICATE");
+    assert_eq!(tetrad::gguf::parse(&f).unwrap_err().class().name(), "E_GGUF_DUPLICATE");
     f[8 + 8..8 + 16].copy_from_slice(&1u64.to_le_bytes()); // one key: fine
     assert!(tetrad::gguf::parse(&f[..f.len() - 33]).is_ok());
 }
@@ -968,7 +968,7 @@ fn gguf_messages_name_the_actual_problem() {
     let mut f = gguf_file(&[("a", [32, 1], 2, &codes)]);
     f[4..8].copy_from_slice(&3u32.to_be_bytes());
     let e = tetrad::gguf::parse(&f).unwrap_err();
-    assert_eq!(e.class(), "E_GGUF_VERSION");
+    assert_eq!(e.class().name(), "E_GGUF_VERSION");
     assert!(e.to_string().starts_with("big-endian GGUF (version 3;"), "{e}");
     f[4..8].copy_from_slice(&7u32.to_le_bytes());
     assert_eq!(tetrad::gguf::parse(&f).unwrap_err().to_string(), "GGUF version 7, expected 2 or 3");
@@ -976,7 +976,7 @@ fn gguf_messages_name_the_actual_problem() {
     // A GGUF string: its u64 length, then the bytes.
     let f = gguf_metadata_only(&[("general.alignment", 8, &[2, 0, 0, 0, 0, 0, 0, 0, b'6', b'4'])]);
     let e = tetrad::gguf::parse(&f).unwrap_err();
-    assert_eq!(e.class(), "E_GGUF_ALIGNMENT");
+    assert_eq!(e.class().name(), "E_GGUF_ALIGNMENT");
     assert_eq!(e.to_string(), "general.alignment has value type 8, expected 4 (UINT32)");
     // A data offset that overflows u64 with the tensor's size (the offset is the last field of
     // the tensor info, 8 bytes before the infos end).
@@ -984,7 +984,7 @@ fn gguf_messages_name_the_actual_problem() {
     let infos_end = 24 + 8 + 1 + 4 + 16 + 4 + 8;
     f[infos_end - 8..infos_end].copy_from_slice(&(u64::MAX - 1).to_le_bytes());
     let e = tetrad::gguf::parse(&f).unwrap_err();
-    assert_eq!(e.class(), "E_GGUF_OVERFLOW");
+    assert_eq!(e.class().name(), "E_GGUF_OVERFLOW");
     assert_eq!(e.to_string(), "tensor 0: data offset + byte size overflows u64");
     let mut f = gguf_file(&[("a", [1 << 40, 1 << 40], 0, &codes)]);
     f.truncate(f.len() - codes.len());

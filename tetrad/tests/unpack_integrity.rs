@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tetrad::rans256::manifest::parse_digests;
+use tetrad::packed::manifest::parse_digests;
 use tetrad::shard::{HeaderStyle, OutTensor, ShardHeader, shard_bytes};
 use tetrad::synth::{Dist, int4_rows};
 

@@ -29,7 +29,7 @@ use tetrad_rans::{
     encode_record_packed, max_record_len,
 };
 
-use crate::rans256::Refusal;
+use crate::error::{Class, Refusal};
 use crate::stats::{Measured, StatsOptions, Symbols, collect};
 
 /// Which group of measurements to run.
@@ -228,16 +228,16 @@ fn input_bytes(args: &BenchArgs) -> Result<(Vec<u8>, String), Refusal> {
         let data: Vec<u8> = m.into_iter().filter(int4).flat_map(|m| m.data).collect();
         if data.is_empty() {
             return Err(Refusal::new(
-                "E_NO_INPUT",
+                Class::NoInput,
                 format!("{} holds no int4 weights", p.display()),
             ));
         }
         Ok((data, format!("int4 weights of {}", p.display())))
     } else {
         let data = crate::io::read_input(p)
-            .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", p.display())))?;
+            .map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", p.display())))?;
         if data.is_empty() {
-            return Err(Refusal::new("E_NO_INPUT", format!("{} is empty", p.display())));
+            return Err(Refusal::new(Class::NoInput, format!("{} is empty", p.display())));
         }
         Ok((data, format!("raw packed int4 bytes of {}", p.display())))
     }
@@ -254,19 +254,19 @@ fn codecs(
     let runs = args.runs;
     let hist = crate::synth::nibble_histogram(&data);
     let table = Table::from_histogram(FORMAT_SCALE_BITS, &hist)
-        .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+        .map_err(|e| Refusal::of(&e, e.to_string()))?;
     let mut blob = vec![0u8; max_record_len(2 * n, FORMAT_STREAMS)];
     let mut len = 0;
     let t =
         median_secs_ok(runs, || encode_record_packed(&table, &data, &mut blob).map(|l| len = l))
-            .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+            .map_err(|e| Refusal::of(&e, e.to_string()))?;
     let base = |what: &str, codec: &str, arm: &str, secs: f64, out_bytes: usize| {
         json!({"what": what, "codec": codec, "arm": arm, "threads": 1, "bytes": n,
                "compressed_bytes": out_bytes, "gnib_per_s": gnib(n, secs), "median_s": secs,
                "runs": runs, "input": source})
     };
     out.push(base("encode", "int4-rans256-g0", "scalar", t, len));
-    let record = Record::parse(&blob[..len]).map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+    let record = Record::parse(&blob[..len]).map_err(|e| Refusal::of(&e, e.to_string()))?;
     let mut back = vec![0u8; n];
     let arms: Vec<Arm> = match (forced.arm, &args.isa) {
         (Some(a), _) => vec![a],
@@ -279,9 +279,12 @@ fn codecs(
     };
     for a in arms {
         let t = median_secs_ok(runs, || decode_record_with(a, &table, &record, &mut back))
-            .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+            .map_err(|e| Refusal::of(&e, e.to_string()))?;
         if back != data {
-            return Err(Refusal::new("E_ROUNDTRIP", format!("{a} decode differs from the input")));
+            return Err(Refusal::new(
+                Class::Roundtrip,
+                format!("{a} decode differs from the input"),
+            ));
         }
         out.push(base("decode", "int4-rans256-g0", a.name(), t, len));
     }
@@ -292,7 +295,7 @@ fn codecs(
         clen = tetrad_fse::encode_into(&data, &mut cblob).unwrap_or(0);
     });
     if clen == 0 {
-        return Err(Refusal::new("E_CFS1", "CFS1 encode failed".to_owned()));
+        return Err(Refusal::new(Class::Cfs1, "CFS1 encode failed".to_owned()));
     }
     out.push(base("encode", "cfs1", "scalar", t, clen));
     let mut ok = true;
@@ -300,7 +303,10 @@ fn codecs(
         ok &= tetrad_fse::decode_into(&cblob[..clen], &mut back).is_ok_and(|m| m == n);
     });
     if !ok || back != data {
-        return Err(Refusal::new("E_ROUNDTRIP", "CFS1 decode differs from the input".to_owned()));
+        return Err(Refusal::new(
+            Class::Roundtrip,
+            "CFS1 decode differs from the input".to_owned(),
+        ));
     }
     out.push(base("decode", "cfs1", "scalar", t, clen));
     // int4-rans64-t1 (tetrad's own format): encode, then every available arm (or the one
@@ -333,7 +339,7 @@ fn codecs(
         let t = median_secs_ok(runs, || {
             rans64::encode_with(a, &data, shift, &mut rblob).map(|l| rlen = l)
         })
-        .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+        .map_err(|e| Refusal::of(&e, e.to_string()))?;
         out.push(base("encode", rans64::FORMAT_NAME, a.name(), t, rlen));
     }
     let arms64: Vec<rans64::Arm> = match (forced.arm64, &args.isa) {
@@ -347,10 +353,10 @@ fn codecs(
     };
     for a in arms64 {
         let t = median_secs_ok(runs, || rans64::decode_with(a, &rblob[..rlen], &mut back))
-            .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+            .map_err(|e| Refusal::of(&e, e.to_string()))?;
         if back != data {
             return Err(Refusal::new(
-                "E_ROUNDTRIP",
+                Class::Roundtrip,
                 format!("{} {a} decode differs", rans64::FORMAT_NAME),
             ));
         }
@@ -387,7 +393,7 @@ fn zstd_reference(
     out: &mut Vec<Value>,
 ) -> Result<(), Refusal> {
     let n = data.len();
-    let io = |e: std::io::Error| Refusal::new("E_ZSTD", e.to_string());
+    let io = |e: std::io::Error| Refusal::new(Class::Zstd, e.to_string());
     let mut back = vec![0u8; n];
     for (name, level, long) in ZSTD_FRAMES {
         let compress = || -> std::io::Result<Vec<u8>> {
@@ -415,7 +421,7 @@ fn zstd_reference(
             ok &= zstd::bulk::decompress_to_buffer(&z, &mut back).is_ok_and(|m| m == n);
         });
         if !ok || back != data {
-            return Err(Refusal::new("E_ROUNDTRIP", format!("zstd {name} decode differs")));
+            return Err(Refusal::new(Class::Roundtrip, format!("zstd {name} decode differs")));
         }
         let mut r = base("decode", "zstd", "libzstd", t, z.len());
         r["level"] = json!(level);
@@ -582,7 +588,7 @@ fn kernels(args: &BenchArgs, isa: Option<Isa>, out: &mut Vec<Value>) -> Result<(
         None => tetrad_quant::isa::available().collect(),
     };
     let threaded = isa.unwrap_or_else(tetrad_quant::isa::best);
-    let kerr = |e: tetrad_quant::KernelError| Refusal::new(e.class(), e.to_string());
+    let kerr = |e: tetrad_quant::KernelError| Refusal::of(&e, e.to_string());
     for (label, format, gs) in KERNEL_FORMATS {
         let bpw = match format {
             Format::F32 => 4.0,
@@ -664,7 +670,7 @@ fn kernels(args: &BenchArgs, isa: Option<Isa>, out: &mut Vec<Value>) -> Result<(
                                 })
                             }
                         })
-                        .map_err(|e| Refusal::new(e.class(), format!("{}: {e}", a.name())))?;
+                        .map_err(|e| Refusal::of(&e, format!("{}: {e}", a.name())))?;
                         let gw = (o * i * batch) as f64 / t / 1e9;
                         out.push(json!({"what": "kernel", "format": label, "mode": mode,
                             "arm": a.name(), "threads": threads, "batch": batch,
@@ -700,40 +706,41 @@ fn adapter(
     use tetrad_quant::adapter_rans64::Rans64Matrix;
     use tetrad_quant::kernels::{matmul_q8_with, matmul_with};
     use tetrad_rans::rans64;
-    let refuse = |class: &'static str, e: String| Refusal::new(class, e);
+    let refuse = |class: Class, e: String| Refusal::new(class, e);
     let i = 1024usize;
     let o = ((usize::try_from(args.mib).unwrap_or(1) << 20) * 2 / (i / 2)).max(256);
     let (codes, _) = crate::synth::int4_rows(o, i, crate::synth::Dist::Laplace, 11);
     let scales: Vec<f32> = (0..o).map(|r| 0.01 + r as f32 * 1e-6).collect();
     let dense = Matrix::new(Format::Int4Row, &codes, Scales::F32(&scales), o, i, 0)
-        .map_err(|e| refuse(e.class(), e.to_string()))?;
+        .map_err(|e| refuse(Class::of(&e), e.to_string()))?;
     let isa = isa.unwrap_or_else(tetrad_quant::isa::best);
     let arm = arm.unwrap_or_else(Arm::best);
     let arm64 = arm64.unwrap_or_else(rans64::Arm::best);
 
     // int4-rans256-g0 record.
     let table = Table::from_histogram(FORMAT_SCALE_BITS, &crate::synth::nibble_histogram(&codes))
-        .map_err(|e| refuse(e.class(), e.to_string()))?;
+        .map_err(|e| refuse(Class::of(&e), e.to_string()))?;
     let mut record = vec![0u8; max_record_len(2 * codes.len(), FORMAT_STREAMS)];
     let n = encode_record_packed(&table, &codes, &mut record)
-        .map_err(|e| refuse(e.class(), e.to_string()))?;
+        .map_err(|e| refuse(Class::of(&e), e.to_string()))?;
     record.truncate(n);
     let m256 = Rans256Matrix::new(&record, &table, &scales, o, i)
-        .map_err(|e| refuse(e.class(), e.to_string()))?;
+        .map_err(|e| refuse(Class::of(&e), e.to_string()))?;
     // int4-rans64-t1 blob.
     let shift = rans64::DEFAULT_CHUNK_SHIFT;
     let mut blob64 = vec![0u8; rans64::max_encoded_len(codes.len(), shift)];
     let n = rans64::encode_into(&codes, shift, &mut blob64)
-        .map_err(|e| refuse(e.class(), e.to_string()))?;
+        .map_err(|e| refuse(Class::of(&e), e.to_string()))?;
     blob64.truncate(n);
-    let m64 =
-        Rans64Matrix::new(&blob64, &scales, o, i).map_err(|e| refuse(e.class(), e.to_string()))?;
+    let m64 = Rans64Matrix::new(&blob64, &scales, o, i)
+        .map_err(|e| refuse(Class::of(&e), e.to_string()))?;
     // CFS1 blob.
     let mut cfs1 = vec![0u8; tetrad_fse::max_encoded_len(codes.len())];
-    let n =
-        tetrad_fse::encode_into(&codes, &mut cfs1).map_err(|e| refuse("E_CFS1", e.to_string()))?;
+    let n = tetrad_fse::encode_into(&codes, &mut cfs1)
+        .map_err(|e| refuse(Class::Cfs1, e.to_string()))?;
     cfs1.truncate(n);
-    let mc = Cfs1Matrix::new(&cfs1, &scales, o, i).map_err(|e| refuse(e.class(), e.to_string()))?;
+    let mc =
+        Cfs1Matrix::new(&cfs1, &scales, o, i).map_err(|e| refuse(Class::of(&e), e.to_string()))?;
 
     let codecs: [(&str, &str, usize); 3] = [
         ("int4-rans256-g0", arm.name(), record.len()),
@@ -744,13 +751,20 @@ fn adapter(
     let mut decoded = vec![0u8; codes.len()];
     for (c, &(format, decode_arm, compressed)) in codecs.iter().enumerate() {
         let decode_s = median_secs_ok(args.runs, || match c {
-            0 => m256.decode_into(arm, &mut decoded).map_err(|e| Failed(e.class(), e.to_string())),
-            1 => m64.decode_into(arm64, &mut decoded).map_err(|e| Failed(e.class(), e.to_string())),
-            _ => mc.decode_into((), &mut decoded).map_err(|e| Failed(e.class(), e.to_string())),
+            0 => m256
+                .decode_into(arm, &mut decoded)
+                .map_err(|e| Failed(Class::of(&e), e.to_string())),
+            1 => m64
+                .decode_into(arm64, &mut decoded)
+                .map_err(|e| Failed(Class::of(&e), e.to_string())),
+            _ => mc.decode_into((), &mut decoded).map_err(|e| Failed(Class::of(&e), e.to_string())),
         })
         .map_err(|Failed(class, e)| refuse(class, e))?;
         if decoded != codes {
-            return Err(refuse("E_ROUNDTRIP", format!("{format} decode differs from the input")));
+            return Err(refuse(
+                Class::Roundtrip,
+                format!("{format} decode differs from the input"),
+            ));
         }
         for batch in [1usize, 16] {
             let x: Vec<f32> = (0..batch * i).map(|k| ((k % 17) as f32 - 8.0) * 0.1).collect();
@@ -763,23 +777,23 @@ fn adapter(
                         Acts::Q8(xq) => matmul_q8_with(isa, &dense, xq, &mut want),
                     })
                 })
-                .map_err(|e| refuse(e.class(), e.to_string()))?;
+                .map_err(|e| refuse(Class::of(&e), e.to_string()))?;
                 let mut y = vec![0f32; batch * o];
                 for threads in [1usize, 2] {
                     let t = median_secs_ok(args.runs, || {
                         with_acts(mode, &x, batch, i, &mut q, &mut qs, |a| match c {
                             0 => crate::adapter::matmul(&m256, isa, arm, a, &mut y, threads)
-                                .map_err(|e| Failed(e.class(), e.to_string())),
+                                .map_err(|e| Failed(Class::of(&e), e.to_string())),
                             1 => crate::rans64::matmul(&m64, isa, arm64, a, &mut y, threads)
-                                .map_err(|e| Failed(e.class(), e.to_string())),
+                                .map_err(|e| Failed(Class::of(&e), e.to_string())),
                             _ => crate::adapter::matmul_cfs1(&mc, isa, a, &mut y, threads)
-                                .map_err(|e| Failed(e.class(), e.to_string())),
+                                .map_err(|e| Failed(Class::of(&e), e.to_string())),
                         })
                     })
                     .map_err(|Failed(class, e)| refuse(class, e))?;
                     if y.iter().map(|v| v.to_bits()).ne(want.iter().map(|v| v.to_bits())) {
                         return Err(refuse(
-                            "E_ROUNDTRIP",
+                            Class::Roundtrip,
                             format!(
                                 "fused {format} {mode} batch {batch} x{threads} differs from \
                                  dense int4-row"
@@ -808,11 +822,11 @@ fn adapter(
 }
 
 /// A timed call that failed: its refusal class and message.
-struct Failed(&'static str, String);
+struct Failed(Class, String);
 
 impl From<tetrad_quant::KernelError> for Failed {
     fn from(e: tetrad_quant::KernelError) -> Self {
-        Failed(e.class(), e.to_string())
+        Failed(Class::of(&e), e.to_string())
     }
 }
 
@@ -862,7 +876,7 @@ fn bench(args: &BenchArgs) -> Result<Value, Refusal> {
         };
         if forced.arm.is_none() && forced.isa.is_none() && forced.arm64.is_none() {
             return Err(Refusal::new(
-                "E_ARM_UNKNOWN",
+                Class::ArmUnknown,
                 format!("{name:?} is neither a rANS decode arm nor a kernel ISA"),
             ));
         }
@@ -871,7 +885,7 @@ fn bench(args: &BenchArgs) -> Result<Value, Refusal> {
             || forced.arm64.is_some_and(|a| !a.is_available())
         {
             return Err(Refusal::new(
-                "E_ARM_UNAVAILABLE",
+                Class::ArmUnavailable,
                 format!("{name} is not available on this machine"),
             ));
         }

@@ -14,9 +14,10 @@ use tetrad_rans::{
 };
 
 use super::CliError;
-use crate::rans256::pack::{PackOptions, pack};
-use crate::rans256::unpack::unpack;
-use crate::rans256::verify::verify_shard;
+use crate::error::Refusal;
+use crate::packed::pack::{PackOptions, pack};
+use crate::packed::unpack::unpack;
+use crate::packed::verify::verify_shard;
 use crate::synth;
 
 /// Options of `tetrad demo`.
@@ -35,8 +36,16 @@ fn gnib(bytes: usize, secs: f64) -> f64 {
     2.0 * bytes as f64 / secs / 1e9
 }
 
-fn fail(what: &str, e: impl std::fmt::Display) -> CliError {
-    CliError(format!("demo: {what}: {e}"))
+fn fail(step: &'static str, e: impl std::fmt::Display) -> CliError {
+    CliError::Failed { command: "demo", step, why: e.to_string() }
+}
+
+fn refused(step: &'static str, refusal: Refusal) -> CliError {
+    CliError::Refused { command: "demo", step, refusal }
+}
+
+fn differs(what: impl Into<String>) -> CliError {
+    CliError::Check { command: "demo", what: what.into() }
 }
 
 /// One entropy codec's run on the demo bytes: its name, coded size, and encode / decode
@@ -53,7 +62,7 @@ struct Timed {
 /// pooled order-0 bound `h` bits/nibble (negative where per-chunk tables beat it), speeds.
 fn check_and_report(data: &[u8], back: &[u8], h: f64, c: Timed) -> Result<(), CliError> {
     if back != data {
-        return Err(CliError(format!("demo: {} round trip differs", c.name)));
+        return Err(differs(format!("{} round trip differs", c.name)));
     }
     let frac = c.len as f64 / data.len() as f64;
     println!(
@@ -118,7 +127,7 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
         tetrad_fse::decode_into(&cblob[..clen], &mut back).map_err(|e| fail("cfs1 decode", e))?;
     let cdec = t.elapsed().as_secs_f64();
     if n != data.len() || back != data {
-        return Err(CliError("demo: CFS1 round trip differs".into()));
+        return Err(differs("CFS1 round trip differs"));
     }
     println!(
         "CFS1:            {clen} bytes = {:.4} of int4; encode {:.2}, decode {:.2} G nibbles/s; round trip exact",
@@ -160,7 +169,7 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
             .map_err(|e| fail("zstd decode", e))?;
         let zdec = t.elapsed().as_secs_f64();
         if n != data.len() || back != data {
-            return Err(CliError("demo: zstd round trip differs".into()));
+            return Err(differs("zstd round trip differs"));
         }
         println!(
             "zstd -{level:<2}:       {} bytes = {:.4} of int4; encode {:.3}, decode {:.2} G nibbles/s (reference)",
@@ -186,7 +195,7 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
         threads: None,
         quiet: true,
     })
-    .map_err(|e| fail("pack", e))?;
+    .map_err(|e| refused("pack", e))?;
     println!(
         "pack: 2 shards, {} expert weights ({} bytes of int4) -> {} shard(s)",
         report.records,
@@ -201,22 +210,22 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
         println!("verify: {}", v.summary());
     }
     if refusals > 0 {
-        return Err(CliError(format!("demo: verify refused {refusals} record(s)")));
+        return Err(differs(format!("verify refused {refusals} record(s)")));
     }
     unpack(
         &packed,
         &restored,
-        &crate::rans256::unpack::UnpackOptions { quiet: true, ..Default::default() },
+        &crate::packed::unpack::UnpackOptions { quiet: true, ..Default::default() },
     )
-    .map_err(|e| fail("unpack", e))?;
-    let a = crate::shardset::ShardSet::open_dir(&input).map_err(|e| fail("reopen", e))?;
-    let b = crate::shardset::ShardSet::open_dir(&restored).map_err(|e| fail("reopen", e))?;
+    .map_err(|e| refused("unpack", e))?;
+    let a = crate::shardset::ShardSet::open_dir(&input).map_err(|e| refused("reopen", e))?;
+    let b = crate::shardset::ShardSet::open_dir(&restored).map_err(|e| refused("reopen", e))?;
     let mut same = 0;
     for (name, &loc) in &b.index {
         let (oloc, _) =
-            a.get(name).ok_or_else(|| CliError(format!("demo: {name} missing after unpack")))?;
+            a.get(name).ok_or_else(|| differs(format!("{name} missing after unpack")))?;
         if a.data(oloc) != b.data(loc) {
-            return Err(CliError(format!("demo: {name} differs after unpack")));
+            return Err(differs(format!("{name} differs after unpack")));
         }
         same += 1;
     }
@@ -234,26 +243,26 @@ fn matmul_check(input: &std::path::Path, packed: &std::path::Path) -> Result<(),
     use tetrad_quant::kernels::{Matrix, Scales, matmul_with};
     const NAME: &str = "model.layers.0.mlp.experts.0.up_proj.weight";
     let (o, i, s) = (256usize, 1024usize, 4usize);
-    let dense = Container::open(input).map_err(|e| fail("open", e))?;
-    let coded = Container::open(packed).map_err(|e| fail("open", e))?;
+    let dense = Container::open(input).map_err(|e| refused("open", e))?;
+    let coded = Container::open(packed).map_err(|e| refused("open", e))?;
     let x: Vec<f32> = (0..s * i).map(|k| ((k as f32) * 0.013).sin()).collect();
     let isa = tetrad_quant::isa::best();
     let (mut y_dense, mut y_fused) = (vec![0f32; s * o], vec![0f32; s * o]);
     let TensorView::Dense { weights, scales: Some(sc), .. } =
-        dense.tensor(NAME, o as u64, i as u64).map_err(|e| fail("tensor", e))?
+        dense.tensor(NAME, o as u64, i as u64).map_err(|e| refused("tensor", e))?
     else {
-        return Err(CliError("demo: the generated expert is not dense int4-row".into()));
+        return Err(differs("the generated expert is not dense int4-row"));
     };
-    let sc = sc.to_f32().ok_or_else(|| CliError("demo: scales are not floats".into()))?;
+    let sc = sc.to_f32().ok_or_else(|| differs("scales are not floats"))?;
     let m = Matrix::new(tetrad_quant::Format::Int4Row, weights, Scales::F32(&sc), o, i, 0)
         .map_err(|e| fail("matrix", e))?;
     let t = Instant::now();
     matmul_with(isa, &m, &x, s, &mut y_dense).map_err(|e| fail("dense matmul", e))?;
     let td = t.elapsed().as_secs_f64();
     let TensorView::Rans256 { record, table, .. } =
-        coded.tensor(NAME, o as u64, i as u64).map_err(|e| fail("tensor", e))?
+        coded.tensor(NAME, o as u64, i as u64).map_err(|e| refused("tensor", e))?
     else {
-        return Err(CliError("demo: the packed expert is not int4-rans256-g0".into()));
+        return Err(differs("the packed expert is not int4-rans256-g0"));
     };
     let fm = Rans256Matrix::new(record.blob(), &table, &sc, o, i).map_err(|e| fail("record", e))?;
     let t = Instant::now();
@@ -261,7 +270,7 @@ fn matmul_check(input: &std::path::Path, packed: &std::path::Path) -> Result<(),
         .map_err(|e| fail("fused matmul", e))?;
     let tf = t.elapsed().as_secs_f64();
     if y_dense.iter().map(|v| v.to_bits()).ne(y_fused.iter().map(|v| v.to_bits())) {
-        return Err(CliError("demo: fused and dense matmul differ".into()));
+        return Err(differs("fused and dense matmul differ"));
     }
     println!(
         "matmul {NAME} [{o}x{i}], S = {s}: fused decode+int4 kernel == dense int4-row kernel, bit for bit ({}; {:.2} ms vs {:.2} ms)",

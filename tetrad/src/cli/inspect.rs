@@ -7,7 +7,8 @@ use clap::Args;
 use tetrad_quant::resolve;
 use tetrad_rans::Record;
 
-use crate::rans256::{FORMAT_NAME, Refusal, STAMP_KEY, TABLE_KEY};
+use crate::error::{Class, Refusal};
+use crate::meta::{FORMAT_NAME, STAMP_KEY, TABLE_KEY};
 use crate::shard::TensorEntry;
 use crate::shardset::Shard;
 
@@ -82,7 +83,7 @@ fn describe(
                 h.rawlen,
                 t.len() as f64 / f64::from(h.rawlen.max(1))
             ),
-            Err(e) => format!("CFS1 blob REFUSED {}: {e}", e.class()),
+            Err(e) => format!("CFS1 blob REFUSED {}: {e}", Class::of(&e)),
         };
     }
     let stamp = stamps.get(&t.name).and_then(|v| v.as_str());
@@ -93,7 +94,7 @@ fn describe(
                 r.n_symbols(),
                 t.len() as f64 / r.packed_bytes().max(1) as f64
             ),
-            Err(e) => format!("{FORMAT_NAME} (stamped) REFUSED {}: {e}", e.class()),
+            Err(e) => format!("{FORMAT_NAME} (stamped) REFUSED {}: {e}", Class::of(&e)),
         };
     }
     let rans64 = crate::rans64::FORMAT_NAME;
@@ -108,7 +109,7 @@ fn describe(
                 b.version(),
                 t.len() as f64 / b.n_bytes().max(1) as f64
             ),
-            Err(e) => format!("{rans64} (stamped) REFUSED {}: {e}", e.class()),
+            Err(e) => format!("{rans64} (stamped) REFUSED {}: {e}", Class::of(&e)),
         };
     }
     if let Some(base) = t.name.strip_suffix(".qs")
@@ -169,7 +170,7 @@ fn describe(
         return format!("{head}{s}; O = {o}, I not stored: {}", readings.join(" | "));
     }
     match (stamp, resolve(o, c, nb, ns, stamp)) {
-        (_, Err(e)) => format!("REFUSED {}: {e}", e.class()),
+        (_, Err(e)) => format!("REFUSED {}: {e}", Class::of(&e)),
         (Some(s), Ok(_)) => format!("{s} (stamped)"),
         (None, Ok(r)) => r.to_string(),
     }
@@ -191,9 +192,9 @@ fn gguf_measured(t: &crate::gguf::GgufTensor) -> String {
 /// `tetrad inspect` of one GGUF file: its directory, or the refusal; `Err` when refused.
 fn inspect_gguf(path: &std::path::Path, json: bool) -> Result<serde_json::Value, Refusal> {
     let bytes = crate::io::map_file(path)
-        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", path.display())))?;
+        .map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", path.display())))?;
     let g = crate::gguf::parse(&bytes)
-        .map_err(|e| Refusal::new(e.class(), format!("{}: {e}", path.display())))?;
+        .map_err(|e| Refusal::of(&e, format!("{}: {e}", path.display())))?;
     if !json {
         println!(
             "== {} ({} bytes, GGUF v{}, alignment {}, data at byte {}, {} tensor(s))",
@@ -281,7 +282,7 @@ pub fn run(args: &InspectArgs) -> ExitCode {
         let meta = shard.header.metadata.clone().unwrap_or_default();
         // A refused stamp map (malformed, or a tensor stamped two ways) shows as refused and
         // stamps nothing.
-        let stamp_map = meta.get(STAMP_KEY).map(|s| crate::rans256::stamp_map(s));
+        let stamp_map = meta.get(STAMP_KEY).map(|s| crate::meta::stamp_map(s));
         let stamps: serde_json::Map<String, serde_json::Value> = match &stamp_map {
             Some(Ok(m)) => {
                 m.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect()
@@ -299,7 +300,7 @@ pub fn run(args: &InspectArgs) -> ExitCode {
                             serde_json::json!({"refused": {"class": class, "detail": why}})
                         } else if k == TABLE_KEY {
                             crate::table_json::parse(v).map_or_else(
-                                |e| serde_json::json!({"refused": {"class": e.class(), "detail": e.to_string()}}),
+                                |e| serde_json::json!({"refused": {"class": Class::of(&e), "detail": e.to_string()}}),
                                 |p| serde_json::json!({"scale_bits": p.scale_bits, "freq": p.freq}),
                             )
                         } else {
@@ -340,7 +341,7 @@ pub fn run(args: &InspectArgs) -> ExitCode {
                         crc32fast::hash(&crate::table_json::slot_bytes(&p.slots)),
                         p.freq
                     ),
-                    Err(e) => println!("  metadata {k}: REFUSED {}: {e}", e.class()),
+                    Err(e) => println!("  metadata {k}: REFUSED {}: {e}", Class::of(&e)),
                 }
             } else {
                 let short: String = v.chars().take(80).collect();

@@ -9,7 +9,7 @@ use tetrad_quant::isa::{self, Isa};
 use tetrad_quant::kernels::quantize_activations;
 
 use crate::container::Container;
-use crate::rans256::Refusal;
+use crate::error::{Class, Refusal};
 
 /// Options of `tetrad matmul`.
 #[derive(Debug, Args)]
@@ -75,7 +75,7 @@ pub enum ActsKind {
     Int8,
 }
 
-fn refuse(class: &'static str, detail: impl Into<String>) -> Refusal {
+fn refuse(class: Class, detail: impl Into<String>) -> Refusal {
     Refusal::new(class, detail)
 }
 
@@ -85,10 +85,10 @@ pub fn compute(args: &MatmulArgs) -> Result<(Vec<f32>, usize, Isa, &'static str)
         None => isa::best(),
         Some(name) => {
             let a = Isa::from_name(name)
-                .ok_or_else(|| refuse("E_USAGE", format!("unknown arm {name:?}")))?;
+                .ok_or_else(|| refuse(Class::Usage, format!("unknown arm {name:?}")))?;
             if !a.is_available() {
                 return Err(refuse(
-                    "E_PATH_UNAVAILABLE",
+                    Class::PathUnavailable,
                     format!("arm {name} is not available on this CPU or build"),
                 ));
             }
@@ -96,18 +96,18 @@ pub fn compute(args: &MatmulArgs) -> Result<(Vec<f32>, usize, Isa, &'static str)
         }
     };
     let (o, i) = (
-        usize::try_from(args.o).map_err(|_| refuse("E_USAGE", "--o too large"))?,
-        usize::try_from(args.i).map_err(|_| refuse("E_USAGE", "--i too large"))?,
+        usize::try_from(args.o).map_err(|_| refuse(Class::Usage, "--o too large"))?,
+        usize::try_from(args.i).map_err(|_| refuse(Class::Usage, "--i too large"))?,
     );
     let xb = crate::io::read_input(&args.x)
-        .map_err(|e| refuse("E_IO", format!("{}: {e}", args.x.display())))?;
+        .map_err(|e| refuse(Class::Io, format!("{}: {e}", args.x.display())))?;
     let row = i
         .checked_mul(4)
         .filter(|&r| r > 0)
-        .ok_or_else(|| refuse("E_USAGE", "--i must be at least 1"))?;
+        .ok_or_else(|| refuse(Class::Usage, "--i must be at least 1"))?;
     if xb.is_empty() || xb.len() % row != 0 {
         return Err(refuse(
-            "E_SHAPE",
+            Class::Shape,
             format!(
                 "{} holds {} bytes, not a nonzero multiple of 4·I = {row}",
                 args.x.display(),
@@ -122,7 +122,7 @@ pub fn compute(args: &MatmulArgs) -> Result<(Vec<f32>, usize, Isa, &'static str)
     let view = c.tensor(&args.tensor, args.o, args.i)?;
     let outputs = s
         .checked_mul(o)
-        .ok_or_else(|| refuse("E_SHAPE", format!("S × O = {s} × {o} outputs overflow")))?;
+        .ok_or_else(|| refuse(Class::Shape, format!("S × O = {s} × {o} outputs overflow")))?;
     let mut y = vec![0f32; outputs];
     let threads = usize::from(args.threads);
     // Checked once, then multiplied (the kernel refuses an unavailable `--isa` by name).
@@ -132,7 +132,7 @@ pub fn compute(args: &MatmulArgs) -> Result<(Vec<f32>, usize, Isa, &'static str)
         ActsKind::Int8 => {
             let (mut q, mut sx) = (vec![0i8; x.len()], vec![0f32; s]);
             let xq = quantize_activations(&x, s, i, &mut q, &mut sx)
-                .map_err(|e| refuse(e.class(), format!("{}: {e}", args.x.display())))?;
+                .map_err(|e| refuse(Class::of(&e), format!("{}: {e}", args.x.display())))?;
             w.matmul_threads(Acts::Q8(&xq), &mut y, threads)?;
         }
     }
@@ -173,7 +173,8 @@ pub fn run(args: &MatmulArgs) -> ExitCode {
     super::sweep_beside(&args.out);
     let result = check_out(args).and_then(|()| compute(args)).and_then(|(y, s, isa, how)| {
         let bytes: Vec<u8> = y.iter().flat_map(|v| v.to_le_bytes()).collect();
-        crate::output::write_bytes(&args.out, &bytes).map_err(|e| refuse("E_IO", e.to_string()))?;
+        crate::output::write_bytes(&args.out, &bytes)
+            .map_err(|e| refuse(Class::Io, e.to_string()))?;
         Ok((s, isa, how))
     });
     match result {

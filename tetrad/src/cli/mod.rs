@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::error::{Class, Refusal};
+
 pub mod bench;
 pub mod cfs1;
 pub mod demo;
@@ -198,24 +200,24 @@ pub fn report(result: Result<(), CliError>) -> ExitCode {
 }
 
 /// Classes that are usage errors (a flag value clap cannot check): exit status 2.
-const USAGE_CLASSES: &[&str] = &["E_USAGE", "E_ARM_UNKNOWN"];
+const USAGE_CLASSES: &[Class] = &[Class::Usage, Class::ArmUnknown];
 
 /// The exit status of a refusal: 2 for a usage error, 1 otherwise.
-pub fn exit_status(r: &crate::rans256::Refusal) -> ExitCode {
+pub fn exit_status(r: &Refusal) -> ExitCode {
     let usage = USAGE_CLASSES.contains(&r.class);
     ExitCode::from(if usage { EXIT_USAGE } else { EXIT_FAILURE })
 }
 
 /// Prints a refusal the way the reference tools do (`REFUSED <CLASS>: <detail>`) and returns
 /// its exit status (1; 2 for a usage error).
-pub fn refused(r: &crate::rans256::Refusal) -> ExitCode {
+pub fn refused(r: &Refusal) -> ExitCode {
     println!("REFUSED {}: {}", r.class, r.detail);
     exit_status(r)
 }
 
 /// [`refused`], or with `json` the refusal as `{"refused": {"class", "detail"}}` on stdout
 /// (what every `--json` command prints instead of its report).
-pub fn refused_as(r: &crate::rans256::Refusal, json: bool) -> ExitCode {
+pub fn refused_as(r: &Refusal, json: bool) -> ExitCode {
     if json {
         println!("{}", serde_json::json!({"refused": {"class": r.class, "detail": r.detail}}));
         exit_status(r)
@@ -224,14 +226,37 @@ pub fn refused_as(r: &crate::rans256::Refusal, json: bool) -> ExitCode {
     }
 }
 
-/// A command's failure, already worded for the user.
-#[derive(Debug)]
-pub struct CliError(pub String);
-
-impl std::fmt::Display for CliError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// A command's failure that is not a refusal report (`demo`'s self-checks): printed as
+/// `tetrad: <message>` on stderr, exit status 1.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CliError {
+    /// A step was refused by the library.
+    #[error("{command}: {step}: {refusal}")]
+    Refused {
+        /// The command (`demo`).
+        command: &'static str,
+        /// The step that was refused.
+        step: &'static str,
+        /// The refusal.
+        refusal: Refusal,
+    },
+    /// A step failed with another crate's error (a codec's, the file system's), as it words it.
+    #[error("{command}: {step}: {why}")]
+    Failed {
+        /// The command.
+        command: &'static str,
+        /// The step that failed.
+        step: &'static str,
+        /// The error, as it displays.
+        why: String,
+    },
+    /// A check of the command's own results found a difference.
+    #[error("{command}: {what}")]
+    Check {
+        /// The command.
+        command: &'static str,
+        /// What differs.
+        what: String,
+    },
 }
-
-impl std::error::Error for CliError {}

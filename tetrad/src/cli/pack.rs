@@ -1,4 +1,4 @@
-//! `tetrad pack`: the `int4-rans256-g0` writer (see [`crate::rans256::pack`]), or with
+//! `tetrad pack`: the `int4-rans256-g0` writer (see [`crate::packed::pack`]), or with
 //! `--codec int4-rans64-t1` the writer of tetrad's own format (see [`crate::rans64`]).
 
 use std::path::PathBuf;
@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::rans256::pack::{Codec, PackOptions, pack_with};
+use crate::packed::pack::{Codec, PackOptions, pack_with};
 
 /// Options of `tetrad pack`.
 #[derive(Debug, Args)]

@@ -13,6 +13,7 @@ use serde_json::json;
 use tetrad_quant::{ResolveError, Resolved, resolve};
 
 use super::EXIT_FAILURE;
+use crate::error::Class;
 
 /// Arguments of `tetrad resolve`.
 #[derive(Debug, Clone, Args)]
@@ -64,7 +65,7 @@ pub fn run(args: &ResolveArgs) -> ExitCode {
 pub fn text_report(verdict: &Result<Resolved, ResolveError>) -> String {
     match verdict {
         Ok(r) => r.to_string(),
-        Err(e) => format!("REFUSED {}: {e}", e.class()),
+        Err(e) => format!("REFUSED {}: {e}", Class::of(&e)),
     }
 }
 
@@ -88,7 +89,7 @@ pub fn json_report(args: &ResolveArgs, verdict: &Result<Resolved, ResolveError>)
         }),
         Err(e) => json!({
             "resolved": false,
-            "refused": {"class": e.class(), "detail": e.to_string()},
+            "refused": {"class": Class::of(&e), "detail": e.to_string()},
             "input": input,
         }),
     };

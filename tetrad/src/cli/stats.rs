@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{Value, json};
 
+use crate::error::{Class, Refusal};
 use crate::quantize_container::QuantFormat;
 use crate::stats::plot::PlotFormat;
 use crate::stats::{
@@ -168,7 +169,7 @@ fn optr(v: Option<f64>) -> String {
 
 /// Refuses, before anything is measured, a `--plot` file that is one of the inputs (a PATH,
 /// or a shard of a PATH directory) or, without `--force`, that exists.
-fn check_plot(plot: &std::path::Path, args: &StatsArgs) -> Result<(), crate::rans256::Refusal> {
+fn check_plot(plot: &std::path::Path, args: &StatsArgs) -> Result<(), Refusal> {
     let mut inputs = Vec::new();
     for p in crate::stats::expand(&args.paths)? {
         if p.is_dir() {
@@ -177,10 +178,8 @@ fn check_plot(plot: &std::path::Path, args: &StatsArgs) -> Result<(), crate::ran
         inputs.push(p);
     }
     crate::io::check_output(plot, &inputs, args.force)?;
-    PlotFormat::from_path(plot)
-        .map_err(|e| crate::rans256::Refusal::new("E_USAGE", format!("--plot: {e}")))?;
-    crate::output::check_writable(plot)
-        .map_err(|e| crate::rans256::Refusal::new("E_IO", e.to_string()))
+    PlotFormat::from_path(plot).map_err(|e| Refusal::new(Class::Usage, format!("--plot: {e}")))?;
+    crate::output::check_writable(plot).map_err(|e| Refusal::new(Class::Io, e.to_string()))
 }
 
 /// The `--json` document of a report (float tensors measured as `quantize`): what `tetrad
@@ -218,7 +217,7 @@ pub fn run(args: &StatsArgs) -> ExitCode {
     if let Some(p) = &args.plot
         && let Err(e) = crate::stats::plot::write(&report, p)
     {
-        let r = crate::rans256::Refusal::new("E_IO", e.to_string());
+        let r = Refusal::new(Class::Io, e.to_string());
         return super::refused_as(&r, args.json);
     }
     if args.json {

@@ -1,12 +1,12 @@
 //! `tetrad unpack`: `int4-rans256-g0` shards back to int4-row shards (see
-//! [`crate::rans256::unpack`]).
+//! [`crate::packed::unpack`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::rans256::unpack::{UnpackOptions, unpack};
+use crate::packed::unpack::{UnpackOptions, unpack};
 
 /// Options of `tetrad unpack`.
 #[derive(Debug, Args)]

@@ -1,12 +1,13 @@
-//! `tetrad verify`: the `int4-rans256-g0` validator (see [`crate::rans256::verify`]).
+//! `tetrad verify`: the `int4-rans256-g0` validator (see [`crate::packed::verify`]).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::rans256::set::read_set;
-use crate::rans256::verify::{Refuse, ShardVerdict, verify_shard};
+use crate::error::Class;
+use crate::packed::set::read_set;
+use crate::packed::verify::{Refuse, ShardVerdict, verify_shard};
 
 /// Options of `tetrad verify`.
 #[derive(Debug, Args)]
@@ -95,7 +96,11 @@ pub fn verify_paths(paths: &[PathBuf], max_tensors: Option<u64>, quiet: bool) ->
             continue;
         }
         if let Err(e) = std::fs::metadata(path) {
-            verdicts.push(ShardVerdict::refused(path, "E_IO", format!("{}: {e}", path.display())));
+            verdicts.push(ShardVerdict::refused(
+                path,
+                Class::Io,
+                format!("{}: {e}", path.display()),
+            ));
             continue;
         }
         verdicts.push(verify_shard(path, max_tensors));

@@ -33,6 +33,8 @@ pub mod font;
 use std::io::Write;
 use std::path::Path;
 
+use crate::error::{Class, Classified};
+
 use super::{Report, Symbols, Total, ratio, ratio_bound};
 use canvas::{Canvas, Rgb};
 
@@ -204,11 +206,17 @@ pub enum PlotError {
     UnknownExtension,
 }
 
+impl Classified for PlotError {
+    fn class_of(&self) -> Class {
+        self.class()
+    }
+}
+
 impl PlotError {
     /// The refusal class.
-    pub const fn class(&self) -> &'static str {
+    pub const fn class(&self) -> Class {
         match self {
-            Self::UnknownExtension => "E_PLOT_EXTENSION",
+            Self::UnknownExtension => Class::PlotExtension,
         }
     }
 }
@@ -682,7 +690,7 @@ mod tests {
         assert_eq!(PlotFormat::from_path(Path::new("c.svg")), Ok(PlotFormat::Svg));
         for bad in ["c.jpg", "png", "c.png.txt", "", "c."] {
             let e = PlotFormat::from_path(Path::new(bad)).unwrap_err();
-            assert_eq!(e.class(), "E_PLOT_EXTENSION");
+            assert_eq!(Class::of(&e), Class::PlotExtension);
             assert!(e.to_string().contains(".png or .svg"));
         }
     }

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use tetrad::rans256::pack::PackOptions;
+use tetrad::packed::pack::PackOptions;
 
 /// Runs the built `tetrad` binary: (exit status, stdout, stderr).
 pub(crate) fn tetrad(args: &[&str]) -> (i32, String, String) {

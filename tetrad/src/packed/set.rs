@@ -14,7 +14,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::manifest::{Digests, read_manifest};
-use super::{MANIFEST_NAME, Refusal, is_out_shard_name};
+use super::{MANIFEST_NAME, is_out_shard_name};
+use crate::error::{Class, Refusal};
 
 /// What a packed folder holds, and what keeps it from being a provably whole set.
 #[derive(Debug)]
@@ -39,12 +40,13 @@ pub fn read_set(dir: &Path) -> Result<PackedSet, Refusal> {
                 .map_err(|why| format!("{}: {why}", dir.join(MANIFEST_NAME).display())),
             None => Ok(None),
         })
-        .map_err(|why| Refusal::new("E_MANIFEST_MALFORMED", why))?;
+        .map_err(|why| Refusal::new(Class::ManifestMalformed, why))?;
     let rd = std::fs::read_dir(dir)
-        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", dir.display())))?;
+        .map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", dir.display())))?;
     let mut present = BTreeSet::new();
     for entry in rd {
-        let entry = entry.map_err(|e| Refusal::new("E_IO", format!("{}: {e}", dir.display())))?;
+        let entry =
+            entry.map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", dir.display())))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if is_out_shard_name(&name) {
             present.insert(name);
@@ -54,7 +56,7 @@ pub fn read_set(dir: &Path) -> Result<PackedSet, Refusal> {
     let mut shards: BTreeSet<String> = present.clone();
     match &manifest {
         None if !present.is_empty() => refusals.push(Refusal::new(
-            "E_MANIFEST_MISSING",
+            Class::ManifestMissing,
             format!(
                 "{} holds {} out-rans shard(s) but no {MANIFEST_NAME}, so whether the set is whole \
                  cannot be proven (pack writes the manifest last: a run stopped before it, or a \
@@ -72,7 +74,7 @@ pub fn read_set(dir: &Path) -> Result<PackedSet, Refusal> {
                 match std::fs::symlink_metadata(&path) {
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                         refusals.push(Refusal::new(
-                            "E_SHARD_MISSING",
+                            Class::ShardMissing,
                             format!("{}: listed in {MANIFEST_NAME} but missing", path.display()),
                         ));
                     }
@@ -84,7 +86,7 @@ pub fn read_set(dir: &Path) -> Result<PackedSet, Refusal> {
             for name in &present {
                 if !m.shards.contains_key(name) {
                     refusals.push(Refusal::new(
-                        "E_SHARD_UNLISTED",
+                        Class::ShardUnlisted,
                         format!(
                             "{}: not listed in {MANIFEST_NAME}, so not part of the set it \
                              describes (another run's shard, or a file copied in)",

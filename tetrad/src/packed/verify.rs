@@ -44,12 +44,15 @@ use std::path::Path;
 use sha2::{Digest as _, Sha256};
 use tetrad_rans::{Arm, Decoder, ParseOrder, Record, Table, encode_record_packed, max_record_len};
 
+use super::MANIFEST_NAME;
 use super::manifest::{Digests, read_manifest};
-use super::{FORMAT_NAME, MANIFEST_NAME, STAMP_KEY, TABLE_KEY, table_from_parts};
+use crate::error::Class;
 use crate::io::map_file;
+use crate::meta::{FORMAT_NAME, STAMP_KEY, TABLE_KEY, stamp_map};
 use crate::rans64::FORMAT_NAME as RANS64_NAME;
 use crate::shard::ShardHeader;
 use crate::table_json;
+use crate::table_json::table_from_parts;
 
 /// Records that decode to more than this many bytes are checked chunk by chunk (see the
 /// module docs).
@@ -66,7 +69,7 @@ pub struct Refuse {
     /// Tensor name, if the refusal concerns one.
     pub tensor: Option<String>,
     /// Refusal class.
-    pub class: &'static str,
+    pub class: Class,
     /// Detail.
     pub detail: String,
 }
@@ -104,7 +107,7 @@ pub struct ShardVerdict {
 impl ShardVerdict {
     /// The verdict on a path that named no shard to check (an empty or unreadable
     /// directory): one refusal, nothing verified.
-    pub fn refused(path: &Path, class: &'static str, detail: impl Into<String>) -> Self {
+    pub fn refused(path: &Path, class: Class, detail: impl Into<String>) -> Self {
         let shard = path.display().to_string();
         Self {
             refusals: vec![Refuse {
@@ -147,7 +150,7 @@ struct Ctx {
 }
 
 impl Ctx {
-    fn refuse(&mut self, tensor: Option<&str>, class: &'static str, detail: impl Into<String>) {
+    fn refuse(&mut self, tensor: Option<&str>, class: Class, detail: impl Into<String>) {
         self.verdict.refusals.push(Refuse {
             shard: self.verdict.shard.clone(),
             tensor: tensor.map(str::to_owned),
@@ -179,7 +182,7 @@ pub fn verify_shard(path: &Path, max_tensors: Option<u64>) -> ShardVerdict {
     if outcome.is_err() {
         ctx.refuse(
             None,
-            "E_INTERNAL",
+            Class::Internal,
             "the validator hit an unexpected condition (please report this file)",
         );
     }
@@ -192,14 +195,14 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
         Err(e) => {
             return ctx.refuse(
                 None,
-                "E_SHARD_MALFORMED",
+                Class::ShardMalformed,
                 format!("cannot read {}: {e}", path.display()),
             );
         }
     };
     let header = match ShardHeader::parse(&bytes, bytes.len() as u64) {
         Ok(h) => h,
-        Err(e) => return ctx.refuse(None, "E_SHARD_MALFORMED", e.0),
+        Err(e) => return ctx.refuse(None, Class::ShardMalformed, e.to_string()),
     };
     let meta = header.metadata.clone().unwrap_or_default();
     let Some(fmt_text) = meta.get(STAMP_KEY) else {
@@ -210,11 +213,11 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
         };
         return ctx.refuse(
             None,
-            "E_STAMP_MISSING",
+            Class::StampMissing,
             format!("no {STAMP_KEY} in __metadata__{hint}"),
         );
     };
-    let stamps = match super::stamp_map(fmt_text) {
+    let stamps = match stamp_map(fmt_text) {
         Ok(s) => s,
         Err((class, why)) => return ctx.refuse(None, class, why),
     };
@@ -243,24 +246,28 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
         };
         return ctx.refuse(
             None,
-            "E_STAMP_MISSING",
+            Class::StampMissing,
             format!("no tensor is stamped {FORMAT_NAME:?} or {RANS64_NAME:?}{hint}"),
         );
     }
     // The shared table: needed (and checked) only for int4-rans256-g0 records.
     let table = if stamped.iter().any(|&(_, r64)| !r64) {
         let Some(table_text) = meta.get(TABLE_KEY) else {
-            return ctx.refuse(None, "E_TABLE_MISSING", format!("no {TABLE_KEY} in __metadata__"));
+            return ctx.refuse(
+                None,
+                Class::TableMissing,
+                format!("no {TABLE_KEY} in __metadata__"),
+            );
         };
         let parts = match table_json::parse(table_text) {
             Ok(p) => p,
-            Err(e) => return ctx.refuse(None, e.class(), e.to_string()),
+            Err(e) => return ctx.refuse(None, Class::of(&e), e.to_string()),
         };
         ctx.verdict.table_crc32 =
             Some(format!("{:08x}", crc32fast::hash(&table_json::slot_bytes(&parts.slots))));
         match table_from_parts(&parts) {
             Ok(t) => Some(t),
-            Err(e) => return ctx.refuse(None, e.class(), e.to_string()),
+            Err(e) => return ctx.refuse(None, Class::of(&e), e.to_string()),
         }
     } else {
         None
@@ -269,7 +276,7 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
     // The manifest next to the shard, if any.
     let manifest = match read_manifest(path.parent().unwrap_or(Path::new(""))) {
         Ok(m) => m,
-        Err(why) => return ctx.refuse(None, "E_MANIFEST_MALFORMED", why),
+        Err(why) => return ctx.refuse(None, Class::ManifestMalformed, why),
     };
     let digests = match &manifest {
         None => {
@@ -300,11 +307,15 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
             break;
         }
         let Some(entry) = header.tensor(name) else {
-            ctx.refuse(Some(name), "E_STAMP_DANGLING", "stamped but absent from the shard");
+            ctx.refuse(Some(name), Class::StampDangling, "stamped but absent from the shard");
             continue;
         };
         if entry.dtype != "U8" {
-            ctx.refuse(Some(name), "E_STAMP_DTYPE", format!("dtype {}, expected U8", entry.dtype));
+            ctx.refuse(
+                Some(name),
+                Class::StampDtype,
+                format!("dtype {}, expected U8", entry.dtype),
+            );
             continue;
         }
         let at = usize::try_from(header.data_start + entry.begin).expect("inside the mapped file");
@@ -325,7 +336,7 @@ fn verify_into(ctx: &mut Ctx, path: &Path, max_tensors: Option<u64>) {
         } else {
             match &table {
                 Some(table) => check_record(table, blob),
-                None => Err(("E_TABLE_MISSING", format!("no {TABLE_KEY} in __metadata__"))),
+                None => Err((Class::TableMissing, format!("no {TABLE_KEY} in __metadata__"))),
             }
         };
         match verdict {
@@ -350,15 +361,15 @@ pub struct ShardDigests<'a> {
 
 /// The manifest's entry for the shard file named `shard`: `E_DIGEST_MISSING` when the manifest
 /// has no entry for it, or an entry without a sha256.
-pub fn shard_digests<'a>(
-    m: &'a Digests,
-    shard: &str,
-) -> Result<ShardDigests<'a>, (&'static str, String)> {
+pub fn shard_digests<'a>(m: &'a Digests, shard: &str) -> Result<ShardDigests<'a>, (Class, String)> {
     let Some((sha, records)) = m.shards.get(shard) else {
-        return Err(("E_DIGEST_MISSING", format!("{MANIFEST_NAME} has no entry for this shard")));
+        return Err((Class::DigestMissing, format!("{MANIFEST_NAME} has no entry for this shard")));
     };
     let Some(sha256) = sha else {
-        return Err(("E_DIGEST_MISSING", format!("{MANIFEST_NAME} has no sha256 for this shard")));
+        return Err((
+            Class::DigestMissing,
+            format!("{MANIFEST_NAME} has no sha256 for this shard"),
+        ));
     };
     Ok(ShardDigests {
         sha256,
@@ -373,7 +384,7 @@ impl<'a> ShardDigests<'a> {
     /// validator compares it. The recorded size only explains a mismatch ("the file is N
     /// bytes, the manifest says M"): a wrong `bytes` beside a matching sha256 is not refused,
     /// since the spec's validator would trust that shard.
-    pub fn check_file(&self, file: &[u8]) -> Result<(), (&'static str, String)> {
+    pub fn check_file(&self, file: &[u8]) -> Result<(), (Class, String)> {
         let got = format!("{:x}", Sha256::digest(file));
         if got == self.sha256 {
             return Ok(());
@@ -385,24 +396,24 @@ impl<'a> ShardDigests<'a> {
             _ => String::new(),
         };
         Err((
-            "E_SHARD_DIGEST_MISMATCH",
+            Class::ShardDigestMismatch,
             format!("file sha256 {got}, manifest says {}{size}", self.sha256),
         ))
     }
 
     /// One record's bytes against the manifest: `E_DIGEST_MISSING` when it has no digest for
     /// `tensor`, `E_DIGEST_MISMATCH` when the sha256 differs.
-    pub fn check_record(&self, tensor: &str, blob: &[u8]) -> Result<(), (&'static str, String)> {
+    pub fn check_record(&self, tensor: &str, blob: &[u8]) -> Result<(), (Class, String)> {
         let Some(want) = self.records.get(tensor) else {
             return Err((
-                "E_DIGEST_MISSING",
+                Class::DigestMissing,
                 format!("{MANIFEST_NAME} has no digest for this record"),
             ));
         };
         let got = format!("{:x}", Sha256::digest(blob));
         if &got != want {
             return Err((
-                "E_DIGEST_MISMATCH",
+                Class::DigestMismatch,
                 format!("record sha256 {got}, manifest says {want}"),
             ));
         }
@@ -421,10 +432,10 @@ impl<'a> ShardDigests<'a> {
 pub fn check_original(
     digest: &sha2::digest::Output<Sha256>,
     want: Option<&String>,
-) -> Result<(), (&'static str, String)> {
+) -> Result<(), (Class, String)> {
     let Some(want) = want else {
         return Err((
-            "E_DIGEST_MISSING",
+            Class::DigestMissing,
             format!("{MANIFEST_NAME} has no digest of this tensor's original bytes"),
         ));
     };
@@ -433,7 +444,7 @@ pub fn check_original(
         Ok(())
     } else {
         Err((
-            "E_ORIGINAL_DIGEST_MISMATCH",
+            Class::OriginalDigestMismatch,
             format!("decoded sha256 {got}, manifest says the original was {want}"),
         ))
     }
@@ -446,14 +457,14 @@ pub fn check_rans64(
     blob: &[u8],
     rows: Option<u64>,
     want: Option<Option<&String>>,
-) -> Result<(), (&'static str, String)> {
+) -> Result<(), (Class, String)> {
     let (n, digest) = crate::rans64::decode_hash(blob, crate::rans64::default_threads())
-        .map_err(|e| (e.class(), e.to_string()))?;
+        .map_err(|e| (Class::of(&e), e.to_string()))?;
     if let Some(o) = rows
         && !n.is_multiple_of(o)
     {
         return Err((
-            "E_COUNT_MISMATCH",
+            Class::CountMismatch,
             format!("blob decodes to {n} bytes, not a whole number of rows for {o} scales"),
         ));
     }
@@ -464,7 +475,7 @@ pub fn check_rans64(
 }
 
 /// Parse, checked decode, and the re-encode proof of one record.
-pub fn check_record(table: &Table, blob: &[u8]) -> Result<(), (&'static str, String)> {
+pub fn check_record(table: &Table, blob: &[u8]) -> Result<(), (Class, String)> {
     check_record_with_limit(table, blob, FULL_REENCODE_LIMIT)
 }
 
@@ -473,27 +484,27 @@ pub fn check_record_with_limit(
     table: &Table,
     blob: &[u8],
     limit: u64,
-) -> Result<(), (&'static str, String)> {
+) -> Result<(), (Class, String)> {
     let record =
         Record::parse_streams_in_order(blob, tetrad_rans::FORMAT_STREAMS, ParseOrder::Validator)
-            .map_err(|e| (e.class(), e.to_string()))?;
+            .map_err(|e| (Class::of(&e), e.to_string()))?;
     let pb = record.packed_bytes();
     let mut dec =
-        Decoder::new(Arm::best(), table, record).map_err(|e| (e.class(), e.to_string()))?;
+        Decoder::new(Arm::best(), table, record).map_err(|e| (Class::of(&e), e.to_string()))?;
     if pb <= limit {
         let mut out = vec![
             0u8;
             usize::try_from(pb)
-                .map_err(|_| ("E_INTERNAL", "record too large".to_owned()))?
+                .map_err(|_| (Class::Internal, "record too large".to_owned()))?
         ];
-        dec.decode_next(&mut out).map_err(|e| (e.class(), e.to_string()))?;
-        dec.finish().map_err(|e| (e.class(), e.to_string()))?;
+        dec.decode_next(&mut out).map_err(|e| (Class::of(&e), e.to_string()))?;
+        dec.finish().map_err(|e| (Class::of(&e), e.to_string()))?;
         let mut again = vec![0u8; max_record_len(out.len() * 2, tetrad_rans::FORMAT_STREAMS)];
         let len = encode_record_packed(table, &out, &mut again)
-            .map_err(|e| (e.class(), format!("re-encoding the decoded nibbles: {e}")))?;
+            .map_err(|e| (Class::of(&e), format!("re-encoding the decoded nibbles: {e}")))?;
         if again[..len] != *blob {
             return Err((
-                "E_REENCODE_MISMATCH",
+                Class::ReencodeMismatch,
                 format!(
                     "re-encoding the {} decoded nibbles gives a different {len}-byte record (the blob has {} bytes{})",
                     2 * pb,
@@ -508,16 +519,16 @@ pub fn check_record_with_limit(
     let mut left = pb;
     while left > 0 {
         let n = usize::try_from(left.min(CHUNK as u64)).expect("≤ CHUNK");
-        dec.decode_next(&mut buf[..n]).map_err(|e| (e.class(), e.to_string()))?;
+        dec.decode_next(&mut buf[..n]).map_err(|e| (Class::of(&e), e.to_string()))?;
         left -= n as u64;
     }
-    dec.finish().map_err(|e| (e.class(), e.to_string()))?;
+    dec.finish().map_err(|e| (Class::of(&e), e.to_string()))?;
     if record.n_symbols() % 2 == 1 {
         return Err(if table.freq()[0] == 0 {
-            ("E_SYMBOL_UNCODABLE", "n_symbols is odd: re-encoding 2 × packed_bytes nibbles needs symbol 0, which the table cannot code".to_owned())
+            (Class::SymbolUncodable, "n_symbols is odd: re-encoding 2 × packed_bytes nibbles needs symbol 0, which the table cannot code".to_owned())
         } else {
             (
-                "E_REENCODE_MISMATCH",
+                Class::ReencodeMismatch,
                 "n_symbols is odd: re-encoding 2 × packed_bytes nibbles cannot give this record"
                     .to_owned(),
             )
@@ -528,7 +539,7 @@ pub fn check_record_with_limit(
         let x0 = u32::from_be_bytes([st[0], st[1], st[2], st[3]]);
         if x0 >= 1 << 31 {
             return Err((
-                "E_REENCODE_MISMATCH",
+                Class::ReencodeMismatch,
                 format!("stream {k} starts in state {x0:#x} ≥ 2^31, which no encoder writes"),
             ));
         }
@@ -578,7 +589,7 @@ mod tests {
             *verdicts.entry(format!("{literal:?}")).or_insert(0) += 1;
         }
         assert_eq!(check_record(&table, &blobs[0]), Ok(()));
-        assert_eq!(check_record(&table, &blobs[1]).unwrap_err().0, "E_SYMBOL_UNCODABLE");
+        assert_eq!(check_record(&table, &blobs[1]).unwrap_err().0, Class::SymbolUncodable);
         assert!(verdicts.len() >= 3, "{verdicts:?}");
     }
 }

@@ -41,16 +41,19 @@ use tetrad_rans::{Record, decode_record};
 
 use sha2::{Digest as _, Sha256};
 
+use super::MANIFEST_NAME;
 use super::manifest::Digests;
 use super::set::read_set;
 use super::verify::{check_original, shard_digests};
-use super::{FORMAT_NAME, MANIFEST_NAME, Refusal, STAMP_KEY, TABLE_KEY, table_from_parts};
+use crate::error::{Class, Refusal};
 use crate::io::check_output;
+use crate::meta::{FORMAT_NAME, STAMP_KEY, TABLE_KEY, stamp_map};
 use crate::output::Outputs;
 use crate::rans64::FORMAT_NAME as RANS64_NAME;
 use crate::shard::{HeaderStyle, OutTensor, shard_bytes};
 use crate::shardset::Shard;
 use crate::table_json;
+use crate::table_json::table_from_parts;
 
 /// What `unpack` wrote: (input shard, output shard, records decoded, bytes written).
 pub type UnpackReport = Vec<(String, String, u64, u64)>;
@@ -70,10 +73,10 @@ pub struct UnpackOptions {
 /// Unpacks every shard of `indir` (see the module docs) into `outdir`, all or nothing.
 pub fn unpack(indir: &Path, outdir: &Path, opts: &UnpackOptions) -> Result<UnpackReport, Refusal> {
     match std::fs::metadata(indir) {
-        Err(e) => return Err(Refusal::new("E_IO", format!("{}: {e}", indir.display()))),
+        Err(e) => return Err(Refusal::new(Class::Io, format!("{}: {e}", indir.display()))),
         Ok(m) if !m.is_dir() => {
             return Err(Refusal::new(
-                "E_IO",
+                Class::Io,
                 format!(
                     "{}: not a directory (--indir is the directory `tetrad pack` wrote)",
                     indir.display()
@@ -84,7 +87,7 @@ pub fn unpack(indir: &Path, outdir: &Path, opts: &UnpackOptions) -> Result<Unpac
     }
     let set = read_set(indir)?;
     if let Some(first) =
-        set.refusals.iter().find(|r| !(opts.without_manifest && r.class == "E_MANIFEST_MISSING"))
+        set.refusals.iter().find(|r| !(opts.without_manifest && r.class == Class::ManifestMissing))
     {
         return Err(first.clone());
     }
@@ -93,7 +96,7 @@ pub fn unpack(indir: &Path, outdir: &Path, opts: &UnpackOptions) -> Result<Unpac
     check_shard_files(indir, &names)?;
     if names.is_empty() {
         return Err(Refusal::new(
-            "E_NO_INPUT",
+            Class::NoInput,
             format!("no out-rans-*.safetensors shards in {}", indir.display()),
         ));
     }
@@ -115,7 +118,7 @@ pub fn unpack(indir: &Path, outdir: &Path, opts: &UnpackOptions) -> Result<Unpac
     let mut outputs = Outputs::new();
     outputs
         .create_dir(outdir)
-        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
+        .map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", outdir.display())))?;
     let mut report = Vec::with_capacity(plan.len());
     for (base, out_name, out) in plan {
         // On a refusal, `outputs` is dropped: its temporary files go, and so does an output
@@ -125,11 +128,11 @@ pub fn unpack(indir: &Path, outdir: &Path, opts: &UnpackOptions) -> Result<Unpac
         keeps_what_it_replaces(&out, &bytes)?;
         outputs
             .stage(&out, |w| w.write_all(&bytes))
-            .map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+            .map_err(|e| Refusal::new(Class::Io, e.to_string()))?;
         bar.inc(std::fs::metadata(&input).map_or(0, |m| m.len()));
         report.push((base, out_name, records, bytes.len() as u64));
     }
-    outputs.commit().map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+    outputs.commit().map_err(|e| Refusal::new(Class::Io, e.to_string()))?;
     bar.finish_and_clear();
     Ok(report)
 }
@@ -152,7 +155,7 @@ fn keeps_what_it_replaces(out: &Path, bytes: &[u8]) -> Result<(), Refusal> {
         .collect();
     let Some(first) = lost.first() else { return Ok(()) };
     Err(Refusal::new(
-        "E_OUTPUT_FULLER",
+        Class::OutputFuller,
         format!(
             "{} holds {} tensor(s) the packed set does not carry (pack left them out), e.g. \
              {first}: replacing it would lose them; unpack into another folder",
@@ -173,7 +176,7 @@ fn check_shard_files(indir: &Path, names: &[String]) -> Result<(), Refusal> {
             Ok(_) => "is not a regular file".to_owned(),
             Err(e) => format!("cannot be read: {e}"),
         };
-        return Err(Refusal::new("E_SHARD_MALFORMED", format!("{}: {why}", path.display())));
+        return Err(Refusal::new(Class::ShardMalformed, format!("{}: {why}", path.display())));
     }
     Ok(())
 }
@@ -195,17 +198,19 @@ pub fn unpack_shard_checked(
     let base = shard.basename();
     let meta = shard.header.metadata.clone().unwrap_or_default();
     let refuse = |class, detail: String| Refusal::new(class, format!("{base}: {detail}"));
-    let fmt =
-        meta.get(STAMP_KEY).ok_or_else(|| refuse("E_STAMP_MISSING", format!("no {STAMP_KEY}")))?;
-    let stamps = super::stamp_map(fmt).map_err(|(class, why)| refuse(class, why))?;
+    let fmt = meta
+        .get(STAMP_KEY)
+        .ok_or_else(|| refuse(Class::StampMissing, format!("no {STAMP_KEY}")))?;
+    let stamps = stamp_map(fmt).map_err(|(class, why)| refuse(class, why))?;
     let coded = |f: &str| f == FORMAT_NAME || f == RANS64_NAME;
     // The shared table: only int4-rans256-g0 records need it.
     let table = if stamps.values().any(|f| f == FORMAT_NAME) {
         let table_text = meta
             .get(TABLE_KEY)
-            .ok_or_else(|| refuse("E_TABLE_MISSING", format!("no {TABLE_KEY}")))?;
-        let parts = table_json::parse(table_text).map_err(|e| refuse(e.class(), e.to_string()))?;
-        Some(table_from_parts(&parts).map_err(|e| refuse(e.class(), e.to_string()))?)
+            .ok_or_else(|| refuse(Class::TableMissing, format!("no {TABLE_KEY}")))?;
+        let parts =
+            table_json::parse(table_text).map_err(|e| refuse(Class::of(&e), e.to_string()))?;
+        Some(table_from_parts(&parts).map_err(|e| refuse(Class::of(&e), e.to_string()))?)
     } else {
         None
     };
@@ -219,7 +224,7 @@ pub fn unpack_shard_checked(
     }
     for (name, f) in &stamps {
         if coded(f) && shard.header.tensor(name).is_none() {
-            return Err(refuse("E_STAMP_DANGLING", format!("{name} is stamped but absent")));
+            return Err(refuse(Class::StampDangling, format!("{name} is stamped but absent")));
         }
     }
     // A tensor whose digest the manifest lacks: refused once every other tensor was checked,
@@ -233,12 +238,12 @@ pub fn unpack_shard_checked(
         let tref =
             |class, detail: String| Refusal::new(class, format!("{base} {}: {detail}", t.name));
         if t.dtype != "U8" {
-            return Err(tref("E_STAMP_DTYPE", format!("dtype {}, expected U8", t.dtype)));
+            return Err(tref(Class::StampDtype, format!("dtype {}, expected U8", t.dtype)));
         }
-        let mut check = |r: Result<(), (&'static str, String)>| match r {
+        let mut check = |r: Result<(), (Class, String)>| match r {
             Ok(()) => Ok(()),
-            Err(("E_DIGEST_MISSING", why)) => {
-                missing.get_or_insert_with(|| tref("E_DIGEST_MISSING", why));
+            Err((Class::DigestMissing, why)) => {
+                missing.get_or_insert_with(|| tref(Class::DigestMissing, why));
                 Ok(())
             }
             Err((class, why)) => Err(tref(class, why)),
@@ -254,19 +259,21 @@ pub fn unpack_shard_checked(
             }
             out
         } else {
-            let table =
-                table.as_ref().ok_or_else(|| tref("E_TABLE_MISSING", format!("no {TABLE_KEY}")))?;
+            let table = table
+                .as_ref()
+                .ok_or_else(|| tref(Class::TableMissing, format!("no {TABLE_KEY}")))?;
             let record =
-                Record::parse(shard.data(t)).map_err(|e| tref(e.class(), e.to_string()))?;
+                Record::parse(shard.data(t)).map_err(|e| tref(Class::of(&e), e.to_string()))?;
             let pb = usize::try_from(record.packed_bytes())
-                .map_err(|_| tref("E_OVERSIZE", "record too large for this machine".into()))?;
+                .map_err(|_| tref(Class::Oversize, "record too large for this machine".into()))?;
             let mut out = crate::io::try_zeroed(pb).ok_or_else(|| {
                 tref(
-                    "E_OVERSIZE",
+                    Class::Oversize,
                     format!("decodes to {pb} bytes, more than this machine can allocate"),
                 )
             })?;
-            decode_record(table, &record, &mut out).map_err(|e| tref(e.class(), e.to_string()))?;
+            decode_record(table, &record, &mut out)
+                .map_err(|e| tref(Class::of(&e), e.to_string()))?;
             out
         };
         let pb = out.len();
@@ -302,6 +309,6 @@ pub fn unpack_shard_checked(
     rest.remove(STAMP_KEY);
     rest.remove(TABLE_KEY);
     let bytes = shard_bytes(&rest, &tensors, HeaderStyle::EscapedUnpadded)
-        .map_err(|e| refuse("E_INTERNAL", e.0))?;
+        .map_err(|e| refuse(Class::Internal, e.to_string()))?;
     Ok((bytes, decoded.len() as u64))
 }

@@ -39,14 +39,14 @@ use tetrad_rans::{
 };
 
 use super::manifest::{Manifest, ShardEntry};
-use super::{
-    FORMAT_NAME, MANIFEST_NAME, Refusal, STAMP_KEY, TABLE_KEY, out_shard_name, table_parts,
-};
+use super::{MANIFEST_NAME, out_shard_name};
+use crate::error::{Class, Refusal};
 use crate::json::sorted_string_map;
+use crate::meta::{FORMAT_NAME, STAMP_KEY, TABLE_KEY};
 use crate::output::Outputs;
 use crate::shard::{HeaderStyle, OutTensor, header_bytes};
 use crate::shardset::{Loc, ShardSet};
-use crate::table_json;
+use crate::table_json::{self, table_parts};
 
 /// The reference tool's selection: routed-expert MLP weights.
 pub const EXPERT_PATTERN: &str =
@@ -241,7 +241,7 @@ struct Selected {
 
 /// Whether `name` is one the spec counts as existing output: `out-rans-*.safetensors` (any
 /// middle, so `out-rans-junk.safetensors` too: refused without `--force`, deleted with it),
-/// wider than the numbered names pack writes ([`crate::rans256::is_out_shard_name`]).
+/// wider than the numbered names pack writes ([`crate::packed::is_out_shard_name`]).
 fn is_existing_output_name(name: &str) -> bool {
     name.len() >= "out-rans-.safetensors".len()
         && name.starts_with("out-rans-")
@@ -255,10 +255,10 @@ fn existing_output(outdir: &Path) -> Result<(Vec<String>, bool), Refusal> {
     let rd = match std::fs::read_dir(outdir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((shards, false)),
-        Err(e) => return Err(Refusal::new("E_IO", format!("{}: {e}", outdir.display()))),
+        Err(e) => return Err(Refusal::new(Class::Io, format!("{}: {e}", outdir.display()))),
     };
     for e in rd {
-        let e = e.map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
+        let e = e.map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", outdir.display())))?;
         let name = e.file_name().to_string_lossy().into_owned();
         if name == MANIFEST_NAME {
             manifest = true;
@@ -281,7 +281,7 @@ fn input_stamps(set: &ShardSet) -> Result<StampSet, Refusal> {
     let mut stamps = StampSet::new();
     for s in &set.shards {
         let value = s.header.metadata.as_ref().and_then(|m| m.get(STAMP_KEY)).map(String::as_str);
-        stamps.ingest(&s.basename(), value).map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+        stamps.ingest(&s.basename(), value).map_err(|e| Refusal::of(&e, e.to_string()))?;
     }
     Ok(stamps)
 }
@@ -295,12 +295,12 @@ fn stamp_guard(set: &ShardSet, stamps: &StampSet, name: &str, weight: Loc) -> Re
         return Ok(());
     }
     let (class, why) = match format {
-        None => ("E_STAMP_UNKNOWN", "which is not a registered format name"),
+        None => (Class::StampUnknown, "which is not a registered format name"),
         Some(Format::Int4Rans256G0 | Format::Int4Rans64T1) => (
-            "E_STAMP_NOT_INT4_ROW",
+            Class::StampNotInt4Row,
             "it is already entropy-coded (tetrad unpack restores int4-row)",
         ),
-        Some(_) => ("E_STAMP_NOT_INT4_ROW", "pack codes int4-row bytes only"),
+        Some(_) => (Class::StampNotInt4Row, "pack codes int4-row bytes only"),
     };
     Err(Refusal::new(
         class,
@@ -315,12 +315,12 @@ fn stamp_guard(set: &ShardSet, stamps: &StampSet, name: &str, weight: Loc) -> Re
 fn geometry_guard(set: &ShardSet, name: &str, weight: Loc) -> Result<Loc, Refusal> {
     let qs_name = format!("{name}.qs");
     let Some((qs, qe)) = set.get(&qs_name) else {
-        return Err(Refusal::new("E_GEOMETRY_NO_SCALES", format!("{name}: no {qs_name} tensor")));
+        return Err(Refusal::new(Class::GeometryNoScales, format!("{name}: no {qs_name} tensor")));
     };
     let qbytes = qe.len();
     if qe.dtype != "F32" || qbytes == 0 || qbytes % 4 != 0 {
         return Err(Refusal::new(
-            "E_GEOMETRY_NOT_PER_ROW",
+            Class::GeometryNotPerRow,
             format!(
                 "{name}: scales {qs_name} are {} with {qbytes} bytes, expected F32 with a nonzero multiple of 4",
                 qe.dtype
@@ -333,7 +333,7 @@ fn geometry_guard(set: &ShardSet, name: &str, weight: Loc) -> Result<Loc, Refusa
     if let [o, _] = w.shape[..] {
         if scale_rows != o {
             return Err(Refusal::new(
-                "E_GEOMETRY_NOT_PER_ROW",
+                Class::GeometryNotPerRow,
                 format!(
                     "{name}: weight {:?} has {o} rows but {qs_name} holds {scale_rows} scales",
                     w.shape
@@ -344,7 +344,7 @@ fn geometry_guard(set: &ShardSet, name: &str, weight: Loc) -> Result<Loc, Refusa
     }
     if !wbytes.is_multiple_of(scale_rows) {
         return Err(Refusal::new(
-            "E_GEOMETRY_NOT_PER_ROW",
+            Class::GeometryNotPerRow,
             format!(
                 "{name}: {wbytes} weight bytes are not a whole number of rows for {scale_rows} scales"
             ),
@@ -360,12 +360,12 @@ fn geometry_guard(set: &ShardSet, name: &str, weight: Loc) -> Result<Loc, Refusa
         ))
     };
     match ratio {
-        32 => refuse("E_GEOMETRY_G64", "this is int4 with 64-weight groups, not per-row"),
+        32 => refuse(Class::GeometryG64, "this is int4 with 64-weight groups, not per-row"),
         64 => refuse(
-            "E_GEOMETRY_AMBIGUOUS",
+            Class::GeometryAmbiguous,
             "per-row with 128 inputs or 128-weight groups cannot be told apart",
         ),
-        r if r < 64 => refuse("E_GEOMETRY_NOT_PER_ROW", "too few bytes per scale for per-row int4"),
+        r if r < 64 => refuse(Class::GeometryNotPerRow, "too few bytes per scale for per-row int4"),
         _ => Ok(qs),
     }
 }
@@ -385,7 +385,7 @@ pub fn pack_with(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads.unwrap_or(0))
         .build()
-        .map_err(|e| Refusal::new("E_INTERNAL", format!("thread pool: {e}")))?;
+        .map_err(|e| Refusal::new(Class::Internal, format!("thread pool: {e}")))?;
     pool.install(|| pack_in_pool(opts, codec))
 }
 
@@ -403,8 +403,8 @@ impl Plan {
     /// Reads and checks the input of `opts` (nothing is written).
     fn new(opts: &PackOptions) -> Result<Self, Refusal> {
         let pattern = opts.select.as_deref().unwrap_or(EXPERT_PATTERN).to_owned();
-        let re =
-            Regex::new(&pattern).map_err(|e| Refusal::new("E_USAGE", format!("--select: {e}")))?;
+        let re = Regex::new(&pattern)
+            .map_err(|e| Refusal::new(Class::Usage, format!("--select: {e}")))?;
         let set = ShardSet::open_dir(&opts.indir)?;
         let stamps = input_stamps(&set)?;
         // Selection, grouped by the shard that owns each weight (index order = sorted names).
@@ -421,7 +421,7 @@ impl Plan {
             stamp_guard(&set, &stamps, name, loc)?;
             let scales = geometry_guard(&set, name, loc)?;
             if set.entry(loc).is_empty() {
-                return Err(Refusal::new("E_EMPTY", format!("{name}: the weight has no bytes")));
+                return Err(Refusal::new(Class::Empty, format!("{name}: the weight has no bytes")));
             }
             by_shard.entry(loc.shard).or_default().push(Selected {
                 name: name.clone(),
@@ -437,7 +437,7 @@ impl Plan {
                 ""
             };
             return Err(Refusal::new(
-                "E_SELECTION_EMPTY",
+                Class::SelectionEmpty,
                 format!(
                     "no U8 tensor of {} matches {pattern:?}{}{hint}",
                     opts.indir.display(),
@@ -458,7 +458,7 @@ impl Plan {
         for name in shards {
             if !self.outputs().any(|(_, i, _)| self.set.shards[i].basename() == *name) {
                 return Err(Refusal::new(
-                    "E_NO_INPUT",
+                    Class::NoInput,
                     format!(
                         "{name}: not an input shard of {} with weights matching {:?}",
                         self.set.shards.first().map_or_else(String::new, |s| s
@@ -496,7 +496,7 @@ impl Plan {
 /// its JSON (as stored in every shard) and its CRC-32 hex (as the manifest records it).
 pub fn pooled_table(hist: &[u64; 16]) -> Result<(Table, String, String), Refusal> {
     let table = Table::from_histogram(FORMAT_SCALE_BITS, hist)
-        .map_err(|e| Refusal::new(e.class(), format!("pooled histogram {hist:?}: {e}")))?;
+        .map_err(|e| Refusal::of(&e, format!("pooled histogram {hist:?}: {e}")))?;
     let parts = table_parts(&table);
     let table_json = table_json::to_json(&parts);
     let table_crc32 = format!("{:08x}", crc32fast::hash(&table_json::slot_bytes(&parts.slots)));
@@ -532,7 +532,7 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
                 old_shards.len()
             )
         };
-        return Err(Refusal::new("E_OUTPUT_EXISTS", detail));
+        return Err(Refusal::new(Class::OutputExists, detail));
     }
 
     let plan = Plan::new(opts)?;
@@ -569,7 +569,7 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
     }
     outputs
         .create_dir(&opts.outdir)
-        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", opts.outdir.display())))?;
+        .map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", opts.outdir.display())))?;
 
     let bar = crate::progress::bytes(original_bytes, "pack", opts.quiet);
     let mut entries = Vec::new();
@@ -594,8 +594,8 @@ fn pack_in_pool(opts: &PackOptions, codec: Codec) -> Result<PackReport, Refusal>
     // The completion marker, staged last and so renamed last.
     outputs
         .stage(&opts.outdir.join(MANIFEST_NAME), |w| w.write_all(manifest.to_json().as_bytes()))
-        .map_err(|e| Refusal::new("E_IO", e.to_string()))?;
-    outputs.commit().map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+        .map_err(|e| Refusal::new(Class::Io, e.to_string()))?;
+    outputs.commit().map_err(|e| Refusal::new(Class::Io, e.to_string()))?;
     Ok(PackReport {
         shards: manifest
             .shards
@@ -688,17 +688,15 @@ pub fn pack_part(
     plan.check_named(shards)?;
     let pooled = match (codec, table_json) {
         (Codec::Rans256G0, Some(text)) => {
-            let parts =
-                table_json::parse(text).map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+            let parts = table_json::parse(text).map_err(|e| Refusal::of(&e, e.to_string()))?;
             Some((
-                crate::rans256::table_from_parts(&parts)
-                    .map_err(|e| Refusal::new(e.class(), e.to_string()))?,
+                table_json::table_from_parts(&parts).map_err(|e| Refusal::of(&e, e.to_string()))?,
                 text,
             ))
         }
         (Codec::Rans256G0, None) => {
             return Err(Refusal::new(
-                "E_USAGE",
+                Class::Usage,
                 "int4-rans256-g0 shards packed apart need the pooled table of the whole checkpoint",
             ));
         }
@@ -708,7 +706,7 @@ pub fn pack_part(
     let mut outputs = Outputs::new();
     outputs
         .create_dir(&opts.outdir)
-        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", opts.outdir.display())))?;
+        .map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", opts.outdir.display())))?;
     let mut written = Vec::new();
     for (k, shard_idx, selected) in plan.outputs() {
         if !shards.contains(&plan.set.shards[shard_idx].basename()) {
@@ -718,7 +716,7 @@ pub fn pack_part(
         let path = opts.outdir.join(&file);
         if !opts.force && std::fs::symlink_metadata(&path).is_ok() {
             return Err(Refusal::new(
-                "E_OUTPUT_EXISTS",
+                Class::OutputExists,
                 format!("{} exists (force to replace it)", path.display()),
             ));
         }
@@ -738,10 +736,10 @@ pub fn pack_part(
         let note = Manifest { format: codec.name(), shards: vec![entry], table_crc32: crc };
         outputs
             .stage(&opts.outdir.join(part_name(k, n)), |w| w.write_all(note.to_json().as_bytes()))
-            .map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+            .map_err(|e| Refusal::new(Class::Io, e.to_string()))?;
         written.push(file);
     }
-    outputs.commit().map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+    outputs.commit().map_err(|e| Refusal::new(Class::Io, e.to_string()))?;
     Ok(written)
 }
 
@@ -752,11 +750,11 @@ pub fn pack_part(
 /// writes — and the notes are removed.
 pub fn write_manifest(outdir: &Path) -> Result<Manifest, Refusal> {
     let rd = std::fs::read_dir(outdir)
-        .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
+        .map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", outdir.display())))?;
     let mut notes: BTreeMap<usize, (usize, PathBuf)> = BTreeMap::new();
     for entry in rd {
         let entry =
-            entry.map_err(|e| Refusal::new("E_IO", format!("{}: {e}", outdir.display())))?;
+            entry.map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", outdir.display())))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some(rest) = name.strip_prefix(PART_PREFIX).and_then(|r| r.strip_suffix(".json"))
         else {
@@ -768,7 +766,7 @@ pub fn write_manifest(outdir: &Path) -> Result<Manifest, Refusal> {
     }
     let Some(&(n, _)) = notes.values().next() else {
         return Err(Refusal::new(
-            "E_NO_INPUT",
+            Class::NoInput,
             format!(
                 "{}: no shard packed apart (pack_part) waits for its manifest",
                 outdir.display()
@@ -781,7 +779,7 @@ pub fn write_manifest(outdir: &Path) -> Result<Manifest, Refusal> {
     for k in 0..n {
         let Some((nk, path)) = notes.get(&k) else {
             return Err(Refusal::new(
-                "E_SHARD_MISSING",
+                Class::ShardMissing,
                 format!(
                     "{}: part {k} of {n} ({}) was not packed",
                     outdir.display(),
@@ -790,13 +788,13 @@ pub fn write_manifest(outdir: &Path) -> Result<Manifest, Refusal> {
             ));
         };
         let malformed = |why: String| {
-            Refusal::new("E_MANIFEST_MALFORMED", format!("{}: {why}", path.display()))
+            Refusal::new(Class::ManifestMalformed, format!("{}: {why}", path.display()))
         };
         if *nk != n {
             return Err(malformed(format!("part of a set of {nk}, others of {n}")));
         }
         let text = std::fs::read_to_string(path)
-            .map_err(|e| Refusal::new("E_IO", format!("{}: {e}", path.display())))?;
+            .map_err(|e| Refusal::new(Class::Io, format!("{}: {e}", path.display())))?;
         let (f, c, entry) = parse_note(&text).map_err(malformed)?;
         if format.is_some_and(|g| g != f) || crc.as_ref().is_some_and(|g| *g != c) {
             return Err(malformed("its codec or table differs from the other parts'".into()));
@@ -805,10 +803,10 @@ pub fn write_manifest(outdir: &Path) -> Result<Manifest, Refusal> {
         crc = Some(c);
         let shard = outdir.join(&entry.file);
         let bytes = crate::io::map_file(&shard)
-            .map_err(|e| Refusal::new("E_SHARD_MISSING", format!("{}: {e}", shard.display())))?;
+            .map_err(|e| Refusal::new(Class::ShardMissing, format!("{}: {e}", shard.display())))?;
         if format!("{:x}", Sha256::digest(&*bytes)) != entry.sha256 {
             return Err(Refusal::new(
-                "E_SHARD_DIGEST_MISMATCH",
+                Class::ShardDigestMismatch,
                 format!(
                     "{}: not the bytes packed (sha256 differs from its part note)",
                     shard.display()
@@ -824,8 +822,8 @@ pub fn write_manifest(outdir: &Path) -> Result<Manifest, Refusal> {
     }
     outputs
         .stage(&outdir.join(MANIFEST_NAME), |w| w.write_all(manifest.to_json().as_bytes()))
-        .map_err(|e| Refusal::new("E_IO", e.to_string()))?;
-    outputs.commit().map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+        .map_err(|e| Refusal::new(Class::Io, e.to_string()))?;
+    outputs.commit().map_err(|e| Refusal::new(Class::Io, e.to_string()))?;
     Ok(manifest)
 }
 
@@ -935,7 +933,7 @@ fn stage_shard(
         });
     }
     let header = header_bytes(metadata, &tensors, HeaderStyle::EscapedUnpadded)
-        .map_err(|e| Refusal::new("E_INTERNAL", e.0))?;
+        .map_err(|e| Refusal::new(Class::Internal, e.to_string()))?;
     let file = out_shard_name(k);
     let path = opts.outdir.join(&file);
     let mut hasher = Sha256::new();
@@ -949,7 +947,7 @@ fn stage_shard(
             }
             Ok(())
         })
-        .map_err(|e| Refusal::new("E_IO", e.to_string()))?;
+        .map_err(|e| Refusal::new(Class::Io, e.to_string()))?;
     Ok(ShardEntry {
         bytes: size,
         file,
@@ -969,18 +967,18 @@ fn stage_shard(
 fn encode_verified(table: &Table, name: &str, packed: &[u8]) -> Result<Vec<u8>, Refusal> {
     let mut blob = vec![0u8; max_record_len(2 * packed.len(), tetrad_rans::FORMAT_STREAMS)];
     let len = encode_record_packed(table, packed, &mut blob)
-        .map_err(|e| Refusal::new(e.class(), format!("{name}: {e}")))?;
+        .map_err(|e| Refusal::of(&e, format!("{name}: {e}")))?;
     blob.truncate(len);
     let record = Record::parse(&blob).map_err(|e| {
-        Refusal::new("E_INTERNAL", format!("{name}: own record does not parse: {e}"))
+        Refusal::new(Class::Internal, format!("{name}: own record does not parse: {e}"))
     })?;
     let mut back = vec![0u8; packed.len()];
     decode_record(table, &record, &mut back).map_err(|e| {
-        Refusal::new("E_INTERNAL", format!("{name}: own record does not decode: {e}"))
+        Refusal::new(Class::Internal, format!("{name}: own record does not decode: {e}"))
     })?;
     if back != packed {
         return Err(Refusal::new(
-            "E_INTERNAL",
+            Class::Internal,
             format!("{name}: record decodes to different bytes"),
         ));
     }
