@@ -57,7 +57,7 @@ pub enum Error {
     },
     /// A chunk's stored size is larger than its raw size, or too small for a coded head.
     #[error(
-        "chunk {chunk} stores {got} bytes for {raw} raw bytes (expected == raw for a raw chunk, or 304..raw for a coded one)"
+        "chunk {chunk} stores {got} bytes for {raw} raw bytes (expected == raw for a raw chunk, or 304..raw for a coded one; 288..raw in version 3)"
     )]
     ChunkSize {
         /// Chunk index.

@@ -23,8 +23,9 @@
 //! step (32-bit lanes, `vpmulld`). The four ways are four independent chains; the states of
 //! all four stay in eight registers.
 //!
-//! The `avx512` and `avx512-vbmi` arms run the same kernel compiled with AVX-512 VL enabled
-//! (32 vector registers, so the tables and constants stay in registers).
+//! The `avx512` arm runs the same kernel compiled with AVX-512 VL enabled (32 vector
+//! registers, so the tables and constants stay in registers); `avx512-vbmi` has a 512-bit
+//! kernel ([`rounds3_avx512_vbmi`]) with a way in one vector.
 
 #![allow(clippy::cast_possible_truncation)] // masks and counts of 8-lane groups
 
@@ -38,10 +39,18 @@ use core::arch::x86_64::{
     _mm256_slli_epi16, _mm256_srli_epi16, _mm256_storeu_si256, _mm256_unpackhi_epi8,
     _mm256_unpacklo_epi8,
 };
+use core::arch::x86_64::{
+    __m512i, _mm256_loadu_si256 as load256, _mm512_add_epi8, _mm512_add_epi16, _mm512_and_si512,
+    _mm512_broadcast_i32x4, _mm512_cmplt_epu16_mask, _mm512_cvtepi16_epi8, _mm512_cvtepu8_epi16,
+    _mm512_loadu_si512, _mm512_mask_mov_epi16, _mm512_mask_slli_epi16, _mm512_maskz_expand_epi16,
+    _mm512_maskz_mov_epi16, _mm512_mullo_epi16, _mm512_or_si512, _mm512_set1_epi16,
+    _mm512_shuffle_epi8, _mm512_slli_epi16, _mm512_srli_epi16, _mm512_storeu_si512,
+    _mm512_ternarylogic_epi32,
+};
 
 use super::super::model3::Model3;
 use super::super::{V3_LANES, V3_WAY_LANES, WAYS};
-use super::x86_64::{avx2_detected, avx512_detected};
+use super::x86_64::{avx2_detected, avx512_detected, avx512_vbmi_detected};
 
 /// Bytes a way must hold unread at the start of a round: a step consumes at most 32 and its
 /// four 8-byte loads end at most 32 bytes after the way pointer.
@@ -308,4 +317,148 @@ unsafe fn step(
     *x0 = _mm256_blendv_epi8(y0, _mm256_or_si256(_mm256_slli_epi16::<8>(y0), r0), n0);
     *x1 = _mm256_blendv_epi8(y1, _mm256_or_si256(_mm256_slli_epi16::<8>(y1), r1), n1);
     sym
+}
+
+/// Whole rounds with the 512-bit kernel (AVX-512 F + BW + VBMI2: `vpexpandw`); returns how
+/// many (0 if the CPU lacks it, and under Miri, which has no `vpexpandw`).
+///
+/// A way's 32 states are one vector of 16-bit lanes in lane order. A step: `idx = (x >> 4 &
+/// 15) | 0x8000` (one `vpternlogd`), so that a `vpshufb` on the words returns the bucket's
+/// byte zero-extended; `j = x & 15`; `lower = j < div[b]` into a mask; `f`, the symbol and
+/// `cup` by `vpshufb` and masked moves; `x' = f·(x >> 8) + (j + cup mod 256)` (`vpmullw`, a byte
+/// add); the refill compares `x' < 256` into a mask, zero-extends the way's next 32 bytes to
+/// words, `vpexpandw`s them into the refilling lanes and shifts those lanes left by 8 under
+/// the mask. A round's 32 bytes of a way are one `vpmovwb`.
+pub(super) fn rounds3_avx512_vbmi(
+    model: &Model3,
+    st: &mut [u16; V3_LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    if !avx512_vbmi_detected() {
+        return 0;
+    }
+    // SAFETY: the CPU supports AVX-512 F, BW, VBMI2 and POPCNT (checked just above).
+    unsafe { rounds512(model, st, ways, pos, out) }
+}
+
+/// 16 bytes repeated in the four 128-bit lanes (a `vpshufb` table).
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn table512(t: &[u8; 16]) -> __m512i {
+    // SAFETY: reads the 16 bytes of `t`.
+    let v = unsafe { _mm_loadu_si128(t.as_ptr().cast::<__m128i>()) };
+    _mm512_broadcast_i32x4(v)
+}
+
+/// The five byte tables of the 512-bit kernel.
+#[derive(Clone, Copy)]
+struct Tables512 {
+    div: __m512i,
+    flo: __m512i,
+    fup: __m512i,
+    cup: __m512i,
+    sup: __m512i,
+}
+
+/// One step of one way (32 lanes in lane order): returns the symbols in the low byte of each
+/// 16-bit lane.
+///
+/// # Safety
+/// `way` holds at least 32 unread bytes at `*pos`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi2,popcnt")]
+#[inline]
+unsafe fn step512(t: &Tables512, x: &mut __m512i, way: &[u8], pos: &mut usize) -> __m512i {
+    let low_nibble = _mm512_set1_epi16(0x000F);
+    // (x >> 4) & 15 | 0x8000: truth table (A & B) | C.
+    let idx = _mm512_ternarylogic_epi32::<0xEA>(
+        _mm512_srli_epi16::<4>(*x),
+        low_nibble,
+        _mm512_set1_epi16(0x8000u16.cast_signed()),
+    );
+    let j = _mm512_and_si512(*x, low_nibble);
+    let lower = _mm512_cmplt_epu16_mask(j, _mm512_shuffle_epi8(t.div, idx));
+    let f = _mm512_mask_mov_epi16(
+        _mm512_shuffle_epi8(t.fup, idx),
+        lower,
+        _mm512_shuffle_epi8(t.flo, idx),
+    );
+    let cup = _mm512_maskz_mov_epi16(!lower, _mm512_shuffle_epi8(t.cup, idx));
+    // The symbol's low byte is `b` in the lower part (`idx`'s low byte), `sup[b]` above.
+    let sym = _mm512_mask_mov_epi16(_mm512_shuffle_epi8(t.sup, idx), lower, idx);
+    let y = _mm512_add_epi16(
+        _mm512_mullo_epi16(f, _mm512_srli_epi16::<8>(*x)),
+        _mm512_add_epi8(j, cup),
+    );
+    let refill = _mm512_cmplt_epu16_mask(y, _mm512_set1_epi16(256));
+    // SAFETY: `*pos + 32 ≤ way.len()` (this function's contract).
+    let at = unsafe { way.as_ptr().add(*pos) };
+    // SAFETY: as above: the 32 bytes at `at` are in `way`.
+    let bytes = unsafe { load256(at.cast::<__m256i>()) };
+    let fresh = _mm512_maskz_expand_epi16(refill, _mm512_cvtepu8_epi16(bytes));
+    *x = _mm512_or_si512(_mm512_mask_slli_epi16::<8>(y, refill, y), fresh);
+    *pos += refill.count_ones() as usize;
+    sym
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi2,popcnt")]
+fn rounds512(
+    model: &Model3,
+    st: &mut [u16; V3_LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    let rounds = out.len() / V3_LANES;
+    let mut done = 0;
+    let t = Tables512 {
+        div: table512(&model.div),
+        flo: table512(&model.freq),
+        fup: table512(&model.fup),
+        cup: table512(&model.cup),
+        sup: table512(&model.sup),
+    };
+    let ld = |w: usize| {
+        let s: &[u16; 32] = st[32 * w..32 * w + 32].try_into().expect("32 states");
+        // SAFETY: reads the 64 bytes of `s`.
+        unsafe { _mm512_loadu_si512(s.as_ptr().cast::<__m512i>()) }
+    };
+    let (mut xa, mut xb, mut xc, mut xd) = (ld(0), ld(1), ld(2), ld(3));
+    let [wa, wb, wc, wd] = ways;
+    let [mut pa, mut pb, mut pc, mut pd] = *pos;
+    while done < rounds && round_fits(ways, &[pa, pb, pc, pd]) {
+        // SAFETY: each way held `ROUND_SLACK` = 64 unread bytes at the start of the round
+        // (`round_fits`) and a step consumes at most 32, so it holds at least 32 (every step).
+        let la = unsafe { step512(&t, &mut xa, wa, &mut pa) };
+        // SAFETY: as above.
+        let lb = unsafe { step512(&t, &mut xb, wb, &mut pb) };
+        // SAFETY: as above.
+        let lc = unsafe { step512(&t, &mut xc, wc, &mut pc) };
+        // SAFETY: as above.
+        let ld_ = unsafe { step512(&t, &mut xd, wd, &mut pd) };
+        // SAFETY: as above.
+        let ha = unsafe { step512(&t, &mut xa, wa, &mut pa) };
+        // SAFETY: as above.
+        let hb = unsafe { step512(&t, &mut xb, wb, &mut pb) };
+        // SAFETY: as above.
+        let hc = unsafe { step512(&t, &mut xc, wc, &mut pc) };
+        // SAFETY: as above.
+        let hd = unsafe { step512(&t, &mut xd, wd, &mut pd) };
+        let round = &mut out[done * V3_LANES..(done + 1) * V3_LANES];
+        let pairs = [(la, ha), (lb, hb), (lc, hc), (ld_, hd)];
+        for (dst, (l, h)) in round.chunks_exact_mut(V3_WAY_LANES).zip(pairs) {
+            // Symbols are below 16: low | high << 4 stays in the low byte of each lane.
+            let v = _mm512_cvtepi16_epi8(_mm512_or_si512(l, _mm512_slli_epi16::<4>(h)));
+            store32(dst.try_into().expect("32 bytes a way"), v);
+        }
+        done += 1;
+    }
+    *pos = [pa, pb, pc, pd];
+    for (w, v) in [xa, xb, xc, xd].into_iter().enumerate() {
+        let s: &mut [u16; 32] = (&mut st[32 * w..32 * w + 32]).try_into().expect("32 states");
+        // SAFETY: writes the 64 bytes of `s`.
+        unsafe { _mm512_storeu_si512(s.as_mut_ptr().cast::<__m512i>(), v) };
+    }
+    done
 }
