@@ -11,6 +11,7 @@ import os
 import sys
 
 M, L = 4096, 1 << 16
+M3, L3 = 256, 1 << 8
 
 
 class Refused(Exception):
@@ -46,32 +47,73 @@ def chunk_check(body):
     return r
 
 
-def alias_layout(freq):
+def alias_layout(freq, bucket=256):
+    """Section 2.1 (bucket 256) and section 7.2 (bucket 16): symbol and index of every slot."""
     rem, placed = list(freq), [False] * 16
     div, alias = [0] * 16, [0] * 16
     for _ in range(16):
-        s = next(s for s in range(16) if not placed[s] and rem[s] <= 256)
+        s = next(s for s in range(16) if not placed[s] and rem[s] <= bucket)
         placed[s], div[s], alias[s] = True, rem[s], s
-        if rem[s] < 256:
-            g = next(g for g in range(16) if not placed[g] and rem[g] > 256)
+        if rem[s] < bucket:
+            g = next(g for g in range(16) if not placed[g] and rem[g] > bucket)
             alias[s] = g
-            rem[g] -= 256 - rem[s]
+            rem[g] -= bucket - rem[s]
     # index of every slot: own bucket first, then alias segments in bucket order
-    sym_of, index_of = [0] * M, [0] * M
+    sym_of, index_of = [0] * (16 * bucket), [0] * (16 * bucket)
     nxt = list(div)
     for b in range(16):
-        for j in range(256):
-            slot = 256 * b + j
+        for j in range(bucket):
+            slot = bucket * b + j
             if j < div[b]:
                 sym_of[slot], index_of[slot] = b, j
     for b in range(16):
-        if div[b] < 256:
+        if div[b] < bucket:
             a = alias[b]
-            for j in range(div[b], 256):
-                sym_of[256 * b + j], index_of[256 * b + j] = a, nxt[a]
+            for j in range(div[b], bucket):
+                sym_of[bucket * b + j], index_of[bucket * b + j] = a, nxt[a]
                 nxt[a] += 1
     assert nxt == list(freq)
     return sym_of, index_of
+
+
+def decode_chunk3(body, S, R):
+    """Section 7: a version-3 coded chunk (16-bit states, M = 256, byte refills)."""
+    freq = list(body[:16])
+    if sum(freq) != M3:
+        raise Refused("E_TABLE")
+    nbytes = [u32(body, 16 + 4 * w) for w in range(4)]
+    if sum(nbytes) != S - 288:
+        raise Refused("E_WAY_LENGTHS")
+    state = [u16(body, 32 + 2 * l) for l in range(128)]
+    if any(x < L3 for x in state):
+        raise Refused("E_STATE_RANGE")
+    streams, p = [], 288
+    for w in range(4):
+        streams.append(body[p:p + nbytes[w]])
+        p += nbytes[w]
+    pos = [0] * 4
+    sym_of, index_of = alias_layout(freq, 16)
+    chunk = bytearray(R)
+    for r in range((R + 127) // 128):
+        for w in range(4):
+            lanes = [l for l in range(32 * w, 32 * w + 32) if 128 * r + l < R]
+            for half in (0, 1):
+                for l in lanes:
+                    x = state[l]
+                    s = sym_of[x & 255]
+                    x = freq[s] * (x >> 8) + index_of[x & 255]
+                    if x < L3:
+                        if pos[w] == len(streams[w]):
+                            raise Refused("E_OVERRUN")
+                        x = (x << 8) | streams[w][pos[w]]
+                        pos[w] += 1
+                    state[l] = x
+                    chunk[128 * r + l] |= s << (4 * half)
+    if any(x != L3 for x in state):
+        raise Refused("E_FINAL_STATE")
+    if any(pos[w] != len(streams[w]) for w in range(4)):
+        raise Refused("E_LEFTOVER")
+    return chunk
 
 
 def decode(blob, n_out, up_front=False):
@@ -80,7 +122,7 @@ def decode(blob, n_out, up_front=False):
     if len(blob) < 16:
         raise Refused("E_TRUNCATED")
     version = blob[4]
-    if version not in (1, 2):
+    if version not in (1, 2, 3):
         raise Refused("E_VERSION")
     shift = blob[5]
     if not 12 <= shift <= 26:
@@ -97,8 +139,9 @@ def decode(blob, n_out, up_front=False):
         raise Refused("E_TRUNCATED")
     sizes = [u32(blob, 16 + 4 * c) for c in range(K)]
     raws = [min(C, n - c * C) for c in range(K)]
+    head = 288 if version == 3 else 304
     for S, R in zip(sizes, raws):
-        if not (S == R or 304 <= S < R):
+        if not (S == R or head <= S < R):
             raise Refused("E_CHUNK_SIZE")
     total = 16 + per_chunk * K + sum(sizes)
     if len(blob) < total:
@@ -109,7 +152,7 @@ def decode(blob, n_out, up_front=False):
     def recorded(c):
         return int.from_bytes(blob[16 + 4 * K + 8 * c:16 + 4 * K + 8 * c + 8], "little")
 
-    if up_front and version == 2:
+    if up_front and version >= 2:
         # Section 2.5 allows verifying every check before decoding any chunk.
         at = 16 + per_chunk * K
         for c, S in enumerate(sizes):
@@ -121,10 +164,13 @@ def decode(blob, n_out, up_front=False):
     for c, (S, R) in enumerate(zip(sizes, raws)):
         body = blob[at:at + S]
         at += S
-        if version == 2 and chunk_check(body) != recorded(c):
+        if version >= 2 and chunk_check(body) != recorded(c):
             raise Refused("E_CHECKSUM")
         if S == R:
             out += body
+            continue
+        if version == 3:
+            out += decode_chunk3(body, S, R)
             continue
         freq = [u16(body, 2 * s) for s in range(16)]
         if sum(freq) != M or max(freq) > 4095:

@@ -5,7 +5,8 @@
 //! alike by every arm; `ChunkDecoder::decode_next_pair` over neighbouring chunks gives exactly
 //! what `decode_next` on each gives (bytes, results, progress).
 //!
-//! Input: byte 0 picks the mode. Even: the rest is the blob itself. Odd: a valid blob is built
+//! Input: byte 0 picks the mode. Even: the rest is the blob itself. Odd: a valid blob (version
+//! 2, or version 3 when bit 1 is set; the head mutations then land on version 3's fields) is built
 //! from arbitrary bytes (mapped onto a peaked nibble distribution so most chunks are coded,
 //! chunk shift 12..=14, i.e. several chunks), checked to decode back on every arm, and then
 //! damaged by a list of structured mutations (header and index fields, chunk-head fields:
@@ -253,7 +254,12 @@ fn run(data: &[u8]) -> arbitrary::Result<()> {
     }
     src.truncate(1 << 16);
     let mut blob = vec![0u8; rans64::max_encoded_len(src.len(), shift)];
-    let len = rans64::encode_into(&src, shift, &mut blob).expect("encodes");
+    // Bit 1 of the mode picks version 3 (16-bit states) instead of version 2.
+    let len = if mode & 2 == 0 {
+        rans64::encode_into(&src, shift, &mut blob).expect("encodes")
+    } else {
+        rans64::encode_v3_into(&src, shift, &mut blob).expect("encodes version 3")
+    };
     blob.truncate(len);
     assert_eq!(check(&blob, piece).as_deref(), Some(&src[..]), "own blob decodes back");
     let n_chunks = Blob::parse(&blob).expect("own blob parses").n_chunks();

@@ -1,7 +1,8 @@
 //! `int4-rans64-t1` roundtrip: any packed int4 bytes, any chunk shift in `12..=26` (small
 //! inputs, so large shifts give one short chunk), encode within `max_encoded_len`,
 //! deterministically and to the same bytes on every encode arm (scalar, AVX2), and decode
-//! back exactly on every available arm, through the fused
+//! back exactly on every available arm (version 2, and version 3 from its own encoder),
+//! through the fused
 //! matmul adapter's row bands too (its output must equal dense int4-row matmul on the input);
 //! a row count `S` that does not match the activations is refused by name, up to `usize::MAX`.
 //! Input: `[shift selector, shape selector, skew] + bytes`.
@@ -43,6 +44,18 @@ fuzz_target!(|data: &[u8]| {
         rans64::decode_with(arm, &blob, &mut out).expect("own blob decodes");
         assert_eq!(out, src, "{arm}");
     }
+    // Version 3 of the same bytes: within the same bound, deterministic, decoded back exactly
+    // on every arm.
+    let mut blob3 = vec![0u8; cap];
+    let len3 = rans64::encode_v3_into(&src, shift, &mut blob3).expect("encodes version 3");
+    blob3.truncate(len3);
+    let len3b = rans64::encode_v3_into(&src, shift, &mut again).expect("encodes version 3");
+    assert_eq!(&again[..len3b], &blob3[..], "version-3 encoder is deterministic");
+    for &arm in Arm::ALL.iter().filter(|a| a.is_available()) {
+        let mut out = vec![0xA5u8; src.len()];
+        rans64::decode_with(arm, &blob3, &mut out).expect("own version-3 blob decodes");
+        assert_eq!(out, src, "version 3 on {arm}");
+    }
     // As an [O, I] int4-row matrix: O rows of `stride` bytes (I = 2·stride or 2·stride − 1).
     let stride = usize::from(shape % 16) + 1;
     if src.is_empty() || !src.len().is_multiple_of(stride) {
@@ -56,12 +69,15 @@ fuzz_target!(|data: &[u8]| {
     let x: Vec<f32> = (0..i).map(|k| (k as f32 * 0.7).sin()).collect();
     let mut want = vec![0f32; o];
     matmul_with(Isa::Scalar, &dense, &x, 1, &mut want).expect("dense matmul");
-    let mut y = vec![f32::NAN; o];
-    m.matmul_with(Isa::Scalar, Arm::best(), Acts::F32 { x: &x, s: 1 }, &mut y).expect("fused");
-    assert_eq!(
-        y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-        want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-    );
+    let m3 = Rans64Matrix::new(&blob3, &scales, o, i).expect("version-3 matrix");
+    for m in [&m, &m3] {
+        let mut y = vec![f32::NAN; o];
+        m.matmul_with(Isa::Scalar, Arm::best(), Acts::F32 { x: &x, s: 1 }, &mut y).expect("fused");
+        assert_eq!(
+            y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+    }
     let r0 = usize::from(shape) % o;
     let band =
         m.band_with(Isa::Scalar, Arm::Scalar, Acts::F32 { x: &x, s: 1 }, r0..o).expect("band");

@@ -23,6 +23,13 @@ fn encode(src: &[u8], shift: u8) -> Vec<u8> {
     blob
 }
 
+fn encode3(src: &[u8], shift: u8) -> Vec<u8> {
+    let mut blob = vec![0u8; rans64::max_encoded_len(src.len(), shift)];
+    let n = rans64::encode_v3_into(src, shift, &mut blob).expect("encode");
+    blob.truncate(n);
+    blob
+}
+
 /// A xorshift stream, so the inputs are reproducible without a crate.
 struct Xs(u64);
 impl Xs {
@@ -84,6 +91,18 @@ fn main() {
         }
         blobs.push(json!({"name": name, "chunk_shift": shift, "version": 2, "input_hex": hex(src), "blob_hex": hex(&blob)}));
     }
+    // Version 3 (16-bit states, byte refills): every input again.
+    let mut coded3 = Vec::new();
+    for (name, src, shift) in &inputs {
+        let blob = encode3(src, *shift);
+        let mut out = vec![0u8; src.len()];
+        rans64::decode_with(Arm::Scalar, &blob, &mut out).expect("decode");
+        assert_eq!(&out, src);
+        if blob.len() > 16 + 12 + 288 && blob.len() < src.len() {
+            coded3.push((blob.clone(), src.len()));
+        }
+        blobs.push(json!({"name": format!("{name} (version 3)"), "chunk_shift": shift, "version": 3, "input_hex": hex(src), "blob_hex": hex(&blob)}));
+    }
     // Version 1 (no chunk checks) stays readable: two of the blobs in that form, decode only.
     for (name, src, shift) in
         inputs.iter().filter(|(name, ..)| name.contains("two chunks") || name.contains("rare"))
@@ -106,8 +125,8 @@ fn main() {
     push("short magic", b"T4", 0, "E_MAGIC");
     push("short header", &base[..12], n, "E_TRUNCATED");
     let mut b = base.clone();
-    b[4] = 3;
-    push("version 3", &b, n, "E_VERSION");
+    b[4] = 4;
+    push("version 4", &b, n, "E_VERSION");
     let mut b = base.clone();
     b[5] = 27;
     push("chunk shift 27", &b, n, "E_CHUNK_SHIFT");
@@ -232,11 +251,75 @@ fn main() {
         }
         assert!(found, "no mutation gives {want}");
     }
+    // Version 3's chunk classes, on its first one-chunk coded blob: head 288 bytes (16
+    // frequencies u8, 4 way lengths u32 in bytes, 128 states u16), then the byte streams.
+    let (base, n) = coded3
+        .iter()
+        .find(|(b, _)| u64::from_le_bytes(b[8..16].try_into().unwrap()) <= 4096)
+        .cloned()
+        .expect("a coded version-3 blob");
+    let body = 16 + 4 + 8;
+    let mut b = base.clone();
+    b[16..20].copy_from_slice(&287u32.to_le_bytes());
+    push("version 3: a coded chunk of 287 bytes", &b, n, "E_CHUNK_SIZE");
+    let mut b = base.clone();
+    b[body + 100] ^= 0x10;
+    push("version 3: a body bit flipped, check not rewritten", &b, n, "E_CHECKSUM");
+    let mut b = base.clone();
+    b[body] ^= 1;
+    reseal(&mut b);
+    push("version 3: frequencies off by one", &b, n, "E_TABLE");
+    let mut b = base.clone();
+    b[body + 16] ^= 1;
+    reseal(&mut b);
+    push("version 3: way length off by one", &b, n, "E_WAY_LENGTHS");
+    let mut b = base.clone();
+    b[body + 32 + 2 * 5 + 1] = 0;
+    reseal(&mut b);
+    push("version 3: lane 5 state below L = 256", &b, n, "E_STATE_RANGE");
+    let mut b = base.clone();
+    b[body + 32..body + 34].copy_from_slice(&256u16.to_le_bytes());
+    reseal(&mut b);
+    let later = class(&b, n).expect("a changed state is refused");
+    assert_ne!(later, "E_STATE_RANGE");
+    push("version 3: lane 0 state exactly L (in range; its decode fails)", &b, n, later);
+    let mut b = base.clone();
+    let w3 = u32::from_le_bytes(b[body + 28..body + 32].try_into().unwrap());
+    b[body + 28..body + 32].copy_from_slice(&(w3 + 1).to_le_bytes());
+    let s0 = u32::from_le_bytes(b[16..20].try_into().unwrap());
+    b[16..20].copy_from_slice(&(s0 + 1).to_le_bytes());
+    b.push(0x5A);
+    reseal(&mut b);
+    push("version 3: an extra byte at the end of way 3", &b, n, "E_LEFTOVER");
+    let mut b = base.clone();
+    let s0 = u32::from_le_bytes(b[16..20].try_into().unwrap());
+    b[16..20].copy_from_slice(&(s0 - 1).to_le_bytes());
+    b[body + 28..body + 32].copy_from_slice(&(w3 - 1).to_le_bytes());
+    b.pop();
+    reseal(&mut b);
+    push("version 3: the last byte of way 3 removed", &b, n, "E_OVERRUN");
+    let mut found = false;
+    'search: for at in body + 32..base.len() {
+        for v in [0x00u8, 0xFF, 0x80, 0x01] {
+            let mut b = base.clone();
+            if b[at] == v {
+                continue;
+            }
+            b[at] = v;
+            reseal(&mut b);
+            if class(&b, n) == Some("E_FINAL_STATE") {
+                push(&format!("version 3: byte {at} set to {v:#04x}"), &b, n, "E_FINAL_STATE");
+                found = true;
+                break 'search;
+            }
+        }
+    }
+    assert!(found, "no version-3 mutation gives E_FINAL_STATE");
     refusals.push(across_chunks);
     let doc = json!({
         "format": "int4-rans64-t1",
-        "version": 2,
-        "about": "blobs: input_hex (packed int4 bytes) encoded with chunk_shift by the reference encoder of docs/int4-rans64-t1.md section 4 (version 2; the version-1 blobs are decode-only); refusals: blob_hex decoded into an output of n_bytes bytes must be refused with class, by a decoder that checks chunk by chunk (section 3); where up_front_class is given, a decoder that verifies every chunk check before decoding any chunk (section 2.5) refuses with that class instead. Byte offsets in refusal names count from the start of the blob. Every mutation of a version-2 blob below the check table has its checks rewritten so that it reaches its class, unless its name says the check is wrong.",
+        "version": 3,
+        "about": "blobs: input_hex (packed int4 bytes) encoded with chunk_shift by the reference encoder of docs/int4-rans64-t1.md section 4 (version 2) and section 7.4 (version 3; named so); the version-1 blobs are decode-only; refusals: blob_hex decoded into an output of n_bytes bytes must be refused with class, by a decoder that checks chunk by chunk (section 3); where up_front_class is given, a decoder that verifies every chunk check before decoding any chunk (section 2.5) refuses with that class instead. Byte offsets in refusal names count from the start of the blob. Every mutation of a version-2 or version-3 blob below the check table has its checks rewritten so that it reaches its class, unless its name says the check is wrong.",
         "blobs": blobs,
         "refusals": refusals,
     });

@@ -1,5 +1,5 @@
-//! The golden vectors of `int4-rans64-t1` (docs/vectors/rans64.json): the encoder reproduces
-//! every version-2 blob byte for byte, every available arm decodes every blob (version 1
+//! The golden vectors of `int4-rans64-t1` (docs/vectors/rans64.json): the encoders reproduce
+//! every version-2 and version-3 blob byte for byte, every available arm decodes every blob (version 1
 //! too) to the input, and every refusal
 //! case is refused with its class by every arm (and with its `up_front_class` when every
 //! chunk check is verified first). (`docs/vectors/rans64_check.py`, an
@@ -21,7 +21,7 @@ fn encoder_reproduces_every_golden_blob() {
     let v = vectors();
     let blobs = v["blobs"].as_array().unwrap();
     assert!(blobs.len() >= 9);
-    let mut v1 = 0;
+    let (mut v1, mut v3) = (0, 0);
     for case in blobs {
         let input = unhex(case["input_hex"].as_str().unwrap());
         let want = unhex(case["blob_hex"].as_str().unwrap());
@@ -32,6 +32,11 @@ fn encoder_reproduces_every_golden_blob() {
             let mut blob = vec![0u8; rans64::max_encoded_len(input.len(), shift)];
             let n = rans64::encode_into(&input, shift, &mut blob).unwrap();
             assert_eq!(&blob[..n], &want[..], "{}", case["name"]);
+        } else if version == u64::from(rans64::VERSION_3) {
+            let mut blob = vec![0u8; rans64::max_encoded_len(input.len(), shift)];
+            let n = rans64::encode_v3_into(&input, shift, &mut blob).unwrap();
+            assert_eq!(&blob[..n], &want[..], "{}", case["name"]);
+            v3 += 1;
         } else {
             v1 += 1;
         }
@@ -42,6 +47,7 @@ fn encoder_reproduces_every_golden_blob() {
         }
     }
     assert!(v1 >= 2, "version-1 blobs must stay readable: {v1} vectors");
+    assert!(v3 >= 9, "every input has a version-3 blob: {v3} vectors");
 }
 
 #[test]

@@ -11,9 +11,10 @@
 use core::sync::atomic::{AtomicU8, Ordering};
 
 use super::arch::{self, Side};
+use super::decode3;
 use super::format::{Blob, Chunk, ChunkBody};
 use super::model::Model;
-use super::{Error, LANES, RANS_L, WAY_LANES, WAYS};
+use super::{Error, LANES, RANS_L, V3_LANES, V3_RANS_L, WAY_LANES, WAYS};
 
 /// A decode arm of `int4-rans64-t1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -249,6 +250,8 @@ pub struct ChunkDecoder<'a> {
     chunk: Chunk<'a>,
     arm: Arm,
     states: [u32; LANES],
+    /// Version 3's states (unused otherwise).
+    states3: [u16; V3_LANES],
     pos: [usize; WAYS],
     done: usize,
     failed: bool,
@@ -265,9 +268,14 @@ impl<'a> ChunkDecoder<'a> {
     fn with_arm(chunk: Chunk<'a>, arm: Arm) -> ChunkDecoder<'a> {
         let states = match &chunk.body {
             ChunkBody::Coded { states, .. } => *states,
-            ChunkBody::Raw(_) => [RANS_L; LANES],
+            ChunkBody::Coded3 { .. } | ChunkBody::Raw(_) => [RANS_L; LANES],
         };
-        ChunkDecoder { chunk, arm, states, pos: [0; WAYS], done: 0, failed: false }
+        #[allow(clippy::cast_possible_truncation)] // L = 256 in version 3
+        let states3 = match &chunk.body {
+            ChunkBody::Coded3 { states, .. } => *states,
+            _ => [V3_RANS_L as u16; V3_LANES],
+        };
+        ChunkDecoder { chunk, arm, states, states3, pos: [0; WAYS], done: 0, failed: false }
     }
 
     /// A decoder using a forced arm; `E_PATH_UNAVAILABLE` if it cannot run here.
@@ -379,6 +387,15 @@ impl<'a> ChunkDecoder<'a> {
                 return Ok(());
             }
             ChunkBody::Coded { model, ways, .. } => (model, ways),
+            ChunkBody::Coded3 { model, ways, .. } => {
+                let (st, pos) = (&mut self.states3, &mut self.pos);
+                decode3::decode_piece(self.arm, model, st, ways, pos, self.done, out, index)?;
+                self.done += out.len();
+                if self.done == self.chunk.raw_len {
+                    decode3::seal(&self.states3, ways, &self.pos, index)?;
+                }
+                return Ok(());
+            }
         };
         let full = out.len() / LANES * LANES;
         let (body, tail) = out.split_at_mut(full);

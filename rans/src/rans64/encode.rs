@@ -94,16 +94,7 @@ fn encode_blob(
     chunk_shift: u8,
     dst: &mut [u8],
 ) -> Result<usize, EncodeError> {
-    if !(MIN_CHUNK_SHIFT..=MAX_CHUNK_SHIFT).contains(&chunk_shift) {
-        return Err(EncodeError::ChunkShift { got: chunk_shift });
-    }
-    if src.len() as u64 > MAX_BYTES {
-        return Err(EncodeError::TooLarge { got: src.len() as u64 });
-    }
-    let needed = max_encoded_len(src.len(), chunk_shift);
-    if dst.len() < needed {
-        return Err(EncodeError::OutputTooSmall { got: dst.len(), needed });
-    }
+    check_chunk_shift_and_room(src.len(), chunk_shift, dst.len())?;
     dst[..4].copy_from_slice(&MAGIC);
     dst[4] = VERSION;
     dst[5] = chunk_shift;
@@ -132,11 +123,31 @@ fn encode_blob(
     Ok(pos)
 }
 
+/// The encoders' argument checks, in order: the chunk shift, the input size, the room in
+/// `dst` ([`max_encoded_len`]).
+pub(super) fn check_chunk_shift_and_room(
+    n: usize,
+    chunk_shift: u8,
+    dst_len: usize,
+) -> Result<(), EncodeError> {
+    if !(MIN_CHUNK_SHIFT..=MAX_CHUNK_SHIFT).contains(&chunk_shift) {
+        return Err(EncodeError::ChunkShift { got: chunk_shift });
+    }
+    if n as u64 > MAX_BYTES {
+        return Err(EncodeError::TooLarge { got: n as u64 });
+    }
+    let needed = max_encoded_len(n, chunk_shift);
+    if dst_len < needed {
+        return Err(EncodeError::OutputTooSmall { got: dst_len, needed });
+    }
+    Ok(())
+}
+
 /// The nibble counts of a chunk. Counted per byte value first, in four tables that take
 /// turns (weights repeat a few values, and consecutive increments of one counter would wait
 /// for each other's stores), then folded into the 16 nibble counts: one increment per byte
 /// instead of two dependent ones per byte.
-fn nibble_histogram(raw: &[u8]) -> [u64; 16] {
+pub(super) fn nibble_histogram(raw: &[u8]) -> [u64; 16] {
     let mut counts = [[0u32; 256]; 4]; // a chunk has at most 2^26 bytes
     let mut quads = raw.chunks_exact(4);
     for q in &mut quads {

@@ -18,7 +18,7 @@ pub enum Error {
         got: [u8; 4],
     },
     /// Unknown format version.
-    #[error("blob version {got}, expected 1 or 2")]
+    #[error("blob version {got}, expected 1, 2 or 3")]
     Version {
         /// The version byte.
         got: u8,
@@ -57,7 +57,7 @@ pub enum Error {
     },
     /// A chunk's stored size is larger than its raw size, or too small for a coded head.
     #[error(
-        "chunk {chunk} stores {got} bytes for {raw} raw bytes (expected == raw for a raw chunk, or 304..raw for a coded one)"
+        "chunk {chunk} stores {got} bytes for {raw} raw bytes (expected == raw for a raw chunk, or 304..raw for a coded one; 288..raw in version 3)"
     )]
     ChunkSize {
         /// Chunk index.
@@ -80,9 +80,10 @@ pub enum Error {
         /// The check of the stored bytes.
         got: u64,
     },
-    /// A chunk's frequencies are not a model: one exceeds 4095 or they do not sum to 4096.
+    /// A chunk's frequencies are not a model: one exceeds 4095 or they do not sum to 4096
+    /// (version 3: they do not sum to 256).
     #[error(
-        "chunk {chunk} frequency table sums to {sum} with maximum {max}, expected sum 4096 and each at most 4095"
+        "chunk {chunk} frequency table sums to {sum} with maximum {max}, expected sum M and each below M (M = 4096; 256 in version 3)"
     )]
     Table {
         /// Chunk index.
@@ -102,8 +103,10 @@ pub enum Error {
         /// Bytes after the chunk head.
         expected: u64,
     },
-    /// An initial state is below `L = 2^16`.
-    #[error("chunk {chunk} lane {lane} starts in state {got:#x}, expected at least 0x10000")]
+    /// An initial state is below `L` (`2^16`; `2^8` in version 3).
+    #[error(
+        "chunk {chunk} lane {lane} starts in state {got:#x}, expected at least L (0x10000; 0x100 in version 3)"
+    )]
     StateRange {
         /// Chunk index.
         chunk: usize,
@@ -112,26 +115,30 @@ pub enum Error {
         /// The state.
         got: u32,
     },
-    /// A way's stream ran out of words during decode.
-    #[error("chunk {chunk} way {way} stream ran out of words")]
+    /// A way's stream ran out of words (version 3: bytes) during decode.
+    #[error("chunk {chunk} way {way} stream ran out of refills")]
     Overrun {
         /// Chunk index.
         chunk: usize,
         /// Way index.
         way: u8,
     },
-    /// After the last symbol a way's stream still holds words.
-    #[error("chunk {chunk} way {way} has {left} words left after the last symbol")]
+    /// After the last symbol a way's stream still holds words (version 3: bytes).
+    #[error(
+        "chunk {chunk} way {way} has {left} words (bytes in version 3) left after the last symbol"
+    )]
     Leftover {
         /// Chunk index.
         chunk: usize,
         /// Way index.
         way: u8,
-        /// Unread words.
+        /// Unread words (version 3: bytes).
         left: u32,
     },
     /// After the last symbol a state is not back at `L` (the seal is broken).
-    #[error("chunk {chunk} lane {lane} ends in state {got:#x}, expected 0x10000")]
+    #[error(
+        "chunk {chunk} lane {lane} ends in state {got:#x}, expected L (0x10000; 0x100 in version 3)"
+    )]
     FinalState {
         /// Chunk index.
         chunk: usize,

@@ -20,8 +20,10 @@
 use core::ops::Range;
 
 use super::model::Model;
+use super::model3::Model3;
 use super::{CHUNK_HEAD_LEN, Error, HEADER_LEN, LANES, MAGIC, MAX_BYTES, MAX_CHUNK_SHIFT};
-use super::{MIN_CHUNK_SHIFT, RANS_L, VERSION, VERSION_1, WAYS, chunk_check};
+use super::{MIN_CHUNK_SHIFT, RANS_L, VERSION, VERSION_1, VERSION_3, WAYS, chunk_check};
+use super::{V3_CHUNK_HEAD_LEN, V3_LANES, V3_RANS_L};
 
 /// A parsed blob: header and index checked, chunks parsed on demand.
 #[derive(Debug, Clone, Copy)]
@@ -48,6 +50,7 @@ pub struct Chunk<'a> {
 
 /// How a chunk is stored.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 #[allow(clippy::large_enum_variant)] // no_std without alloc: no Box; the coded form is the usual one
 pub enum ChunkBody<'a> {
     /// Stored as is (coding would not have made it smaller).
@@ -59,6 +62,15 @@ pub enum ChunkBody<'a> {
         /// The 64 initial states (each in `[2^16, 2^32)`).
         states: [u32; LANES],
         /// The four ways' word streams (little-endian u16 words).
+        ways: [&'a [u8]; WAYS],
+    },
+    /// rANS-coded, version 3 (16-bit states, byte renormalisation).
+    Coded3 {
+        /// The model (validated frequencies and derived alias tables).
+        model: Model3,
+        /// The 128 initial states (each in `[2^8, 2^16)`).
+        states: [u16; V3_LANES],
+        /// The four ways' byte streams.
         ways: [&'a [u8]; WAYS],
     },
 }
@@ -88,7 +100,7 @@ impl<'a> Blob<'a> {
             return Err(Error::Truncated { got: len, needed: HEADER_LEN as u64 });
         }
         let version = bytes[4];
-        if version != VERSION && version != VERSION_1 {
+        if version != VERSION && version != VERSION_1 && version != VERSION_3 {
             return Err(Error::Version { got: version });
         }
         let shift = bytes[5];
@@ -117,7 +129,7 @@ impl<'a> Blob<'a> {
         for c in 0..n_chunks {
             let stored = blob.stored_len(c);
             let raw = blob.raw_len(c);
-            check_size(c, stored, raw)?;
+            check_size(version, c, stored, raw)?;
             total += u64::from(stored);
         }
         if len < total {
@@ -134,12 +146,13 @@ impl<'a> Blob<'a> {
         self.n_bytes
     }
 
-    /// The format version: 2 (chunk checks) or 1 (none).
+    /// The format version: 1 (no chunk checks), 2 (chunk checks) or 3 (16-bit states, checks).
     pub fn version(&self) -> u8 {
         self.version
     }
 
-    /// The check version 2 records for chunk `c` (`None` in version 1 or past the last chunk).
+    /// The check versions 2 and 3 record for chunk `c` (`None` in version 1 or past the last
+    /// chunk).
     pub fn recorded_check(&self, c: usize) -> Option<u64> {
         if self.version == VERSION_1 || c >= self.n_chunks {
             return None;
@@ -230,7 +243,7 @@ impl<'a> Blob<'a> {
         if !self.checks_verified {
             self.verify_check(c, body)?;
         }
-        Chunk::parse(c, body, self.raw_len(c) as usize)
+        Chunk::parse_version(self.version, c, body, self.raw_len(c) as usize)
     }
 
     /// Iterates the chunks in order (each checked and parsed on the way; a bad one is an
@@ -265,10 +278,11 @@ impl<'a> Blob<'a> {
     }
 }
 
-#[allow(clippy::cast_possible_truncation)] // the head length is a small constant
-fn check_size(chunk: usize, stored: u32, raw: u32) -> Result<(), Error> {
-    const HEAD: u32 = CHUNK_HEAD_LEN as u32; // 304
-    let coded_ok = (HEAD..raw).contains(&stored);
+#[allow(clippy::cast_possible_truncation)] // the head lengths are small constants
+fn check_size(version: u8, chunk: usize, stored: u32, raw: u32) -> Result<(), Error> {
+    // 304 bytes in versions 1 and 2, 288 in version 3.
+    let head = if version == VERSION_3 { V3_CHUNK_HEAD_LEN } else { CHUNK_HEAD_LEN } as u32;
+    let coded_ok = (head..raw).contains(&stored);
     if stored == raw || coded_ok {
         Ok(())
     } else {
@@ -277,13 +291,27 @@ fn check_size(chunk: usize, stored: u32, raw: u32) -> Result<(), Error> {
 }
 
 impl<'a> Chunk<'a> {
-    /// Parses one chunk's stored bytes (`E_CHUNK_SIZE`, `E_TABLE`, `E_WAY_LENGTHS`,
-    /// `E_STATE_RANGE`, in that order).
+    /// Parses one chunk's stored bytes of a version-1 or version-2 blob (`E_CHUNK_SIZE`,
+    /// `E_TABLE`, `E_WAY_LENGTHS`, `E_STATE_RANGE`, in that order).
     pub fn parse(index: usize, body: &'a [u8], raw_len: usize) -> Result<Chunk<'a>, Error> {
+        Chunk::parse_version(VERSION, index, body, raw_len)
+    }
+
+    /// [`Chunk::parse`] for a blob of the given `version` (1, 2 or 3; the head of a coded
+    /// chunk differs in version 3).
+    pub fn parse_version(
+        version: u8,
+        index: usize,
+        body: &'a [u8],
+        raw_len: usize,
+    ) -> Result<Chunk<'a>, Error> {
         #[allow(clippy::cast_possible_truncation)] // sizes come from u32 index entries
-        check_size(index, body.len() as u32, raw_len as u32)?;
+        check_size(version, index, body.len() as u32, raw_len as u32)?;
         if body.len() == raw_len {
             return Ok(Chunk { index, raw_len, body: ChunkBody::Raw(body) });
+        }
+        if version == VERSION_3 {
+            return Chunk::parse_coded3(index, body, raw_len);
         }
         let mut freq = [0u16; 16];
         for (s, f) in freq.iter_mut().enumerate() {
@@ -318,5 +346,47 @@ impl<'a> Chunk<'a> {
             at += n;
         }
         Ok(Chunk { index, raw_len, body: ChunkBody::Coded { model, states, ways } })
+    }
+}
+
+impl<'a> Chunk<'a> {
+    /// The head of a version-3 coded chunk (its size already checked): `E_TABLE`,
+    /// `E_WAY_LENGTHS`, `E_STATE_RANGE`, in that order.
+    fn parse_coded3(index: usize, body: &'a [u8], raw_len: usize) -> Result<Chunk<'a>, Error> {
+        let mut freq = [0u8; 16];
+        freq.copy_from_slice(&body[..16]);
+        let model =
+            Model3::new(freq).map_err(|(sum, max)| Error::Table { chunk: index, sum, max })?;
+        let mut bytes = [0u64; WAYS];
+        for (w, n) in bytes.iter_mut().enumerate() {
+            *n = u64::from(u32_at(body, 16 + 4 * w));
+        }
+        let got = bytes.iter().sum::<u64>();
+        let expected = (body.len() - V3_CHUNK_HEAD_LEN) as u64;
+        if got != expected {
+            return Err(Error::WayLengths { chunk: index, got, expected });
+        }
+        let mut states = [0u16; V3_LANES];
+        for (lane, st) in states.iter_mut().enumerate() {
+            *st = u16_at(body, 32 + 2 * lane);
+            if u32::from(*st) < V3_RANS_L {
+                #[allow(clippy::cast_possible_truncation)] // lane < 128
+                return Err(Error::StateRange {
+                    chunk: index,
+                    lane: lane as u8,
+                    got: u32::from(*st),
+                });
+            }
+        }
+        let mut ways: [&[u8]; WAYS] = [&[]; WAYS];
+        let mut at = V3_CHUNK_HEAD_LEN;
+        for w in 0..WAYS {
+            // Sums were checked against the body length above, so these fit.
+            #[allow(clippy::cast_possible_truncation)]
+            let n = bytes[w] as usize;
+            ways[w] = &body[at..at + n];
+            at += n;
+        }
+        Ok(Chunk { index, raw_len, body: ChunkBody::Coded3 { model, states, ways } })
     }
 }

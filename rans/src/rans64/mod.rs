@@ -60,19 +60,24 @@
 mod arch;
 mod check;
 mod decode;
+mod decode3;
 mod encode;
+mod encode3;
 mod error;
 mod format;
 mod model;
+mod model3;
 
 pub use check::{CHECK_LANES, CHECK_P, chunk_check, chunk_check_scalar, chunk_check_vectorized};
 #[cfg(feature = "std")]
 pub use decode::decode_threads;
 pub use decode::{Arm, ChunkDecoder, decode_chunk_with, decode_into, decode_with};
 pub use encode::{encode_into, encode_with, max_encoded_len};
+pub use encode3::encode_v3_into;
 pub use error::{EncodeError, Error};
 pub use format::{Blob, Chunk, ChunkBody};
 pub use model::{Model, normalize};
+pub use model3::{Model3, normalize3};
 
 /// The format's registry name.
 pub const FORMAT_NAME: &str = "int4-rans64-t1";
@@ -83,6 +88,9 @@ pub const MAGIC: [u8; 4] = *b"T4R1";
 pub const VERSION: u8 = 2;
 /// The first version, without chunk checks (read, never written).
 pub const VERSION_1: u8 = 1;
+/// Version 3: 16-bit states, `M = 256`, byte renormalisation, 128 lanes in 4 ways of 32
+/// (the chunk checks of version 2 kept). Written by [`encode_v3_into`]; read everywhere.
+pub const VERSION_3: u8 = 3;
 /// Bytes of the fixed blob header (magic, version, chunk shift, reserved, byte count).
 pub const HEADER_LEN: usize = 16;
 /// Interleaved rANS states per chunk.
@@ -99,6 +107,17 @@ pub const M: u32 = 1 << SCALE_BITS;
 pub const RANS_L: u32 = 1 << 16;
 /// Bytes of a coded chunk's head: 16 frequencies (u16), 4 way lengths (u32), 64 states (u32).
 pub const CHUNK_HEAD_LEN: usize = 2 * 16 + 4 * WAYS + 4 * LANES;
+/// Version 3: interleaved rANS states per chunk (16-bit states).
+pub const V3_LANES: usize = 128;
+/// Version 3: lanes per way (one 512-bit vector of 16-bit states, two 256-bit ones).
+pub const V3_WAY_LANES: usize = V3_LANES / WAYS;
+/// Version 3: the model's total `M` (8 scale bits).
+pub const V3_M: u32 = 256;
+/// Version 3: lower bound of the state interval `[L, 2^16)`, and the sealing final state.
+pub const V3_RANS_L: u32 = 256;
+/// Version 3: bytes of a coded chunk's head: 16 frequencies (u8), 4 way lengths (u32), 128
+/// states (u16).
+pub const V3_CHUNK_HEAD_LEN: usize = 16 + 4 * WAYS + 2 * V3_LANES;
 /// Default chunk size: `2^20` packed bytes (about 700 KB coded for typical int4 weights, so
 /// the 304-byte chunk head stays below 0.05 %).
 pub const DEFAULT_CHUNK_SHIFT: u8 = 20;

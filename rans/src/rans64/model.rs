@@ -147,28 +147,31 @@ impl Model {
 
 /// The alias layout: `div[b]` (0..=256) and `alias[b]` per bucket.
 fn alias_layout(freq: &[u16; 16]) -> ([u32; 16], [usize; 16]) {
-    let mut rem = [0u32; 16];
-    for s in 0..16 {
-        rem[s] = u32::from(freq[s]);
-    }
+    alias_layout_in(&freq.map(u32::from), BUCKET)
+}
+
+/// The alias layout of 16 frequencies over 16 buckets of `bucket` slots (256 for versions 1
+/// and 2, 16 for version 3): `div[b]` (0..=bucket) and `alias[b]` per bucket.
+pub(crate) fn alias_layout_in(freq: &[u32; 16], bucket: u32) -> ([u32; 16], [usize; 16]) {
+    let mut rem = *freq;
     let mut placed = [false; 16];
     let mut div = [0u32; 16];
     let mut alias = [0usize; 16];
     for _ in 0..16 {
-        // The unplaced symbols' remainders sum to 256·k, so one of them is ≤ 256, and when
-        // it is < 256 another one is > 256 (module essay).
-        let Some(s) = (0..16).find(|&s| !placed[s] && rem[s] <= BUCKET) else {
-            unreachable!("alias invariant: some unplaced remainder is at most 256")
+        // The unplaced symbols' remainders sum to bucket·k, so one of them is ≤ bucket, and
+        // when it is < bucket another one is > bucket (module essay).
+        let Some(s) = (0..16).find(|&s| !placed[s] && rem[s] <= bucket) else {
+            unreachable!("alias invariant: some unplaced remainder is at most one bucket")
         };
         placed[s] = true;
         div[s] = rem[s];
         alias[s] = s;
-        if rem[s] < BUCKET {
-            let Some(g) = (0..16).find(|&g| !placed[g] && rem[g] > BUCKET) else {
-                unreachable!("alias invariant: a donor with more than 256 left exists")
+        if rem[s] < bucket {
+            let Some(g) = (0..16).find(|&g| !placed[g] && rem[g] > bucket) else {
+                unreachable!("alias invariant: a donor with more than one bucket left exists")
             };
             alias[s] = g;
-            rem[g] -= BUCKET - rem[s];
+            rem[g] -= bucket - rem[s];
         }
     }
     (div, alias)
@@ -232,20 +235,27 @@ fn small(i: usize) -> u32 {
 /// single-symbol input gets 4095 and the lowest absent symbol 1. An all-zero histogram gives
 /// the uniform model (256 each).
 pub fn normalize(hist: &[u64; 16]) -> [u16; 16] {
+    #[allow(clippy::cast_possible_truncation)] // ≤ 4095
+    normalize_to(hist, M).map(|f| f as u16)
+}
+
+/// [`normalize`] for a total `m` (4096 in versions 1 and 2, 256 in version 3): the same
+/// rules with `m` in place of 4096 (a single symbol gets `m − 1`, the uniform model `m / 16`).
+pub(crate) fn normalize_to(hist: &[u64; 16], m: u32) -> [u32; 16] {
     let total: u128 = hist.iter().map(|&h| u128::from(h)).sum();
     if total == 0 {
-        return [256; 16];
+        return [m / 16; 16];
     }
     let mut f = [0u32; 16];
     for s in 0..16 {
         if hist[s] > 0 {
-            #[allow(clippy::cast_possible_truncation)] // ≤ 4096
-            let q = (u128::from(hist[s]) * u128::from(M) / total) as u32;
+            #[allow(clippy::cast_possible_truncation)] // ≤ m
+            let q = (u128::from(hist[s]) * u128::from(m) / total) as u32;
             f[s] = q.max(1);
         }
     }
     let mut sum: u32 = f.iter().sum();
-    while sum < M {
+    while sum < m {
         // Largest count/f among present symbols: h_a·f_b > h_b·f_a.
         let mut best: Option<usize> = None;
         for s in 0..16 {
@@ -266,7 +276,7 @@ pub fn normalize(hist: &[u64; 16]) -> [u16; 16] {
         f[b] += 1;
         sum += 1;
     }
-    while sum > M {
+    while sum > m {
         let mut best: Option<usize> = None;
         for s in 0..16 {
             if f[s] <= 1 {
@@ -282,22 +292,16 @@ pub fn normalize(hist: &[u64; 16]) -> [u16; 16] {
                 _ => Some(s),
             };
         }
-        let Some(b) = best else { unreachable!("sum > 4096 needs some f > 1") };
+        let Some(b) = best else { unreachable!("sum > m needs some f > 1") };
         f[b] -= 1;
         sum -= 1;
     }
-    if let Some(s) = (0..16).find(|&s| f[s] == M) {
-        f[s] = M - 1;
+    if let Some(s) = (0..16).find(|&s| f[s] == m) {
+        f[s] = m - 1;
         let Some(z) = (0..16).find(|&z| hist[z] == 0) else { unreachable!("one symbol present") };
         f[z] = 1;
     }
-    let mut out = [0u16; 16];
-    for s in 0..16 {
-        #[allow(clippy::cast_possible_truncation)] // ≤ 4095
-        let v = f[s] as u16;
-        out[s] = v;
-    }
-    out
+    f
 }
 
 /// Frequency tables for tests of the decode step: fixed edge cases (all 256, one symbol

@@ -14,7 +14,8 @@
 
 use super::decode::Arm;
 use super::model::{EncodeModel, Model};
-use super::{CHECK_LANES, LANES, WAY_LANES, WAYS};
+use super::model3::Model3;
+use super::{CHECK_LANES, LANES, V3_LANES, WAY_LANES, WAYS};
 
 #[cfg(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))]
 mod aarch64;
@@ -24,6 +25,8 @@ mod x86_64;
 mod x86_64_check;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod x86_64_encode;
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod x86_64_v3;
 
 /// Whether the chunk check has a vector form on this CPU (AVX-512 F + DQ).
 pub(super) fn check_blocks_available() -> bool {
@@ -155,6 +158,31 @@ pub(super) fn rounds(
         Arm::Avx512Vbmi => x86_64::rounds_avx512_vbmi(model, st, ways, pos, out),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))]
         Arm::Neon => aarch64::rounds_neon(model, st, ways, pos, out),
+        _ => {
+            let _ = (model, st, ways, pos, out);
+            0
+        }
+    }
+}
+
+/// Version 3: decodes whole rounds (128 bytes each) into `out` (a multiple of 128 bytes) with
+/// `arm` while every way holds at least 64 unread bytes at the start of a round; returns the
+/// number of rounds done (0 for an arm without a version-3 kernel: the scalar code decodes).
+pub(super) fn rounds3(
+    arm: Arm,
+    model: &Model3,
+    st: &mut [u16; V3_LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    match arm {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx2 => x86_64_v3::rounds3_avx2(model, st, ways, pos, out),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx512 => x86_64_v3::rounds3_avx512(model, st, ways, pos, out),
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        Arm::Avx512Vbmi => x86_64_v3::rounds3_avx512_vbmi(model, st, ways, pos, out),
         _ => {
             let _ = (model, st, ways, pos, out);
             0

@@ -1,0 +1,464 @@
+//! x86-64 arms of version 3 (16-bit states, `M = 256`, byte refills): one way's 32 states
+//! are two 256-bit vectors of 16-bit lanes, and everything per bucket is a byte, so one
+//! `vpshufb` looks a field up for 32 lanes at once.
+//!
+//! One step of a way ([`step`]), mirroring `Model3::step`:
+//! 1. the 32 slots (the states' low bytes) are packed into one byte vector (`vpand` ×2,
+//!    `vpackuswb`; the pack interleaves the two halves per 128-bit lane, which the lookups do
+//!    not care about and the output undoes with one `vpermq`); `b = slot >> 4`, `j = slot & 15`;
+//! 2. `lower = j < div[b]` (`vpshufb`, `vpcmpgtb`); `f = lower ? freq[b] : fup[b]` (two
+//!    `vpshufb`, a blend); `index = j + (lower ? 0 : cup[b])` in bytes (`vpshufb`, `vpandn`,
+//!    `vpaddb`: mod 256, exact because the index is below `f`); the symbol the same way;
+//! 3. `f` and `index` go back to 16-bit lanes (`vpunpck{l,h}bw` with zero, which undoes the
+//!    pack's interleave) and `x' = f·(x >> 8) + index` is one `vpmullw` and one `vpaddw` per
+//!    16 lanes (`f ≤ 255`, `x >> 8 ≤ 255`: no overflow);
+//! 4. refill: `x' < 256` is an unsigned compare (`vpminuw` + `vpcmpeqw`); the two masks are
+//!    packed (`vpacksswb`) and moved to a general register (`vpmovmskb`); each 8-lane group
+//!    takes the next bytes of the way in lane order — its start is the way pointer plus the
+//!    popcounts of the groups before it — through one 8-byte load and a [`SHUF3`] row that
+//!    puts byte `k` in the low byte of the `k`-th refilling lane; a refilling lane becomes
+//!    `x' << 8 | byte` (`vpsllw`, `vpor`, `vpblendvb`).
+//!
+//! About 52 vector operations per 32 nibbles, against about 57 per 16 in version 2's AVX2
+//! step (32-bit lanes, `vpmulld`). The four ways are four independent chains; the states of
+//! all four stay in eight registers.
+//!
+//! The `avx512` arm runs the same kernel compiled with AVX-512 VL enabled (32 vector
+//! registers, so the tables and constants stay in registers); `avx512-vbmi` has a 512-bit
+//! kernel ([`rounds3_avx512_vbmi`]) with a way in one vector.
+
+#![allow(clippy::cast_possible_truncation)] // masks and counts of 8-lane groups
+
+use core::arch::x86_64::{
+    __m128i, __m256i, _mm_loadl_epi64, _mm_loadu_si128, _mm256_add_epi8, _mm256_add_epi16,
+    _mm256_and_si256, _mm256_andnot_si256, _mm256_blendv_epi8, _mm256_broadcastsi128_si256,
+    _mm256_castsi128_si256, _mm256_cmpeq_epi16, _mm256_cmpgt_epi8, _mm256_inserti128_si256,
+    _mm256_loadu_si256, _mm256_min_epu16, _mm256_movemask_epi8, _mm256_mullo_epi16,
+    _mm256_or_si256, _mm256_packs_epi16, _mm256_packus_epi16, _mm256_permute4x64_epi64,
+    _mm256_set1_epi8, _mm256_set1_epi16, _mm256_setzero_si256, _mm256_shuffle_epi8,
+    _mm256_slli_epi16, _mm256_srli_epi16, _mm256_storeu_si256, _mm256_unpackhi_epi8,
+    _mm256_unpacklo_epi8,
+};
+use core::arch::x86_64::{
+    __m512i, _mm256_loadu_si256 as load256, _mm512_add_epi8, _mm512_add_epi16, _mm512_and_si512,
+    _mm512_broadcast_i32x4, _mm512_cmplt_epu16_mask, _mm512_cvtepi16_epi8, _mm512_cvtepu8_epi16,
+    _mm512_loadu_si512, _mm512_mask_mov_epi16, _mm512_mask_slli_epi16, _mm512_maskz_expand_epi16,
+    _mm512_maskz_mov_epi16, _mm512_mullo_epi16, _mm512_or_si512, _mm512_set1_epi16,
+    _mm512_shuffle_epi8, _mm512_slli_epi16, _mm512_srli_epi16, _mm512_storeu_si512,
+    _mm512_ternarylogic_epi32,
+};
+
+use super::super::model3::Model3;
+use super::super::{V3_LANES, V3_WAY_LANES, WAYS};
+use super::x86_64::{avx2_detected, avx512_detected, avx512_vbmi_detected};
+
+/// Bytes a way must hold unread at the start of a round: a step consumes at most 32 and its
+/// four 8-byte loads end at most 32 bytes after the way pointer.
+const ROUND_SLACK: usize = 2 * V3_WAY_LANES;
+
+/// One `vpshufb` control per 8-bit refill mask: for the `k`-th set bit `i`, byte `k` of the
+/// loaded bytes goes to the low byte of 16-bit lane `i`; everything else is zero.
+#[repr(C, align(16))]
+struct Shuf3([[u8; 16]; 256]);
+
+static SHUF3: Shuf3 = {
+    let mut t = [[0x80u8; 16]; 256];
+    let mut m = 0;
+    while m < 256 {
+        let mut k = 0u8;
+        let mut i = 0;
+        while i < 8 {
+            if (m >> i) & 1 == 1 {
+                t[m][2 * i] = k;
+                k += 1;
+            }
+            i += 1;
+        }
+        m += 1;
+    }
+    Shuf3(t)
+};
+
+/// The model's five byte tables, each repeated in both 128-bit halves.
+#[derive(Clone, Copy)]
+struct Tables {
+    div: __m256i,
+    flo: __m256i,
+    fup: __m256i,
+    cup: __m256i,
+    sup: __m256i,
+}
+
+/// Whether every way holds a round's slack.
+#[inline(always)]
+fn round_fits(ways: &[&[u8]; WAYS], pos: &[usize; WAYS]) -> bool {
+    (0..WAYS).all(|w| ways[w].len() - pos[w] >= ROUND_SLACK)
+}
+
+/// Whole rounds with AVX2; returns how many (0 if the CPU lacks it).
+pub(super) fn rounds3_avx2(
+    model: &Model3,
+    st: &mut [u16; V3_LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    if !avx2_detected() {
+        return 0;
+    }
+    // SAFETY: the CPU supports AVX2 and POPCNT (checked just above).
+    unsafe { rounds_avx2(model, st, ways, pos, out) }
+}
+
+/// Whole rounds with the AVX2 kernel compiled for AVX-512 VL; returns how many (0 if the CPU
+/// lacks AVX-512 F + BW).
+pub(super) fn rounds3_avx512(
+    model: &Model3,
+    st: &mut [u16; V3_LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    if !avx512_detected() || !std_detect_vl() {
+        return 0;
+    }
+    // SAFETY: the CPU supports AVX-512 F, BW and VL, hence AVX2, and POPCNT (checked above).
+    unsafe { rounds_avx512vl(model, st, ways, pos, out) }
+}
+
+/// Whether the CPU has AVX-512 VL (every AVX-512 BW CPU does; checked all the same).
+fn std_detect_vl() -> bool {
+    #[cfg(feature = "std")]
+    {
+        std::is_x86_feature_detected!("avx512vl")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(target_feature = "avx512vl")
+    }
+}
+
+/// One step of a way inside `rounds_body`, whose round check covers its loads.
+macro_rules! way_step {
+    ($t:expr, $x0:expr, $x1:expr, $way:expr, $pos:expr) => {
+        // SAFETY: every way held `ROUND_SLACK` = 64 unread bytes at the start of the round
+        // (`round_fits`) and a step consumes at most 32, so it holds at least 32 here.
+        unsafe { step($t, $x0, $x1, $way, $pos) }
+    };
+}
+
+/// The kernel's body, the same for both builds: whole rounds while they fit
+/// (`round_fits`) and `out` has room; returns how many.
+macro_rules! rounds_body {
+    ($model:expr, $st:expr, $ways:expr, $pos:expr, $out:expr) => {{
+        let (model, st, ways, pos, out) = ($model, $st, $ways, $pos, $out);
+        let rounds = out.len() / V3_LANES;
+        let mut done = 0;
+        let t = Tables {
+            div: table(&model.div),
+            flo: table(&model.freq),
+            fup: table(&model.fup),
+            cup: table(&model.cup),
+            sup: table(&model.sup),
+        };
+        let ld = |k: usize| load16(st[16 * k..16 * k + 16].try_into().expect("16 states"));
+        // The eight state vectors as plain locals, the four ways written out: an array
+        // indexed in a loop is kept in memory.
+        let (mut a0, mut a1, mut b0, mut b1) = (ld(0), ld(1), ld(2), ld(3));
+        let (mut c0, mut c1, mut d0, mut d1) = (ld(4), ld(5), ld(6), ld(7));
+        let [wa, wb, wc, wd] = ways;
+        let [mut pa, mut pb, mut pc, mut pd] = *pos;
+        while done < rounds && round_fits(ways, &[pa, pb, pc, pd]) {
+            let (la, lb, lc, ld_) = (
+                way_step!(&t, &mut a0, &mut a1, wa, &mut pa),
+                way_step!(&t, &mut b0, &mut b1, wb, &mut pb),
+                way_step!(&t, &mut c0, &mut c1, wc, &mut pc),
+                way_step!(&t, &mut d0, &mut d1, wd, &mut pd),
+            );
+            let (ha, hb, hc, hd) = (
+                way_step!(&t, &mut a0, &mut a1, wa, &mut pa),
+                way_step!(&t, &mut b0, &mut b1, wb, &mut pb),
+                way_step!(&t, &mut c0, &mut c1, wc, &mut pc),
+                way_step!(&t, &mut d0, &mut d1, wd, &mut pd),
+            );
+            let round = &mut out[done * V3_LANES..(done + 1) * V3_LANES];
+            let pairs = [(la, ha), (lb, hb), (lc, hc), (ld_, hd)];
+            for (dst, (l, h)) in round.chunks_exact_mut(V3_WAY_LANES).zip(pairs) {
+                // Bytes in pack order (lanes 0..8, 16..24 | 8..16, 24..32): low | high << 4
+                // (the shift stays inside each byte, symbols being below 16), then lane order.
+                let v =
+                    _mm256_permute4x64_epi64::<0xD8>(_mm256_or_si256(l, _mm256_slli_epi16::<4>(h)));
+                store32(dst.try_into().expect("32 bytes a way"), v);
+            }
+            done += 1;
+        }
+        *pos = [pa, pb, pc, pd];
+        for (k, v) in [a0, a1, b0, b1, c0, c1, d0, d1].into_iter().enumerate() {
+            store16((&mut st[16 * k..16 * k + 16]).try_into().expect("16 states"), v);
+        }
+        done
+    }};
+}
+
+#[target_feature(enable = "avx2,popcnt")]
+fn rounds_avx2(
+    model: &Model3,
+    st: &mut [u16; V3_LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    rounds_body!(model, st, ways, pos, out)
+}
+
+#[target_feature(enable = "avx2,popcnt,avx512f,avx512bw,avx512vl")]
+fn rounds_avx512vl(
+    model: &Model3,
+    st: &mut [u16; V3_LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    rounds_body!(model, st, ways, pos, out)
+}
+
+/// 16 bytes repeated in both 128-bit halves (a `vpshufb` table).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn table(t: &[u8; 16]) -> __m256i {
+    // SAFETY: reads the 16 bytes of `t`.
+    let v = unsafe { _mm_loadu_si128(t.as_ptr().cast::<__m128i>()) };
+    _mm256_broadcastsi128_si256(v)
+}
+
+/// Sixteen 16-bit states.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn load16(s: &[u16; 16]) -> __m256i {
+    // SAFETY: reads the 32 bytes of `s`.
+    unsafe { _mm256_loadu_si256(s.as_ptr().cast::<__m256i>()) }
+}
+
+/// Writes 32 bytes.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn store32(dst: &mut [u8; 32], v: __m256i) {
+    // SAFETY: writes the 32 bytes of `dst`.
+    unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast::<__m256i>(), v) }
+}
+
+/// Writes sixteen 16-bit states.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn store16(dst: &mut [u16; 16], v: __m256i) {
+    // SAFETY: writes the 32 bytes of `dst`.
+    unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast::<__m256i>(), v) }
+}
+
+/// One step of one way (lanes 0..16 in `x0`, 16..32 in `x1`): returns the 32 symbols, one a
+/// byte, in pack order (lanes 0..8, 16..24 in the low 128 bits, 8..16, 24..32 in the high).
+///
+/// # Safety
+/// `way` holds at least 32 unread bytes at `*pos`.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+unsafe fn step(
+    t: &Tables,
+    x0: &mut __m256i,
+    x1: &mut __m256i,
+    way: &[u8],
+    pos: &mut usize,
+) -> __m256i {
+    let low_byte = _mm256_set1_epi16(0xFF);
+    let nibble = _mm256_set1_epi8(0x0F);
+    let zero = _mm256_setzero_si256();
+    let s = _mm256_packus_epi16(_mm256_and_si256(*x0, low_byte), _mm256_and_si256(*x1, low_byte));
+    let b = _mm256_and_si256(_mm256_srli_epi16::<4>(s), nibble);
+    let j = _mm256_and_si256(s, nibble);
+    let lower = _mm256_cmpgt_epi8(_mm256_shuffle_epi8(t.div, b), j);
+    let f = _mm256_blendv_epi8(_mm256_shuffle_epi8(t.fup, b), _mm256_shuffle_epi8(t.flo, b), lower);
+    let index = _mm256_add_epi8(j, _mm256_andnot_si256(lower, _mm256_shuffle_epi8(t.cup, b)));
+    let sym = _mm256_blendv_epi8(_mm256_shuffle_epi8(t.sup, b), b, lower);
+    let y0 = _mm256_add_epi16(
+        _mm256_mullo_epi16(_mm256_unpacklo_epi8(f, zero), _mm256_srli_epi16::<8>(*x0)),
+        _mm256_unpacklo_epi8(index, zero),
+    );
+    let y1 = _mm256_add_epi16(
+        _mm256_mullo_epi16(_mm256_unpackhi_epi8(f, zero), _mm256_srli_epi16::<8>(*x1)),
+        _mm256_unpackhi_epi8(index, zero),
+    );
+    let n0 = _mm256_cmpeq_epi16(_mm256_min_epu16(y0, low_byte), y0);
+    let n1 = _mm256_cmpeq_epi16(_mm256_min_epu16(y1, low_byte), y1);
+    // Bits 0..8: lanes 0..8, 8..16: lanes 16..24, 16..24: lanes 8..16, 24..32: lanes 24..32.
+    let m = _mm256_movemask_epi8(_mm256_packs_epi16(n0, n1)).cast_unsigned();
+    let (ma, mc, mb, md) = (m & 0xFF, (m >> 8) & 0xFF, (m >> 16) & 0xFF, m >> 24);
+    // Group starts in lane order: at most 32 bytes in all, and each 8-byte load starts at
+    // most 24 bytes after `*pos`.
+    let pa = *pos;
+    let pb = pa + ma.count_ones() as usize;
+    let pc = pb + mb.count_ones() as usize;
+    let pd = pc + mc.count_ones() as usize;
+    *pos = pd + md.count_ones() as usize;
+    // SAFETY: `at + 8 ≤ *pos + 32 ≤ way.len()` (this function's contract), so the 8 bytes
+    // read are inside `way`.
+    let load8 = |at: usize| {
+        // SAFETY: as above: `at ≤ way.len() − 8`.
+        let p = unsafe { way.as_ptr().add(at) };
+        // SAFETY: as above: the 8 bytes at `p` are inside `way`.
+        unsafe { _mm_loadl_epi64(p.cast::<__m128i>()) }
+    };
+    // SAFETY: `mask < 256` indexes a row of the table, 16 bytes read.
+    let ctl =
+        |mask: u32| unsafe { _mm_loadu_si128(SHUF3.0[mask as usize].as_ptr().cast::<__m128i>()) };
+    let pair =
+        |lo: __m128i, hi: __m128i| _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lo), hi);
+    let r0 = _mm256_shuffle_epi8(pair(load8(pa), load8(pb)), pair(ctl(ma), ctl(mb)));
+    let r1 = _mm256_shuffle_epi8(pair(load8(pc), load8(pd)), pair(ctl(mc), ctl(md)));
+    *x0 = _mm256_blendv_epi8(y0, _mm256_or_si256(_mm256_slli_epi16::<8>(y0), r0), n0);
+    *x1 = _mm256_blendv_epi8(y1, _mm256_or_si256(_mm256_slli_epi16::<8>(y1), r1), n1);
+    sym
+}
+
+/// Whole rounds with the 512-bit kernel (AVX-512 F + BW + VBMI2: `vpexpandw`); returns how
+/// many (0 if the CPU lacks it, and under Miri, which has no `vpexpandw`).
+///
+/// A way's 32 states are one vector of 16-bit lanes in lane order. A step: `idx = (x >> 4 &
+/// 15) | 0x8000` (one `vpternlogd`), so that a `vpshufb` on the words returns the bucket's
+/// byte zero-extended; `j = x & 15`; `lower = j < div[b]` into a mask; `f`, the symbol and
+/// `cup` by `vpshufb` and masked moves; `x' = f·(x >> 8) + (j + cup mod 256)` (`vpmullw`, a byte
+/// add); the refill compares `x' < 256` into a mask, zero-extends the way's next 32 bytes to
+/// words, `vpexpandw`s them into the refilling lanes and shifts those lanes left by 8 under
+/// the mask. A round's 32 bytes of a way are one `vpmovwb`.
+pub(super) fn rounds3_avx512_vbmi(
+    model: &Model3,
+    st: &mut [u16; V3_LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    if !avx512_vbmi_detected() {
+        return 0;
+    }
+    // SAFETY: the CPU supports AVX-512 F, BW, VBMI2 and POPCNT (checked just above).
+    unsafe { rounds512(model, st, ways, pos, out) }
+}
+
+/// 16 bytes repeated in the four 128-bit lanes (a `vpshufb` table).
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn table512(t: &[u8; 16]) -> __m512i {
+    // SAFETY: reads the 16 bytes of `t`.
+    let v = unsafe { _mm_loadu_si128(t.as_ptr().cast::<__m128i>()) };
+    _mm512_broadcast_i32x4(v)
+}
+
+/// The five byte tables of the 512-bit kernel.
+#[derive(Clone, Copy)]
+struct Tables512 {
+    div: __m512i,
+    flo: __m512i,
+    fup: __m512i,
+    cup: __m512i,
+    sup: __m512i,
+}
+
+/// One step of one way (32 lanes in lane order): returns the symbols in the low byte of each
+/// 16-bit lane.
+///
+/// # Safety
+/// `way` holds at least 32 unread bytes at `*pos`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi2,popcnt")]
+#[inline]
+unsafe fn step512(t: &Tables512, x: &mut __m512i, way: &[u8], pos: &mut usize) -> __m512i {
+    let low_nibble = _mm512_set1_epi16(0x000F);
+    // (x >> 4) & 15 | 0x8000: truth table (A & B) | C.
+    let idx = _mm512_ternarylogic_epi32::<0xEA>(
+        _mm512_srli_epi16::<4>(*x),
+        low_nibble,
+        _mm512_set1_epi16(0x8000u16.cast_signed()),
+    );
+    let j = _mm512_and_si512(*x, low_nibble);
+    let lower = _mm512_cmplt_epu16_mask(j, _mm512_shuffle_epi8(t.div, idx));
+    let f = _mm512_mask_mov_epi16(
+        _mm512_shuffle_epi8(t.fup, idx),
+        lower,
+        _mm512_shuffle_epi8(t.flo, idx),
+    );
+    let cup = _mm512_maskz_mov_epi16(!lower, _mm512_shuffle_epi8(t.cup, idx));
+    // The symbol's low byte is `b` in the lower part (`idx`'s low byte), `sup[b]` above.
+    let sym = _mm512_mask_mov_epi16(_mm512_shuffle_epi8(t.sup, idx), lower, idx);
+    let y = _mm512_add_epi16(
+        _mm512_mullo_epi16(f, _mm512_srli_epi16::<8>(*x)),
+        _mm512_add_epi8(j, cup),
+    );
+    let refill = _mm512_cmplt_epu16_mask(y, _mm512_set1_epi16(256));
+    // SAFETY: `*pos + 32 ≤ way.len()` (this function's contract).
+    let at = unsafe { way.as_ptr().add(*pos) };
+    // SAFETY: as above: the 32 bytes at `at` are in `way`.
+    let bytes = unsafe { load256(at.cast::<__m256i>()) };
+    let fresh = _mm512_maskz_expand_epi16(refill, _mm512_cvtepu8_epi16(bytes));
+    *x = _mm512_or_si512(_mm512_mask_slli_epi16::<8>(y, refill, y), fresh);
+    *pos += refill.count_ones() as usize;
+    sym
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi2,popcnt")]
+fn rounds512(
+    model: &Model3,
+    st: &mut [u16; V3_LANES],
+    ways: &[&[u8]; WAYS],
+    pos: &mut [usize; WAYS],
+    out: &mut [u8],
+) -> usize {
+    let rounds = out.len() / V3_LANES;
+    let mut done = 0;
+    let t = Tables512 {
+        div: table512(&model.div),
+        flo: table512(&model.freq),
+        fup: table512(&model.fup),
+        cup: table512(&model.cup),
+        sup: table512(&model.sup),
+    };
+    let ld = |w: usize| {
+        let s: &[u16; 32] = st[32 * w..32 * w + 32].try_into().expect("32 states");
+        // SAFETY: reads the 64 bytes of `s`.
+        unsafe { _mm512_loadu_si512(s.as_ptr().cast::<__m512i>()) }
+    };
+    let (mut xa, mut xb, mut xc, mut xd) = (ld(0), ld(1), ld(2), ld(3));
+    let [wa, wb, wc, wd] = ways;
+    let [mut pa, mut pb, mut pc, mut pd] = *pos;
+    while done < rounds && round_fits(ways, &[pa, pb, pc, pd]) {
+        // SAFETY: each way held `ROUND_SLACK` = 64 unread bytes at the start of the round
+        // (`round_fits`) and a step consumes at most 32, so it holds at least 32 (every step).
+        let la = unsafe { step512(&t, &mut xa, wa, &mut pa) };
+        // SAFETY: as above.
+        let lb = unsafe { step512(&t, &mut xb, wb, &mut pb) };
+        // SAFETY: as above.
+        let lc = unsafe { step512(&t, &mut xc, wc, &mut pc) };
+        // SAFETY: as above.
+        let ld_ = unsafe { step512(&t, &mut xd, wd, &mut pd) };
+        // SAFETY: as above.
+        let ha = unsafe { step512(&t, &mut xa, wa, &mut pa) };
+        // SAFETY: as above.
+        let hb = unsafe { step512(&t, &mut xb, wb, &mut pb) };
+        // SAFETY: as above.
+        let hc = unsafe { step512(&t, &mut xc, wc, &mut pc) };
+        // SAFETY: as above.
+        let hd = unsafe { step512(&t, &mut xd, wd, &mut pd) };
+        let round = &mut out[done * V3_LANES..(done + 1) * V3_LANES];
+        let pairs = [(la, ha), (lb, hb), (lc, hc), (ld_, hd)];
+        for (dst, (l, h)) in round.chunks_exact_mut(V3_WAY_LANES).zip(pairs) {
+            // Symbols are below 16: low | high << 4 stays in the low byte of each lane.
+            let v = _mm512_cvtepi16_epi8(_mm512_or_si512(l, _mm512_slli_epi16::<4>(h)));
+            store32(dst.try_into().expect("32 bytes a way"), v);
+        }
+        done += 1;
+    }
+    *pos = [pa, pb, pc, pd];
+    for (w, v) in [xa, xb, xc, xd].into_iter().enumerate() {
+        let s: &mut [u16; 32] = (&mut st[32 * w..32 * w + 32]).try_into().expect("32 states");
+        // SAFETY: writes the 64 bytes of `s`.
+        unsafe { _mm512_storeu_si512(s.as_mut_ptr().cast::<__m512i>(), v) };
+    }
+    done
+}
