@@ -8,14 +8,11 @@
 //! `neon::q8_chunked`). The intrinsic `vdotq_s32` is unstable on the pinned toolchain, so
 //! [`sdot`] emits the instruction with `asm!`.
 
-// One SAFETY argument covers each block's loads (all in bounds for the same reason).
-#![allow(clippy::multiple_unsafe_ops_per_block)]
-
-use core::arch::aarch64::{int8x16_t, int32x4_t, vaddq_s32, vaddvq_s32, vdupq_n_s32, vld1q_s8};
+use core::arch::aarch64::{int8x16_t, int32x4_t, vaddq_s32, vaddvq_s32, vdupq_n_s32};
 use core::arch::asm;
 use core::ops::Range;
 
-use super::neon;
+use super::{arr, ld_s8, neon};
 use crate::isa::Isa;
 use crate::kernels::{Matrix, QuantizedActs};
 
@@ -59,16 +56,12 @@ fn dot_sdot(w: &[i8], x: &[i8]) -> i32 {
     let (mut a0, mut a1) = (vdupq_n_s32(0), vdupq_n_s32(0));
     let mut k = 0;
     while k + 32 <= n {
-        // SAFETY: k + 32 ≤ n and both slices hold n codes.
-        unsafe {
-            a0 = sdot(a0, vld1q_s8(w.as_ptr().add(k)), vld1q_s8(x.as_ptr().add(k)));
-            a1 = sdot(a1, vld1q_s8(w.as_ptr().add(k + 16)), vld1q_s8(x.as_ptr().add(k + 16)));
-        }
+        a0 = sdot(a0, ld_s8(arr(w, k)), ld_s8(arr(x, k)));
+        a1 = sdot(a1, ld_s8(arr(w, k + 16)), ld_s8(arr(x, k + 16)));
         k += 32;
     }
     if k + 16 <= n {
-        // SAFETY: k + 16 ≤ n.
-        unsafe { a0 = sdot(a0, vld1q_s8(w.as_ptr().add(k)), vld1q_s8(x.as_ptr().add(k))) };
+        a0 = sdot(a0, ld_s8(arr(w, k)), ld_s8(arr(x, k)));
         k += 16;
     }
     if k < n {
@@ -97,13 +90,9 @@ pub(crate) fn matmul_q8_rows(
     rows: Range<usize>,
     y: &mut [f32],
 ) -> bool {
-    if !cpu_ok() {
-        return false;
-    }
-    assert!(xq.i() == m.i() && y.len() >= xq.s() * rows.len() && rows.end <= m.o() && m.has_q8());
-    // SAFETY: the dot product extension was detected above.
-    unsafe { q8_rows(m, xq, rows, y) };
-    true
+    // SAFETY: `q8_rows` needs NEON and the dot product extension (`Isa::NeonDot`'s features),
+    // and takes every shape `q8_entry` lets through.
+    unsafe { super::q8_entry(Isa::NeonDot, m, xq, rows, y, q8_rows) }
 }
 
 /// # Safety
@@ -120,7 +109,15 @@ unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::arch::aarch64::vst1q_s32;
+    use crate::arch::aarch64::{ld_s32, st_s32};
+
+    /// [`sdot`] on arrays.
+    #[target_feature(enable = "neon,dotprod")]
+    fn sdot_arrays(acc: &[i32; 4], a: &[i8; 16], b: &[i8; 16]) -> [i32; 4] {
+        let mut out = [0; 4];
+        st_s32(&mut out, sdot(ld_s32(acc), ld_s8(a), ld_s8(b)));
+        out
+    }
 
     /// `SDOT` adds the four byte products of each lane to that lane, for random and extreme
     /// operands (−128 · −128 in every position, mixed signs), and `dot_sdot` is exact on every
@@ -148,13 +145,8 @@ mod tests {
             (core::array::from_fn(|_| rnd()), [1; 16], [0; 4]),
         ];
         for (a, b, acc) in cases {
-            let mut out = [0i32; 4];
-            // SAFETY: the dot product extension is available (checked above); the locals hold
-            // 16 bytes / 4 lanes.
-            unsafe {
-                let r = sdot(vld1q_s32_arr(&acc), vld1q_s8(a.as_ptr()), vld1q_s8(b.as_ptr()));
-                vst1q_s32(out.as_mut_ptr(), r);
-            }
+            // SAFETY: the dot product extension is available (checked above).
+            let out = unsafe { sdot_arrays(&acc, &a, &b) };
             for j in 0..4 {
                 let want = (0..4).fold(acc[j], |s, t| {
                     s.wrapping_add(i32::from(a[4 * j + t]) * i32::from(b[4 * j + t]))
@@ -171,10 +163,5 @@ mod tests {
             // SAFETY: the dot product extension is available (checked above).
             assert_eq!(unsafe { dot_sdot(&w[..n], &x[..n]) }, want, "n = {n}");
         }
-    }
-
-    fn vld1q_s32_arr(v: &[i32; 4]) -> int32x4_t {
-        // SAFETY: the array holds 4 lanes.
-        unsafe { core::arch::aarch64::vld1q_s32(v.as_ptr()) }
     }
 }

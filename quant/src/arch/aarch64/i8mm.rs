@@ -18,17 +18,14 @@
 //! The intrinsic `vmmlaq_s32` is unstable on the pinned toolchain, so [`smmla`] emits the
 //! instruction with `asm!`.
 
-// One SAFETY argument covers each block's loads (all in bounds for the same reason).
-#![allow(clippy::multiple_unsafe_ops_per_block)]
-
 use core::arch::aarch64::{
-    int8x16_t, int32x4_t, vaddq_s32, vdupq_n_s32, vld1q_s8, vld1q_u8, vreinterpretq_s8_s64,
-    vreinterpretq_s64_s8, vst1q_s32, vzip1q_s64, vzip2q_s64,
+    int8x16_t, int32x4_t, vaddq_s32, vdupq_n_s32, vreinterpretq_s8_s64, vreinterpretq_s64_s8,
+    vzip1q_s64, vzip2q_s64,
 };
 use core::arch::asm;
 use core::ops::Range;
 
-use super::{CH, ST, neon};
+use super::{CH, ST, arr, ld_s8, ld_u8, neon, st_s32};
 use crate::format::Format;
 use crate::isa::Isa;
 use crate::kernels::{Matrix, QuantizedActs};
@@ -83,15 +80,9 @@ fn dot2x2(w0: &[i8], w1: &[i8], x0: &[i8], x1: &[i8]) -> [i32; 4] {
     let (mut a0, mut a1) = (vdupq_n_s32(0), vdupq_n_s32(0));
     let mut k = 0;
     while k + 16 <= n {
-        // SAFETY: k + 16 ≤ n and all four slices hold n codes.
-        let (vw0, vw1, vx0, vx1) = unsafe {
-            (
-                vld1q_s8(w0.as_ptr().add(k)),
-                vld1q_s8(w1.as_ptr().add(k)),
-                vld1q_s8(x0.as_ptr().add(k)),
-                vld1q_s8(x1.as_ptr().add(k)),
-            )
-        };
+        // k + 16 ≤ n and all four slices hold n codes.
+        let (vw0, vw1) = (ld_s8(arr(w0, k)), ld_s8(arr(w1, k)));
+        let (vx0, vx1) = (ld_s8(arr(x0, k)), ld_s8(arr(x1, k)));
         let (wl, wh) = pair_halves(vw0, vw1);
         let (xl, xh) = pair_halves(vx0, vx1);
         a0 = smmla(a0, wl, xl);
@@ -105,8 +96,7 @@ fn dot2x2(w0: &[i8], w1: &[i8], x0: &[i8], x1: &[i8]) -> [i32; 4] {
         a1 = smmla(a1, wh, xh);
     }
     let mut out = [0i32; 4];
-    // SAFETY: `out` holds 4 lanes.
-    unsafe { vst1q_s32(out.as_mut_ptr(), vaddq_s32(a0, a1)) };
+    st_s32(&mut out, vaddq_s32(a0, a1));
     out
 }
 
@@ -130,13 +120,9 @@ pub(crate) fn matmul_q8_rows(
     rows: Range<usize>,
     y: &mut [f32],
 ) -> bool {
-    if !cpu_ok() {
-        return false;
-    }
-    assert!(xq.i() == m.i() && y.len() >= xq.s() * rows.len() && rows.end <= m.o() && m.has_q8());
-    // SAFETY: the int8 matrix multiply extension was detected above.
-    unsafe { q8_rows(m, xq, rows, y) };
-    true
+    // SAFETY: `q8_rows` needs NEON and the int8 matrix multiply extension (`Isa::NeonI8mm`'s
+    // features), and takes every shape `q8_entry` lets through.
+    unsafe { super::q8_entry(Isa::NeonI8mm, m, xq, rows, y, q8_rows) }
 }
 
 /// The int8-activation kernel: [`q8_nibbles`] for the formats of `neon::nibble_blocks`, else
@@ -204,8 +190,7 @@ fn nibble_pairs_q8<const P: usize>(
     let (ni, gl) = (m.i(), m.group_len());
     let rows = [m.row_bytes(o[0]), m.row_bytes(o[1])];
     let mx = m.format() == Format::Mxfp4;
-    // SAFETY: MX_LUT has 16 bytes.
-    let lut = unsafe { vld1q_s8(neon::MX_LUT.as_ptr()) };
+    let lut = ld_s8(&neon::MX_LUT);
     let mut acc = [[0f32; 4]; 2];
     for g in 0..m.groups_per_row() {
         let (c0, c1) = (g * gl, ((g + 1) * gl).min(ni));
@@ -213,24 +198,15 @@ fn nibble_pairs_q8<const P: usize>(
         let mut a = [vdupq_n_s32(0); P];
         for b in 0..nfull {
             let col = c0 + 32 * b; // even: c0 is a multiple of 32
-            let (w0, w1) = (&rows[0][col / 2..col / 2 + 16], &rows[1][col / 2..col / 2 + 16]);
-            // SAFETY: both slices hold 16 bytes.
-            let (v0, v1) = unsafe { (vld1q_u8(w0.as_ptr()), vld1q_u8(w1.as_ptr())) };
+            let (v0, v1) = (ld_u8(arr(rows[0], col / 2)), ld_u8(arr(rows[1], col / 2)));
             let ((a0, b0), (a1, b1)) =
                 (neon::nibble_codes(v0, mx, lut), neon::nibble_codes(v1, mx, lut));
             let (wl0, wh0) = pair_halves(a0, a1); // columns 0..8, 8..16 of both rows
             let (wl1, wh1) = pair_halves(b0, b1); // columns 16..24, 24..32
             for (ap, [x0, x1]) in a.iter_mut().zip(&xs) {
-                let (x0, x1) = (&x0[col..col + 32], &x1[col..col + 32]);
-                // SAFETY: both slices hold 32 codes; the loads read 16 at offsets 0 and 16.
-                let (p0, p1, q0, q1) = unsafe {
-                    (
-                        vld1q_s8(x0.as_ptr()),
-                        vld1q_s8(x1.as_ptr()),
-                        vld1q_s8(x0.as_ptr().add(16)),
-                        vld1q_s8(x1.as_ptr().add(16)),
-                    )
-                };
+                let (x0, x1): (&[i8; 32], &[i8; 32]) = (arr(x0, col), arr(x1, col));
+                let (p0, p1) = (ld_s8(arr(x0, 0)), ld_s8(arr(x1, 0)));
+                let (q0, q1) = (ld_s8(arr(x0, 16)), ld_s8(arr(x1, 16)));
                 let (xl0, xh0) = pair_halves(p0, p1);
                 let (xl1, xh1) = pair_halves(q0, q1);
                 *ap = smmla(smmla(smmla(smmla(*ap, wl0, xl0), wh0, xh0), wl1, xl1), wh1, xh1);
@@ -238,8 +214,7 @@ fn nibble_pairs_q8<const P: usize>(
         }
         for (p, ap) in a.iter().enumerate() {
             let mut lanes = [0i32; 4];
-            // SAFETY: `lanes` holds 4 i32.
-            unsafe { vst1q_s32(lanes.as_mut_ptr(), *ap) };
+            st_s32(&mut lanes, *ap);
             for j in 0..2 {
                 let sc = scalar::group_scale_q8(m, o[j], g);
                 for i in 0..2 {
@@ -331,6 +306,15 @@ fn q8_chunked(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::aarch64::ld_s32;
+
+    /// [`smmla`] on arrays.
+    #[target_feature(enable = "neon,i8mm")]
+    fn smmla_arrays(acc: &[i32; 4], a: &[i8; 16], b: &[i8; 16]) -> [i32; 4] {
+        let mut out = [0; 4];
+        st_s32(&mut out, smmla(ld_s32(acc), ld_s8(a), ld_s8(b)));
+        out
+    }
 
     fn required() -> bool {
         std::env::var("TETRAD_REQUIRE_ISA")
@@ -363,16 +347,8 @@ mod tests {
             ),
         ];
         for (a, b, acc) in cases {
-            let mut out = [0i32; 4];
-            // SAFETY: i8mm is available (checked above); the locals hold 16 bytes / 4 lanes.
-            unsafe {
-                let r = smmla(
-                    core::arch::aarch64::vld1q_s32(acc.as_ptr()),
-                    vld1q_s8(a.as_ptr()),
-                    vld1q_s8(b.as_ptr()),
-                );
-                vst1q_s32(out.as_mut_ptr(), r);
-            }
+            // SAFETY: i8mm is available (checked above).
+            let out = unsafe { smmla_arrays(&acc, &a, &b) };
             for rr in 0..2 {
                 for c in 0..2 {
                     let want = (0..8).fold(acc[2 * rr + c], |s, t| {

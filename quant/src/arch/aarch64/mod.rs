@@ -31,6 +31,12 @@
 //! `#[target_feature]`. The target features themselves (`dotprod`, `i8mm`) and their runtime
 //! detection are stable.
 //!
+//! Memory is touched through the safe helpers of this module: the slices to read or write come
+//! as array references (`arr`, `arr_mut`: a bounds-checked view of `N` elements), and the
+//! `#[target_feature]` loads and stores (`ld_u8`, `ld_s8`, `ld_f32`, `st_s8`, …) take those, so
+//! the kernels need no `unsafe` of their own; each helper's one `unsafe` block is one vector
+//! access. The int8-activation entry points share their checks (`q8_entry`).
+//!
 //! This module is only built when NEON is a target feature (every `aarch64-*-linux` target);
 //! soft-float aarch64 targets get no SIMD arms.
 
@@ -38,7 +44,136 @@ pub(crate) mod dotprod;
 pub(crate) mod i8mm;
 pub(crate) mod neon;
 
+use core::ops::Range;
+
+use crate::isa::Isa;
+use crate::kernels::{Matrix, QuantizedActs};
+
+use core::arch::aarch64::{
+    float32x4_t, int8x8_t, int8x16_t, int32x4_t, uint8x8_t, uint8x16_t, vld1_s8, vld1_u8,
+    vld1q_f32, vld1q_s8, vld1q_u8, vst1q_f32, vst1q_s8, vst1q_s32,
+};
+
 /// Columns decoded per chunk.
 const CH: usize = 256;
 /// Activation rows per batch tile (accumulators live in fixed arrays).
 const ST: usize = 16;
+
+/// An arm's int8-activation entry point: `false`, without running, if the CPU lacks `isa`'s
+/// features; else the shapes are asserted (layout of `crate::scalar::matmul_q8_rows`) and
+/// `kernel` runs over `rows`.
+///
+/// # Safety
+/// `kernel` may be called on any CPU with `isa`'s features (`Isa::cpu_supports`) with shapes that
+/// pass the assertion here.
+unsafe fn q8_entry(
+    isa: Isa,
+    m: &Matrix<'_>,
+    xq: &QuantizedActs<'_>,
+    rows: Range<usize>,
+    y: &mut [f32],
+    kernel: unsafe fn(&Matrix<'_>, &QuantizedActs<'_>, Range<usize>, &mut [f32]),
+) -> bool {
+    if !isa.cpu_supports() {
+        return false;
+    }
+    assert!(xq.i() == m.i() && y.len() >= xq.s() * rows.len() && rows.end <= m.o() && m.has_q8());
+    // SAFETY: the CPU has `isa`'s features (checked above) and the shapes passed the assertion:
+    // the caller's contract for `kernel`.
+    unsafe { kernel(m, xq, rows, y) };
+    true
+}
+
+/// The `N` elements of `s` from `at` on as an array reference: the length then travels in the
+/// type, so the vector loads and stores below are safe functions.
+///
+/// # Panics
+/// If `at + N > s.len()`.
+#[inline(always)]
+fn arr<T, const N: usize>(s: &[T], at: usize) -> &[T; N] {
+    s[at..at + N].try_into().expect("a slice of N elements")
+}
+
+/// [`arr`] for writing.
+///
+/// # Panics
+/// If `at + N > s.len()`.
+#[inline(always)]
+fn arr_mut<T, const N: usize>(s: &mut [T], at: usize) -> &mut [T; N] {
+    (&mut s[at..at + N]).try_into().expect("a slice of N elements")
+}
+
+/// 16 bytes as a vector of `u8`.
+#[inline]
+#[target_feature(enable = "neon")]
+fn ld_u8(v: &[u8; 16]) -> uint8x16_t {
+    // SAFETY: `v` is 16 readable bytes; `vld1q_u8` has no alignment requirement.
+    unsafe { vld1q_u8(v.as_ptr()) }
+}
+
+/// 16 bytes as a vector of `i8`.
+#[inline]
+#[target_feature(enable = "neon")]
+fn ld_s8(v: &[i8; 16]) -> int8x16_t {
+    // SAFETY: `v` is 16 readable bytes; `vld1q_s8` has no alignment requirement.
+    unsafe { vld1q_s8(v.as_ptr()) }
+}
+
+/// 8 bytes as a 64-bit vector of `u8`.
+#[inline]
+#[target_feature(enable = "neon")]
+fn ld_u8x8(v: &[u8; 8]) -> uint8x8_t {
+    // SAFETY: `v` is 8 readable bytes; `vld1_u8` has no alignment requirement.
+    unsafe { vld1_u8(v.as_ptr()) }
+}
+
+/// 8 bytes as a 64-bit vector of `i8`.
+#[inline]
+#[target_feature(enable = "neon")]
+fn ld_s8x8(v: &[i8; 8]) -> int8x8_t {
+    // SAFETY: `v` is 8 readable bytes; `vld1_s8` has no alignment requirement.
+    unsafe { vld1_s8(v.as_ptr()) }
+}
+
+/// 4 `i32` as a vector.
+#[cfg(test)]
+#[inline]
+#[target_feature(enable = "neon")]
+fn ld_s32(v: &[i32; 4]) -> int32x4_t {
+    // SAFETY: `v` is 4 readable i32; `vld1q_s32` needs only the element alignment, which the
+    // reference has.
+    unsafe { core::arch::aarch64::vld1q_s32(v.as_ptr()) }
+}
+
+/// 4 `f32` as a vector.
+#[inline]
+#[target_feature(enable = "neon")]
+fn ld_f32(v: &[f32; 4]) -> float32x4_t {
+    // SAFETY: `v` is 4 readable f32; `vld1q_f32` needs only the element alignment, which the
+    // reference has.
+    unsafe { vld1q_f32(v.as_ptr()) }
+}
+
+/// A vector of `i8` into 16 bytes.
+#[inline]
+#[target_feature(enable = "neon")]
+fn st_s8(to: &mut [i8; 16], v: int8x16_t) {
+    // SAFETY: `to` is 16 writable bytes, borrowed exclusively; no alignment requirement.
+    unsafe { vst1q_s8(to.as_mut_ptr(), v) }
+}
+
+/// A vector of `f32` into 4 lanes.
+#[inline]
+#[target_feature(enable = "neon")]
+fn st_f32(to: &mut [f32; 4], v: float32x4_t) {
+    // SAFETY: `to` is 4 writable f32, borrowed exclusively, with the element alignment.
+    unsafe { vst1q_f32(to.as_mut_ptr(), v) }
+}
+
+/// A vector of `i32` into 4 lanes.
+#[inline]
+#[target_feature(enable = "neon")]
+fn st_s32(to: &mut [i32; 4], v: int32x4_t) {
+    // SAFETY: `to` is 4 writable i32, borrowed exclusively, with the element alignment.
+    unsafe { vst1q_s32(to.as_mut_ptr(), v) }
+}

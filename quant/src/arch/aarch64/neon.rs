@@ -38,27 +38,23 @@
 //! once (this kernel is shared with the SDOT arm, which passes `SDOT` as the 16-byte step).
 //!
 //! Every function carries `#[target_feature(enable = "neon")]` (NEON is also a target feature of
-//! every build that contains this module); the safe entry points check the CPU first. The other
-//! `unsafe` is vector loads and stores through raw pointers, each in bounds by the loop
-//! condition next to it.
-
-// One SAFETY argument covers each block's loads (all in bounds for the same reason); clippy also
-// counts the (safe) intrinsic calls, which would split blocks into noise.
-#![allow(clippy::multiple_unsafe_ops_per_block)]
+//! every build that contains this module); the safe entry points check the CPU first. Vector
+//! loads and stores go through the safe helpers of the parent module, which take array
+//! references (`super::ld_u8`, `super::arr`, …), so the kernels themselves hold no `unsafe`.
 
 use core::arch::aarch64::{
     float32x4_t, int8x8_t, int8x16_t, int32x4_t, uint8x16_t, vaddq_f32, vaddq_s32, vaddvq_f32,
     vaddvq_s32, vandq_u8, vandq_u32, vceqq_u32, vcombine_u8, vcvtq_f32_s32, vdup_n_u8, vdupq_n_f32,
     vdupq_n_s8, vdupq_n_s32, vdupq_n_u8, vdupq_n_u32, vfmaq_f32, vget_low_s8, vget_low_s16,
-    vld1_s8, vld1_u8, vld1q_f32, vld1q_s8, vld1q_u8, vmovl_high_s8, vmovl_high_s16, vmovl_s8,
-    vmovl_s16, vmull_high_s8, vmull_s8, vmulq_f32, vorrq_u8, vorrq_u32, vpadalq_s16, vqtbl1q_s8,
-    vqtbl1q_u8, vreinterpretq_f32_u32, vreinterpretq_s8_u8, vreinterpretq_u8_u16,
-    vreinterpretq_u16_u8, vreinterpretq_u32_f32, vreinterpretq_u32_s32, vshlq_n_s32, vshrq_n_u8,
-    vst1q_f32, vst1q_s8, vsubq_s8, vtstq_u8, vzip1q_u8, vzip1q_u16, vzip2q_u8, vzip2q_u16,
+    vmovl_high_s8, vmovl_high_s16, vmovl_s8, vmovl_s16, vmull_high_s8, vmull_s8, vmulq_f32,
+    vorrq_u8, vorrq_u32, vpadalq_s16, vqtbl1q_s8, vqtbl1q_u8, vreinterpretq_f32_u32,
+    vreinterpretq_s8_u8, vreinterpretq_u8_u16, vreinterpretq_u16_u8, vreinterpretq_u32_f32,
+    vreinterpretq_u32_s32, vshlq_n_s32, vshrq_n_u8, vsubq_s8, vtstq_u8, vzip1q_u8, vzip1q_u16,
+    vzip2q_u8, vzip2q_u16,
 };
 use core::ops::Range;
 
-use super::{CH, ST};
+use super::{CH, ST, arr, arr_mut, ld_f32, ld_s8, ld_s8x8, ld_u8, ld_u8x8, st_f32, st_s8};
 use crate::format::Format;
 use crate::kernels::{Matrix, QuantizedActs, Scales};
 use crate::scalar;
@@ -93,13 +89,8 @@ pub(crate) fn matmul_q8_rows(
     rows: Range<usize>,
     y: &mut [f32],
 ) -> bool {
-    if !cpu_ok() {
-        return false;
-    }
-    assert!(xq.i() == m.i() && y.len() >= xq.s() * rows.len() && rows.end <= m.o() && m.has_q8());
-    // SAFETY: NEON was detected above (and is a target feature of this build).
-    unsafe { q8_rows(m, xq, rows, y) };
-    true
+    // SAFETY: `q8_rows` needs NEON only, and takes every shape `q8_entry` lets through.
+    unsafe { super::q8_entry(crate::isa::Isa::Neon, m, xq, rows, y, q8_rows) }
 }
 
 /// The NEON int8-activation kernel: [`q8_nibbles`] with [`mla16`] where it applies, else
@@ -201,8 +192,7 @@ static BIT_OF_LANE: [u8; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32,
 #[inline]
 #[target_feature(enable = "neon")]
 fn bits64_times4(v: uint8x16_t, first: u8) -> [uint8x16_t; 4] {
-    // SAFETY: BIT_OF_LANE has 16 bytes.
-    let bit = unsafe { vld1q_u8(BIT_OF_LANE.as_ptr()) };
+    let bit = ld_u8(&BIT_OF_LANE);
     let four = vdupq_n_u8(4);
     core::array::from_fn(|k| {
         #[allow(clippy::cast_possible_truncation)] // k < 4
@@ -235,12 +225,9 @@ fn small_codes(low: uint8x16_t, high: Option<(uint8x16_t, u8)>) -> [int8x16_t; 4
 #[inline]
 #[target_feature(enable = "neon")]
 fn small_codes64(unit: &[u8], int3: bool) -> [int8x16_t; 4] {
-    assert!(unit.len() >= if int3 { 24 } else { 16 });
-    // SAFETY: `unit` holds at least 16 bytes (asserted).
-    let low = unsafe { vld1q_u8(unit.as_ptr()) };
+    let low = ld_u8(arr(unit, 0));
     let high = if int3 {
-        // SAFETY: bytes 16..24 of the unit (asserted).
-        let h = unsafe { vld1_u8(unit.as_ptr().add(16)) };
+        let h = ld_u8x8(arr(unit, 16));
         Some((vcombine_u8(h, h), 0))
     } else {
         None
@@ -256,16 +243,13 @@ fn small_codes64(unit: &[u8], int3: bool) -> [int8x16_t; 4] {
 fn small_codes32(m: &Matrix<'_>, row: &[u8], col: usize) -> [int8x16_t; 2] {
     let (low, high) = if m.format() == Format::Int3G64 {
         let (unit, half) = (&row[24 * (col / 64)..][..24], (col / 32) % 2);
-        // SAFETY: `unit` holds 24 bytes: 8 crumb bytes at 8·half ≤ 8 and the bit bytes 16..24.
-        let (l, h) =
-            unsafe { (vld1_u8(unit.as_ptr().add(8 * half)), vld1_u8(unit.as_ptr().add(16))) };
+        // 8 crumb bytes at 8·half ≤ 8 and the bit bytes 16..24 of the unit.
+        let (l, h) = (ld_u8x8(arr(unit, 8 * half)), ld_u8x8(arr(unit, 16)));
         #[allow(clippy::cast_possible_truncation)] // half < 2
         let first = 4 * half as u8;
         (l, Some((vcombine_u8(h, h), first)))
     } else {
-        let b = &row[col / 4..col / 4 + 8];
-        // SAFETY: `b` holds 8 bytes.
-        (unsafe { vld1_u8(b.as_ptr()) }, None)
+        (ld_u8x8(arr(row, col / 4)), None)
     };
     let [a, b, ..] = small_codes(vcombine_u8(low, low), high);
     [a, b]
@@ -287,17 +271,14 @@ pub(super) fn decode_i8<'b>(
         Format::Int4Row | Format::Int4Grouped | Format::Mxfp4 => {
             let bytes = &row[c0 / 2..(c0 + n).div_ceil(2)];
             let mx = m.format() == Format::Mxfp4;
-            // SAFETY: MX_LUT has 16 bytes.
-            let lut = unsafe { vld1q_s8(MX_LUT.as_ptr()) };
+            let lut = ld_s8(&MX_LUT);
             let full = n / 32;
             for b in 0..full {
-                // SAFETY: b < n/32, so the 16 bytes at 16·b lie within `bytes` (≥ n/2 bytes) and
-                // the 32 codes stored at 32·b lie within `buf` (32·b + 32 ≤ n ≤ CH).
-                unsafe {
-                    let (a, c) = nibble_codes(vld1q_u8(bytes.as_ptr().add(16 * b)), mx, lut);
-                    vst1q_s8(buf.as_mut_ptr().add(32 * b), a);
-                    vst1q_s8(buf.as_mut_ptr().add(32 * b + 16), c);
-                }
+                // b < n/32: the 16 bytes at 16·b lie within `bytes` (≥ n/2 bytes), the 32 codes
+                // at 32·b within `buf` (32·b + 32 ≤ n ≤ CH).
+                let (a, c) = nibble_codes(ld_u8(arr(bytes, 16 * b)), mx, lut);
+                st_s8(arr_mut(buf, 32 * b), a);
+                st_s8(arr_mut(buf, 32 * b + 16), c);
             }
             for k in 32 * full..n {
                 buf[k] = nibble_code(bytes[k / 2] >> (4 * (k % 2)), mx);
@@ -311,9 +292,8 @@ pub(super) fn decode_i8<'b>(
                 // c0 is a multiple of 64, so unit c0/64 + b starts at column c0 + 64·b.
                 let codes = small_codes64(&row[unit * (c0 / 64 + b)..], int3);
                 for (k, c) in codes.into_iter().enumerate() {
-                    // SAFETY: 64·b + 16·k + 16 ≤ 64·full ≤ n ≤ CH, so the 16 codes stored at
-                    // 64·b + 16·k lie within `buf`.
-                    unsafe { vst1q_s8(buf.as_mut_ptr().add(64 * b + 16 * k), c) };
+                    // 64·b + 16·k + 16 ≤ 64·full ≤ n ≤ CH: within `buf`.
+                    st_s8(arr_mut(buf, 64 * b + 16 * k), c);
                 }
             }
             if 64 * full < n {
@@ -362,13 +342,10 @@ fn decode_f32<'b>(
             let bytes = as_i8(&row[c0..c0 + n]);
             let full = n / 8;
             for b in 0..full {
-                // SAFETY: 8 bytes at 8·b lie within `bytes` (8·b + 8 ≤ n); the 8 f32 stored at
-                // 8·b lie within `fbuf` (n ≤ CH).
-                unsafe {
-                    let (lo, hi) = fp8x8(vld1_s8(bytes.as_ptr().add(8 * b)));
-                    vst1q_f32(fbuf.as_mut_ptr().add(8 * b), lo);
-                    vst1q_f32(fbuf.as_mut_ptr().add(8 * b + 4), hi);
-                }
+                // 8·b + 8 ≤ n: within `bytes`, and within `fbuf` (n ≤ CH).
+                let (lo, hi) = fp8x8(ld_s8x8(arr(bytes, 8 * b)));
+                st_f32(arr_mut(fbuf, 8 * b), lo);
+                st_f32(arr_mut(fbuf, 8 * b + 4), hi);
             }
             for (f, &b) in fbuf[8 * full..n].iter_mut().zip(&row[c0 + 8 * full..c0 + n]) {
                 *f = scalar::e4m3_to_f32(b);
@@ -378,17 +355,14 @@ fn decode_f32<'b>(
             let codes = decode_i8(m, row, c0, n, ibuf);
             let full = n / 16;
             for b in 0..full {
-                // SAFETY: 16 codes at 16·b lie within `codes` (16·b + 16 ≤ n = codes.len()); the
-                // 16 f32 stored at 16·b lie within `fbuf` (n ≤ CH).
-                unsafe {
-                    let v = vld1q_s8(codes.as_ptr().add(16 * b));
-                    let (l, h) = (vmovl_s8(vget_low_s8(v)), vmovl_high_s8(v));
-                    let p = fbuf.as_mut_ptr().add(16 * b);
-                    vst1q_f32(p, vcvtq_f32_s32(vmovl_s16(vget_low_s16(l))));
-                    vst1q_f32(p.add(4), vcvtq_f32_s32(vmovl_high_s16(l)));
-                    vst1q_f32(p.add(8), vcvtq_f32_s32(vmovl_s16(vget_low_s16(h))));
-                    vst1q_f32(p.add(12), vcvtq_f32_s32(vmovl_high_s16(h)));
-                }
+                // 16·b + 16 ≤ n = codes.len(): within `codes`, and within `fbuf` (n ≤ CH).
+                let v = ld_s8(arr(codes, 16 * b));
+                let (l, h) = (vmovl_s8(vget_low_s8(v)), vmovl_high_s8(v));
+                let p: &mut [f32; 16] = arr_mut(fbuf, 16 * b);
+                st_f32(arr_mut(p, 0), vcvtq_f32_s32(vmovl_s16(vget_low_s16(l))));
+                st_f32(arr_mut(p, 4), vcvtq_f32_s32(vmovl_high_s16(l)));
+                st_f32(arr_mut(p, 8), vcvtq_f32_s32(vmovl_s16(vget_low_s16(h))));
+                st_f32(arr_mut(p, 12), vcvtq_f32_s32(vmovl_high_s16(h)));
             }
             for (f, &c) in fbuf[16 * full..n].iter_mut().zip(&codes[16 * full..]) {
                 *f = f32::from(c);
@@ -409,29 +383,25 @@ fn dot_f32(w: &[f32], x: &[f32]) -> float32x4_t {
     let x = &x[..n];
     let z = vdupq_n_f32(0.0);
     let (mut a0, mut a1, mut a2, mut a3) = (z, z, z, z);
-    let (wp, xp) = (w.as_ptr(), x.as_ptr());
     let mut k = 0;
     while k + 16 <= n {
-        // SAFETY: k + 16 ≤ n and both slices hold n values.
-        unsafe {
-            a0 = vfmaq_f32(a0, vld1q_f32(wp.add(k)), vld1q_f32(xp.add(k)));
-            a1 = vfmaq_f32(a1, vld1q_f32(wp.add(k + 4)), vld1q_f32(xp.add(k + 4)));
-            a2 = vfmaq_f32(a2, vld1q_f32(wp.add(k + 8)), vld1q_f32(xp.add(k + 8)));
-            a3 = vfmaq_f32(a3, vld1q_f32(wp.add(k + 12)), vld1q_f32(xp.add(k + 12)));
-        }
+        // k + 16 ≤ n: every load lies within both slices.
+        let (wb, xb): (&[f32; 16], &[f32; 16]) = (arr(w, k), arr(x, k));
+        a0 = vfmaq_f32(a0, ld_f32(arr(wb, 0)), ld_f32(arr(xb, 0)));
+        a1 = vfmaq_f32(a1, ld_f32(arr(wb, 4)), ld_f32(arr(xb, 4)));
+        a2 = vfmaq_f32(a2, ld_f32(arr(wb, 8)), ld_f32(arr(xb, 8)));
+        a3 = vfmaq_f32(a3, ld_f32(arr(wb, 12)), ld_f32(arr(xb, 12)));
         k += 16;
     }
     while k + 4 <= n {
-        // SAFETY: k + 4 ≤ n.
-        unsafe { a0 = vfmaq_f32(a0, vld1q_f32(wp.add(k)), vld1q_f32(xp.add(k))) };
+        a0 = vfmaq_f32(a0, ld_f32(arr(w, k)), ld_f32(arr(x, k)));
         k += 4;
     }
     if k < n {
         let (mut tw, mut tx) = ([0f32; 4], [0f32; 4]);
         tw[..n - k].copy_from_slice(&w[k..]);
         tx[..n - k].copy_from_slice(&x[k..]);
-        // SAFETY: the locals hold 4 values each.
-        unsafe { a1 = vfmaq_f32(a1, vld1q_f32(tw.as_ptr()), vld1q_f32(tx.as_ptr())) };
+        a1 = vfmaq_f32(a1, ld_f32(&tw), ld_f32(&tx));
     }
     vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3))
 }
@@ -442,8 +412,7 @@ fn dot_f32(w: &[f32], x: &[f32]) -> float32x4_t {
 pub(super) fn tail_i8(s: &[i8]) -> int8x16_t {
     let mut t = [0i8; 16];
     t[..s.len()].copy_from_slice(s);
-    // SAFETY: the local holds 16 bytes.
-    unsafe { vld1q_s8(t.as_ptr()) }
+    ld_s8(&t)
 }
 
 /// One 16-byte step of the NEON int8 dot: `w · x` products widened to i16 (exact: at most
@@ -468,16 +437,12 @@ pub(super) fn dot_i8(w: &[i8], x: &[i8]) -> i32 {
     let (mut a0, mut a1) = (vdupq_n_s32(0), vdupq_n_s32(0));
     let mut k = 0;
     while k + 32 <= n {
-        // SAFETY: k + 32 ≤ n and both slices hold n codes.
-        unsafe {
-            a0 = mla16(a0, vld1q_s8(w.as_ptr().add(k)), vld1q_s8(x.as_ptr().add(k)));
-            a1 = mla16(a1, vld1q_s8(w.as_ptr().add(k + 16)), vld1q_s8(x.as_ptr().add(k + 16)));
-        }
+        a0 = mla16(a0, ld_s8(arr(w, k)), ld_s8(arr(x, k)));
+        a1 = mla16(a1, ld_s8(arr(w, k + 16)), ld_s8(arr(x, k + 16)));
         k += 32;
     }
     if k + 16 <= n {
-        // SAFETY: k + 16 ≤ n.
-        unsafe { a0 = mla16(a0, vld1q_s8(w.as_ptr().add(k)), vld1q_s8(x.as_ptr().add(k))) };
+        a0 = mla16(a0, ld_s8(arr(w, k)), ld_s8(arr(x, k)));
         k += 16;
     }
     if k < n {
@@ -507,28 +472,20 @@ fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f3
 fn block_f32(m: &Matrix<'_>, row: &[u8], col: usize, lut: int8x16_t) -> [float32x4_t; 8] {
     let (a, c) = match m.format() {
         Format::Fp8E4m3B128 => {
-            let b = &as_i8(row)[col..col + 32];
-            // SAFETY: `b` holds 32 bytes; each load reads 8 of them.
-            let (v0, v1, v2, v3) = unsafe {
-                (
-                    fp8x8(vld1_s8(b.as_ptr())),
-                    fp8x8(vld1_s8(b.as_ptr().add(8))),
-                    fp8x8(vld1_s8(b.as_ptr().add(16))),
-                    fp8x8(vld1_s8(b.as_ptr().add(24))),
-                )
-            };
+            let b: &[i8; 32] = arr(as_i8(row), col);
+            let (v0, v1, v2, v3) = (
+                fp8x8(ld_s8x8(arr(b, 0))),
+                fp8x8(ld_s8x8(arr(b, 8))),
+                fp8x8(ld_s8x8(arr(b, 16))),
+                fp8x8(ld_s8x8(arr(b, 24))),
+            );
             return [v0.0, v0.1, v1.0, v1.1, v2.0, v2.1, v3.0, v3.1];
         }
         Format::Int2Row | Format::Int3G64 => {
             let [a, c] = small_codes32(m, row, col);
             (a, c)
         }
-        _ => {
-            let b = &row[col / 2..col / 2 + 16];
-            // SAFETY: `b` holds 16 bytes.
-            let v = unsafe { vld1q_u8(b.as_ptr()) };
-            nibble_codes(v, m.format() == Format::Mxfp4, lut)
-        }
+        _ => nibble_codes(ld_u8(arr(row, col / 2)), m.format() == Format::Mxfp4, lut),
     };
     let f = |v: int8x16_t| {
         let (l, h) = (vmovl_s8(vget_low_s8(v)), vmovl_high_s8(v));
@@ -594,8 +551,7 @@ fn f32_fused(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f
 fn fused_row_f32<const T: usize>(m: &Matrix<'_>, o: usize, xs: [&[f32]; T]) -> [f32; T] {
     let (ni, gl) = (m.i(), m.group_len());
     let row = m.row_bytes(o);
-    // SAFETY: MX_LUT has 16 bytes.
-    let lut = unsafe { vld1q_s8(MX_LUT.as_ptr()) };
+    let lut = ld_s8(&MX_LUT);
     let zero = vdupq_n_f32(0.0);
     let mut acc = [zero; T];
     let mut tail_acc = [0f32; T];
@@ -608,19 +564,15 @@ fn fused_row_f32<const T: usize>(m: &Matrix<'_>, o: usize, xs: [&[f32]; T]) -> [
             let col = c0 + 32 * b;
             let w = block_f32(m, row, col, lut);
             for ((p0k, p1k), xk) in p0.iter_mut().zip(&mut p1).zip(&xs) {
-                let xb = &xk[col..col + 32];
-                // SAFETY: `xb` holds 32 values; each load reads 4 of them.
-                unsafe {
-                    let xp = xb.as_ptr();
-                    *p0k = vfmaq_f32(*p0k, w[0], vld1q_f32(xp));
-                    *p1k = vfmaq_f32(*p1k, w[1], vld1q_f32(xp.add(4)));
-                    *p0k = vfmaq_f32(*p0k, w[2], vld1q_f32(xp.add(8)));
-                    *p1k = vfmaq_f32(*p1k, w[3], vld1q_f32(xp.add(12)));
-                    *p0k = vfmaq_f32(*p0k, w[4], vld1q_f32(xp.add(16)));
-                    *p1k = vfmaq_f32(*p1k, w[5], vld1q_f32(xp.add(20)));
-                    *p0k = vfmaq_f32(*p0k, w[6], vld1q_f32(xp.add(24)));
-                    *p1k = vfmaq_f32(*p1k, w[7], vld1q_f32(xp.add(28)));
-                }
+                let xb: &[f32; 32] = arr(xk, col);
+                *p0k = vfmaq_f32(*p0k, w[0], ld_f32(arr(xb, 0)));
+                *p1k = vfmaq_f32(*p1k, w[1], ld_f32(arr(xb, 4)));
+                *p0k = vfmaq_f32(*p0k, w[2], ld_f32(arr(xb, 8)));
+                *p1k = vfmaq_f32(*p1k, w[3], ld_f32(arr(xb, 12)));
+                *p0k = vfmaq_f32(*p0k, w[4], ld_f32(arr(xb, 16)));
+                *p1k = vfmaq_f32(*p1k, w[5], ld_f32(arr(xb, 20)));
+                *p0k = vfmaq_f32(*p0k, w[6], ld_f32(arr(xb, 24)));
+                *p1k = vfmaq_f32(*p1k, w[7], ld_f32(arr(xb, 28)));
             }
         }
         let sc = scale_f32(m, o, g);
@@ -801,8 +753,7 @@ where
     let (ni, gl) = (m.i(), m.group_len());
     let row = m.row_bytes(o);
     let mx = m.format() == Format::Mxfp4;
-    // SAFETY: MX_LUT has 16 bytes.
-    let lut = unsafe { vld1q_s8(MX_LUT.as_ptr()) };
+    let lut = ld_s8(&MX_LUT);
     let xs: [&[i8]; T] = core::array::from_fn(|k| xq.row(s0 + k).0);
     let mut acc = [0f32; T];
     for g in 0..m.groups_per_row() {
@@ -811,13 +762,11 @@ where
         let mut a = [vdupq_n_s32(0); T];
         for b in 0..nfull {
             let col = c0 + 32 * b; // even: c0 is a multiple of 32
-            // SAFETY: col + 32 ≤ c1 ≤ I, so the 16 bytes at col/2 lie within the row's ⌈I/2⌉.
-            let v = unsafe { vld1q_u8(row.as_ptr().add(col / 2)) };
-            let (w0, w1) = nibble_codes(v, mx, lut);
+            // col + 32 ≤ c1 ≤ I: the 16 bytes at col/2 lie within the row's ⌈I/2⌉.
+            let (w0, w1) = nibble_codes(ld_u8(arr(row, col / 2)), mx, lut);
             for (ak, x) in a.iter_mut().zip(&xs) {
-                // SAFETY: col + 32 ≤ I = x.len().
-                let (x0, x1) =
-                    unsafe { (vld1q_s8(x.as_ptr().add(col)), vld1q_s8(x.as_ptr().add(col + 16))) };
+                // col + 32 ≤ I = x.len().
+                let (x0, x1) = (ld_s8(arr(x, col)), ld_s8(arr(x, col + 16)));
                 *ak = dot16(dot16(*ak, w0, x0), w1, x1);
             }
         }
@@ -887,14 +836,13 @@ mod tests {
                     assert_eq!(got, &want[c0..c0 + n], "{format:?} row {o} c0 {c0} n {n}");
                 }
                 for col in (0..i / 32).map(|b| 32 * b) {
-                    // SAFETY: NEON is a target feature of this build; `out` holds 32 codes.
-                    let out = unsafe {
-                        let v = small_codes32(&m, row, col);
-                        let mut out = [0i8; 32];
-                        vst1q_s8(out.as_mut_ptr(), v[0]);
-                        vst1q_s8(out.as_mut_ptr().add(16), v[1]);
-                        out
-                    };
+                    // SAFETY: NEON is a target feature of this build.
+                    let v = unsafe { small_codes32(&m, row, col) };
+                    let mut out = [0i8; 32];
+                    // SAFETY: as above.
+                    unsafe { st_s8(arr_mut(&mut out, 0), v[0]) };
+                    // SAFETY: as above.
+                    unsafe { st_s8(arr_mut(&mut out, 16), v[1]) };
                     assert_eq!(out[..], want[col..col + 32], "{format:?} row {o} block {col}");
                 }
             }
@@ -906,14 +854,15 @@ mod tests {
     fn fp8_decode_matches_scalar() {
         for base in (0..=255u8).step_by(8) {
             let bytes: [i8; 8] = core::array::from_fn(|k| i8::from_le_bytes([base + k as u8]));
-            // SAFETY: NEON is a target feature of this build; the local holds 8 bytes.
-            let (lo, hi) = unsafe { fp8x8(vld1_s8(bytes.as_ptr())) };
+            // SAFETY: NEON is a target feature of this build.
+            let v = unsafe { ld_s8x8(&bytes) };
+            // SAFETY: NEON is a target feature of this build.
+            let (lo, hi) = unsafe { fp8x8(v) };
             let mut out = [0f32; 8];
-            // SAFETY: `out` holds 8 f32.
-            unsafe {
-                vst1q_f32(out.as_mut_ptr(), lo);
-                vst1q_f32(out.as_mut_ptr().add(4), hi);
-            }
+            // SAFETY: NEON is a target feature of this build.
+            unsafe { st_f32(arr_mut(&mut out, 0), lo) };
+            // SAFETY: NEON is a target feature of this build.
+            unsafe { st_f32(arr_mut(&mut out, 4), hi) };
             for (k, v) in out.iter().enumerate() {
                 let r = scalar::e4m3_to_f32(base + k as u8);
                 assert!(
