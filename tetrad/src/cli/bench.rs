@@ -366,13 +366,13 @@ fn codecs(
     let v3 = "int4-rans64-t1 v3";
     let t =
         median_secs_ok(runs, || rans64::encode_v3_into(&data, shift, &mut rblob).map(|l| rlen = l))
-            .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+            .map_err(|e| Refusal::of(&e, e.to_string()))?;
     out.push(base("encode", v3, "scalar", t, rlen));
     for &a in &arms64 {
         let t = median_secs_ok(runs, || rans64::decode_with(a, &rblob[..rlen], &mut back))
-            .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
+            .map_err(|e| Refusal::of(&e, e.to_string()))?;
         if back != data {
-            return Err(Refusal::new("E_ROUNDTRIP", format!("{v3} {a} decode differs")));
+            return Err(Refusal::new(Class::Roundtrip, format!("{v3} {a} decode differs")));
         }
         out.push(base("decode", v3, a.name(), t, rlen));
     }
