@@ -318,18 +318,6 @@ impl Container {
         Ok(TensorView::Dense { resolved, weights, scales, o, i })
     }
 
-    /// The tensor `name` of a `[o, i]` weight matrix ([`tensor`](Self::tensor)), checked once
-    /// for multiplying: a [`PreparedTensor`](crate::prepared::PreparedTensor) that multiplies
-    /// without allocating or spawning, and row bands on an engine's own threads.
-    pub fn prepare(
-        &self,
-        name: &str,
-        o: u64,
-        i: u64,
-    ) -> Result<crate::prepared::PreparedTensor<'_>, Refusal> {
-        self.tensor(name, o, i)?.into_prepared(name)
-    }
-
     /// A tensor of a CFS1 shard: resolved on its declared size, int4-row only.
     fn cfs1<'a>(
         &'a self,

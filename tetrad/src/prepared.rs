@@ -37,7 +37,7 @@ use tetrad_quant::isa::Isa;
 use tetrad_quant::kernels::{KernelError, Matrix, Scales, matmul_q8_rows_with, matmul_rows_with};
 use tetrad_rans::{Record, Table};
 
-use crate::container::TensorView;
+use crate::container::{Container, TensorView};
 use crate::error::{Class, Refusal};
 
 /// Activation rows whose output scratch [`PreparedTensor::matmul`] and [`Scratch`] reserve
@@ -136,6 +136,19 @@ const _: () = {
 /// The refusal for a typed error `e` of tensor `name`.
 fn refuse<E: crate::error::Classified + std::fmt::Display>(name: &str, e: &E) -> Refusal {
     Refusal::of(e, format!("{name}: {e}"))
+}
+
+impl Container {
+    /// The tensor `name` of a `[o, i]` weight matrix ([`Container::tensor`]), checked once for
+    /// multiplying: a [`PreparedTensor`] that multiplies without allocating or spawning, and
+    /// row bands on an engine's own threads. (Defined here, not in `container`, so that the
+    /// container module does not depend on this one.)
+    ///
+    /// # Errors
+    /// The refusals of [`Container::tensor`] and of [`TensorView::prepare`].
+    pub fn prepare(&self, name: &str, o: u64, i: u64) -> Result<PreparedTensor<'_>, Refusal> {
+        self.tensor(name, o, i)?.into_prepared(name)
+    }
 }
 
 impl<'a> TensorView<'a> {
