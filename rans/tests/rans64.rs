@@ -5,7 +5,6 @@
 
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use rand_distr::{Distribution, Normal};
 use tetrad_rans::rans64::{self, Arm, Blob, ChunkBody, ChunkDecoder, Error};
 
 #[path = "support/blob_v2.rs"]
@@ -13,41 +12,10 @@ mod blob_v2;
 
 use blob_v2::{reseal, to_version_1};
 
-/// The arms to compare: every available one. `TETRAD_REQUIRE_ISA` (comma-separated arm
-/// names) turns an unavailable listed arm into a failure instead of a skip.
-fn arms() -> Vec<Arm> {
-    let required = std::env::var("TETRAD_REQUIRE_ISA").unwrap_or_default();
-    let mut v = Vec::new();
-    for &arm in Arm::ALL {
-        if arm.is_available() {
-            v.push(arm);
-        } else {
-            let name = arm.name();
-            assert!(
-                !required.split(',').any(|r| r.trim() == name),
-                "TETRAD_REQUIRE_ISA requires {name}, which is not available here"
-            );
-            eprintln!("rans64: arm {name} not available here, skipped");
-        }
-    }
-    v
-}
+#[path = "support/rans64_data.rs"]
+mod rans64_data;
 
-/// Per-row int4 of Gaussian weights (absmax scaling, round half away), packed low first.
-fn gaussian_int4(n: usize, row: usize, seed: u64) -> Vec<u8> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let normal = Normal::new(0.0f32, 1.0).unwrap();
-    let mut out = vec![0u8; n];
-    for r in out.chunks_mut(row.max(1)) {
-        let vals: Vec<f32> = (0..2 * r.len()).map(|_| normal.sample(&mut rng)).collect();
-        let amax = vals.iter().fold(1e-9f32, |a, v| a.max(v.abs()));
-        let q = |v: f32| ((v / amax * 7.0).round() as i32 + 8).clamp(0, 15) as u8;
-        for (i, b) in r.iter_mut().enumerate() {
-            *b = q(vals[2 * i]) | (q(vals[2 * i + 1]) << 4);
-        }
-    }
-    out
-}
+use rans64_data::{arms, gaussian_int4};
 
 /// The encode arms to compare: every one that can encode here. `TETRAD_REQUIRE_ISA` naming
 /// `avx2` turns an AVX2 encoder that cannot run (on x86-64) into a failure.

@@ -5,8 +5,7 @@
 
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use rand_distr::{Distribution, Normal};
-use tetrad_rans::rans64::{self, Arm, Blob, ChunkBody, ChunkDecoder, Error};
+use tetrad_rans::rans64::{self, Blob, ChunkBody, ChunkDecoder, Error};
 
 #[path = "support/blob_v2.rs"]
 #[allow(dead_code)] // `to_version_1` serves the version-2 tests
@@ -14,41 +13,10 @@ mod blob_v2;
 
 use blob_v2::reseal;
 
-/// Every available arm; `TETRAD_REQUIRE_ISA` (comma-separated arm names) turns an
-/// unavailable listed arm into a failure instead of a skip.
-fn arms() -> Vec<Arm> {
-    let required = std::env::var("TETRAD_REQUIRE_ISA").unwrap_or_default();
-    let mut v = Vec::new();
-    for &arm in Arm::ALL {
-        if arm.is_available() {
-            v.push(arm);
-        } else {
-            let name = arm.name();
-            assert!(
-                !required.split(',').any(|r| r.trim() == name),
-                "TETRAD_REQUIRE_ISA requires {name}, which is not available here"
-            );
-            eprintln!("rans64 v3: arm {name} not available here, skipped");
-        }
-    }
-    v
-}
+#[path = "support/rans64_data.rs"]
+mod rans64_data;
 
-/// Per-row int4 of Gaussian weights (absmax scaling), packed low first.
-fn gaussian_int4(n: usize, row: usize, seed: u64) -> Vec<u8> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let normal = Normal::new(0.0f32, 1.0).unwrap();
-    let mut out = vec![0u8; n];
-    for r in out.chunks_mut(row.max(1)) {
-        let vals: Vec<f32> = (0..2 * r.len()).map(|_| normal.sample(&mut rng)).collect();
-        let amax = vals.iter().fold(1e-9f32, |a, v| a.max(v.abs()));
-        let q = |v: f32| ((v / amax * 7.0).round() as i32 + 8).clamp(0, 15) as u8;
-        for (i, b) in r.iter_mut().enumerate() {
-            *b = q(vals[2 * i]) | (q(vals[2 * i + 1]) << 4);
-        }
-    }
-    out
-}
+use rans64_data::{arms, gaussian_int4};
 
 fn encode3(src: &[u8], shift: u8) -> Vec<u8> {
     let mut blob = vec![0u8; rans64::max_encoded_len(src.len(), shift)];
