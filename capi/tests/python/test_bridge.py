@@ -8,6 +8,7 @@ rans_verify.py share them). VECTORS.json (written by capi/tests/abi.rs with tetr
 holds records, corruptions, tables and streams with the results of tetrad's Rust API; every
 call must give the same bytes and the same rans_err. Plain python3 (ctypes, unittest, json).
 """
+import atexit
 import ctypes
 import json
 import os
@@ -523,7 +524,10 @@ def select_mode():
 
 
 def copy_as_librans_c(src):
+    """A temporary folder holding the library as colibri's tools name it, removed when this
+    process exits (the loaded library stays mapped, so removing the file is safe)."""
     folder = tempfile.mkdtemp(prefix="colibri-tools-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     shutil.copy(src, os.path.join(folder, "librans_c.so"))
     return folder
 
