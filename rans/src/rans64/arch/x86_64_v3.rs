@@ -95,6 +95,16 @@ fn round_fits(ways: &[&[u8]; WAYS], pos: &[usize; WAYS]) -> bool {
     (0..WAYS).all(|w| ways[w].len() - pos[w] >= ROUND_SLACK)
 }
 
+/// How many rounds surely fit from `pos` on: a round consumes at most [`ROUND_SLACK`] bytes
+/// of a way, so a way holding `k · ROUND_SLACK` unread bytes still holds a round's slack at
+/// the start of each of the next `k` rounds. The kernels run that many rounds without a
+/// check and then ask again; they stop where [`round_fits`] fails, as a check per round
+/// would.
+#[inline(always)]
+fn sure_rounds(ways: &[&[u8]; WAYS], pos: &[usize; WAYS]) -> usize {
+    (0..WAYS).map(|w| (ways[w].len() - pos[w]) / ROUND_SLACK).min().unwrap_or(0)
+}
+
 /// Whole rounds with AVX2; returns how many (0 if the CPU lacks it).
 pub(super) fn rounds3_avx2(
     model: &Model3,
@@ -138,20 +148,23 @@ fn std_detect_vl() -> bool {
     }
 }
 
-/// One step of a way inside `rounds_body`, whose round check covers its loads.
+/// One step of a way inside a batch of `rounds_body`.
 macro_rules! way_step {
-    ($t:expr, $x0:expr, $x1:expr, $way:expr, $pos:expr) => {
-        // SAFETY: every way held `ROUND_SLACK` = 64 unread bytes at the start of the round
-        // (`round_fits`) and a step consumes at most 32, so it holds at least 32 here.
-        unsafe { step($t, $x0, $x1, $way, $pos) }
+    ($t:expr, $x0:expr, $x1:expr, $at:expr) => {
+        // SAFETY: each way held `batch · ROUND_SLACK` unread bytes at the start of the batch
+        // (`sure_rounds`) and a step consumes at most 32, so at each step of round `r` of the
+        // batch it holds at least `(batch − r) · 64 − 32 ≥ 32` (`step`'s contract).
+        unsafe { step($t, $x0, $x1, $at) }
     };
 }
 
-/// The kernel's body, the same for both builds: whole rounds while they fit
-/// (`round_fits`) and `out` has room; returns how many.
+/// The kernel's body, the same for both builds: batches of [`sure_rounds`] rounds while
+/// `out` has room, the ways read through raw pointers and the bytes written through one;
+/// returns how many rounds.
 macro_rules! rounds_body {
     ($model:expr, $st:expr, $ways:expr, $pos:expr, $out:expr) => {{
-        let (model, st, ways, pos, out) = ($model, $st, $ways, $pos, $out);
+        let (model, st, ways, pos, out): (_, _, &[&[u8]; WAYS], &mut [usize; WAYS], &mut [u8]) =
+            ($model, $st, $ways, $pos, $out);
         let rounds = out.len() / V3_LANES;
         let mut done = 0;
         let t = Tables {
@@ -166,33 +179,51 @@ macro_rules! rounds_body {
         // indexed in a loop is kept in memory.
         let (mut a0, mut a1, mut b0, mut b1) = (ld(0), ld(1), ld(2), ld(3));
         let (mut c0, mut c1, mut d0, mut d1) = (ld(4), ld(5), ld(6), ld(7));
-        let [wa, wb, wc, wd] = ways;
-        let [mut pa, mut pb, mut pc, mut pd] = *pos;
-        while done < rounds && round_fits(ways, &[pa, pb, pc, pd]) {
-            let (la, lb, lc, ld_) = (
-                way_step!(&t, &mut a0, &mut a1, wa, &mut pa),
-                way_step!(&t, &mut b0, &mut b1, wb, &mut pb),
-                way_step!(&t, &mut c0, &mut c1, wc, &mut pc),
-                way_step!(&t, &mut d0, &mut d1, wd, &mut pd),
-            );
-            let (ha, hb, hc, hd) = (
-                way_step!(&t, &mut a0, &mut a1, wa, &mut pa),
-                way_step!(&t, &mut b0, &mut b1, wb, &mut pb),
-                way_step!(&t, &mut c0, &mut c1, wc, &mut pc),
-                way_step!(&t, &mut d0, &mut d1, wd, &mut pd),
-            );
-            let round = &mut out[done * V3_LANES..(done + 1) * V3_LANES];
-            let pairs = [(la, ha), (lb, hb), (lc, hc), (ld_, hd)];
-            for (dst, (l, h)) in round.chunks_exact_mut(V3_WAY_LANES).zip(pairs) {
-                // Bytes in pack order (lanes 0..8, 16..24 | 8..16, 24..32): low | high << 4
-                // (the shift stays inside each byte, symbols being below 16), then lane order.
-                let v =
-                    _mm256_permute4x64_epi64::<0xD8>(_mm256_or_si256(l, _mm256_slli_epi16::<4>(h)));
-                store32(dst.try_into().expect("32 bytes a way"), v);
+        loop {
+            let batch = sure_rounds(ways, pos).min(rounds - done);
+            if batch == 0 {
+                break;
             }
-            done += 1;
+            let at = |w: usize| ways[w][pos[w]..].as_ptr();
+            let (mut pa, mut pb, mut pc, mut pd) = (at(0), at(1), at(2), at(3));
+            let dst = out[done * V3_LANES..(done + batch) * V3_LANES].as_mut_ptr();
+            for r in 0..batch {
+                let (la, lb, lc, ld_) = (
+                    way_step!(&t, &mut a0, &mut a1, &mut pa),
+                    way_step!(&t, &mut b0, &mut b1, &mut pb),
+                    way_step!(&t, &mut c0, &mut c1, &mut pc),
+                    way_step!(&t, &mut d0, &mut d1, &mut pd),
+                );
+                let (ha, hb, hc, hd) = (
+                    way_step!(&t, &mut a0, &mut a1, &mut pa),
+                    way_step!(&t, &mut b0, &mut b1, &mut pb),
+                    way_step!(&t, &mut c0, &mut c1, &mut pc),
+                    way_step!(&t, &mut d0, &mut d1, &mut pd),
+                );
+                let pairs = [(la, ha), (lb, hb), (lc, hc), (ld_, hd)];
+                for (w, (l, h)) in pairs.into_iter().enumerate() {
+                    // Bytes in pack order (lanes 0..8, 16..24 | 8..16, 24..32): low | high
+                    // << 4 (the shift stays inside each byte, symbols being below 16), then
+                    // lane order.
+                    let v = _mm256_permute4x64_epi64::<0xD8>(_mm256_or_si256(
+                        l,
+                        _mm256_slli_epi16::<4>(h),
+                    ));
+                    // SAFETY: round `r < batch` of the `batch` rounds at `dst`: the 32 bytes
+                    // at `128r + 32w` are inside it.
+                    unsafe {
+                        _mm256_storeu_si256(
+                            dst.add(r * V3_LANES + w * V3_WAY_LANES).cast::<__m256i>(),
+                            v,
+                        );
+                    }
+                }
+            }
+            for (w, p) in [pa, pb, pc, pd].into_iter().enumerate() {
+                pos[w] = p.addr() - ways[w].as_ptr().addr();
+            }
+            done += batch;
         }
-        *pos = [pa, pb, pc, pd];
         for (k, v) in [a0, a1, b0, b1, c0, c1, d0, d1].into_iter().enumerate() {
             store16((&mut st[16 * k..16 * k + 16]).try_into().expect("16 states"), v);
         }
@@ -259,16 +290,11 @@ fn store16(dst: &mut [u16; 16], v: __m256i) {
 /// byte, in pack order (lanes 0..8, 16..24 in the low 128 bits, 8..16, 24..32 in the high).
 ///
 /// # Safety
-/// `way` holds at least 32 unread bytes at `*pos`.
+/// The 32 bytes at `*at` are readable (the way's unread bytes); `*at` moves past the bytes
+/// the step consumed.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
-unsafe fn step(
-    t: &Tables,
-    x0: &mut __m256i,
-    x1: &mut __m256i,
-    way: &[u8],
-    pos: &mut usize,
-) -> __m256i {
+unsafe fn step(t: &Tables, x0: &mut __m256i, x1: &mut __m256i, at: &mut *const u8) -> __m256i {
     let low_byte = _mm256_set1_epi16(0xFF);
     let nibble = _mm256_set1_epi8(0x0F);
     let zero = _mm256_setzero_si256();
@@ -293,20 +319,18 @@ unsafe fn step(
     let m = _mm256_movemask_epi8(_mm256_packs_epi16(n0, n1)).cast_unsigned();
     let (ma, mc, mb, md) = (m & 0xFF, (m >> 8) & 0xFF, (m >> 16) & 0xFF, m >> 24);
     // Group starts in lane order: at most 32 bytes in all, and each 8-byte load starts at
-    // most 24 bytes after `*pos`.
-    let pa = *pos;
-    let pb = pa + ma.count_ones() as usize;
-    let pc = pb + mb.count_ones() as usize;
-    let pd = pc + mc.count_ones() as usize;
-    *pos = pd + md.count_ones() as usize;
-    // SAFETY: `at + 8 ≤ *pos + 32 ≤ way.len()` (this function's contract), so the 8 bytes
-    // read are inside `way`.
-    let load8 = |at: usize| {
-        // SAFETY: as above: `at ≤ way.len() − 8`.
-        let p = unsafe { way.as_ptr().add(at) };
-        // SAFETY: as above: the 8 bytes at `p` are inside `way`.
-        unsafe { _mm_loadl_epi64(p.cast::<__m128i>()) }
-    };
+    // most 24 bytes after `*at`.
+    let na = ma.count_ones() as usize;
+    let nb = mb.count_ones() as usize;
+    let nc = mc.count_ones() as usize;
+    let nd = md.count_ones() as usize;
+    let pa = *at;
+    let (pb, pc, pd) =
+        (pa.wrapping_add(na), pa.wrapping_add(na + nb), pa.wrapping_add(na + nb + nc));
+    *at = pa.wrapping_add(na + nb + nc + nd);
+    // SAFETY: each 8-byte load starts at most 24 bytes after the step's first byte (as
+    // above), so the bytes read are among the 32 readable ones (this function's contract).
+    let load8 = |p: *const u8| unsafe { _mm_loadl_epi64(p.cast::<__m128i>()) };
     // SAFETY: `mask < 256` indexes a row of the table, 16 bytes read.
     let ctl =
         |mask: u32| unsafe { _mm_loadu_si128(SHUF3.0[mask as usize].as_ptr().cast::<__m128i>()) };
