@@ -21,7 +21,8 @@
 //!
 //! About 52 vector operations per 32 nibbles, against about 57 per 16 in version 2's AVX2
 //! step (32-bit lanes, `vpmulld`). The four ways are four independent chains; the states of
-//! all four stay in eight registers.
+//! all four stay in eight registers. The rounds run in batches ([`sure_rounds`]): no check
+//! inside a batch, the ways read through raw pointers, the output written through one.
 //!
 //! The `avx512` arm runs the same kernel compiled with AVX-512 VL enabled (32 vector
 //! registers, so the tables and constants stay in registers); `avx512-vbmi` has a 512-bit
