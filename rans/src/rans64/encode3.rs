@@ -110,16 +110,23 @@ fn encode_way3(
                 let nib = usize::from((bytes[lane] >> (4 * half)) & 15);
                 let (f, start, m) = model.sym[nib];
                 let mut s = x[lane];
-                if s >= f << 8 {
-                    if wp == floor {
+                // Branch-free emit (whether a lane emits is data, about as often as not): the
+                // low byte is always written at `wp − 1` and `wp` moves only when it counts.
+                // At the floor that byte belongs to the previous way, so only there the emit
+                // is a branch (a full region: `None`).
+                let emit = s >= f << 8;
+                if wp == floor {
+                    if emit {
                         return None;
                     }
-                    wp -= 1;
+                } else {
                     #[allow(clippy::cast_possible_truncation)] // the low byte
                     let b = s as u8;
-                    region[wp] = b;
-                    s >>= 8;
+                    region[wp - 1] = b;
                 }
+                let e = usize::from(emit);
+                wp -= e;
+                s >>= 8 * e;
                 // s div f (EncodeModel3::sym): s < 2^16 and m ≤ 2^24, so q < 2^16.
                 #[allow(clippy::cast_possible_truncation)]
                 let q = ((u64::from(s) * u64::from(m)) >> 24) as u32;

@@ -178,11 +178,9 @@ pub(super) fn rounds3(
 ) -> usize {
     match arm {
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        Arm::Avx2 => x86_64_v3::rounds3_avx2(model, st, ways, pos, out),
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        Arm::Avx512 => x86_64_v3::rounds3_avx512(model, st, ways, pos, out),
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        Arm::Avx512Vbmi => x86_64_v3::rounds3_avx512_vbmi(model, st, ways, pos, out),
+        Arm::Avx2 | Arm::Avx512 | Arm::Avx512Vbmi => {
+            x86_64_v3::rounds3(arm, model, st, ways, pos, out)
+        }
         _ => {
             let _ = (model, st, ways, pos, out);
             0

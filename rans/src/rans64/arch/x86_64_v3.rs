@@ -21,7 +21,8 @@
 //!
 //! About 52 vector operations per 32 nibbles, against about 57 per 16 in version 2's AVX2
 //! step (32-bit lanes, `vpmulld`). The four ways are four independent chains; the states of
-//! all four stay in eight registers.
+//! all four stay in eight registers. The rounds run in batches ([`sure_rounds`]): no check
+//! inside a batch, the ways read through raw pointers, the output written through one.
 //!
 //! The `avx512` arm runs the same kernel compiled with AVX-512 VL enabled (32 vector
 //! registers, so the tables and constants stay in registers); `avx512-vbmi` has a 512-bit
@@ -48,6 +49,7 @@ use core::arch::x86_64::{
     _mm512_ternarylogic_epi32,
 };
 
+use super::super::decode::Arm;
 use super::super::model3::Model3;
 use super::super::{V3_LANES, V3_WAY_LANES, WAYS};
 use super::x86_64::{avx2_detected, avx512_detected, avx512_vbmi_detected};
@@ -89,41 +91,53 @@ struct Tables {
     sup: __m256i,
 }
 
-/// Whether every way holds a round's slack.
+/// How many rounds surely fit from `pos` on: a round consumes at most [`ROUND_SLACK`] bytes
+/// of a way, so a way holding `k · ROUND_SLACK` unread bytes still holds a round's slack at
+/// the start of each of the next `k` rounds. The kernels run that many rounds without a
+/// check and then ask again, so they stop at the first round that starts with a way holding
+/// less than its slack, as a check per round would.
 #[inline(always)]
-fn round_fits(ways: &[&[u8]; WAYS], pos: &[usize; WAYS]) -> bool {
-    (0..WAYS).all(|w| ways[w].len() - pos[w] >= ROUND_SLACK)
+fn sure_rounds(ways: &[&[u8]; WAYS], pos: &[usize; WAYS]) -> usize {
+    (0..WAYS).map(|w| (ways[w].len() - pos[w]) / ROUND_SLACK).min().unwrap_or(0)
 }
 
-/// Whole rounds with AVX2; returns how many (0 if the CPU lacks it).
-pub(super) fn rounds3_avx2(
+/// Each way's first unread byte.
+#[inline(always)]
+fn way_pointers(ways: &[&[u8]; WAYS], pos: &[usize; WAYS]) -> [*const u8; WAYS] {
+    core::array::from_fn(|w| ways[w][pos[w]..].as_ptr())
+}
+
+/// The way positions back from the way pointers.
+#[inline(always)]
+fn set_positions(ways: &[&[u8]; WAYS], pos: &mut [usize; WAYS], p: [*const u8; WAYS]) {
+    for w in 0..WAYS {
+        pos[w] = p[w].addr() - ways[w].as_ptr().addr();
+    }
+}
+
+/// Whole rounds with `arm`'s version-3 kernel; returns how many (0 if the CPU lacks the arm
+/// or the arm has no kernel here).
+pub(super) fn rounds3(
+    arm: Arm,
     model: &Model3,
     st: &mut [u16; V3_LANES],
     ways: &[&[u8]; WAYS],
     pos: &mut [usize; WAYS],
     out: &mut [u8],
 ) -> usize {
-    if !avx2_detected() {
-        return 0;
+    match arm {
+        // SAFETY: the CPU supports AVX2 and POPCNT (the guard).
+        Arm::Avx2 if avx2_detected() => unsafe { rounds_avx2(model, st, ways, pos, out) },
+        // SAFETY: the CPU supports AVX-512 F, BW and VL, hence AVX2, and POPCNT (the guard).
+        Arm::Avx512 if avx512_detected() && std_detect_vl() => unsafe {
+            rounds_avx512vl(model, st, ways, pos, out)
+        },
+        // SAFETY: the CPU supports AVX-512 F, BW, VBMI2 and POPCNT (the guard).
+        Arm::Avx512Vbmi if avx512_vbmi_detected() => unsafe {
+            rounds512(model, st, ways, pos, out)
+        },
+        _ => 0,
     }
-    // SAFETY: the CPU supports AVX2 and POPCNT (checked just above).
-    unsafe { rounds_avx2(model, st, ways, pos, out) }
-}
-
-/// Whole rounds with the AVX2 kernel compiled for AVX-512 VL; returns how many (0 if the CPU
-/// lacks AVX-512 F + BW).
-pub(super) fn rounds3_avx512(
-    model: &Model3,
-    st: &mut [u16; V3_LANES],
-    ways: &[&[u8]; WAYS],
-    pos: &mut [usize; WAYS],
-    out: &mut [u8],
-) -> usize {
-    if !avx512_detected() || !std_detect_vl() {
-        return 0;
-    }
-    // SAFETY: the CPU supports AVX-512 F, BW and VL, hence AVX2, and POPCNT (checked above).
-    unsafe { rounds_avx512vl(model, st, ways, pos, out) }
 }
 
 /// Whether the CPU has AVX-512 VL (every AVX-512 BW CPU does; checked all the same).
@@ -138,20 +152,23 @@ fn std_detect_vl() -> bool {
     }
 }
 
-/// One step of a way inside `rounds_body`, whose round check covers its loads.
+/// One step of a way inside a batch of `rounds_body`.
 macro_rules! way_step {
-    ($t:expr, $x0:expr, $x1:expr, $way:expr, $pos:expr) => {
-        // SAFETY: every way held `ROUND_SLACK` = 64 unread bytes at the start of the round
-        // (`round_fits`) and a step consumes at most 32, so it holds at least 32 here.
-        unsafe { step($t, $x0, $x1, $way, $pos) }
+    ($t:expr, $x0:expr, $x1:expr, $at:expr) => {
+        // SAFETY: each way held `batch · ROUND_SLACK` unread bytes at the start of the batch
+        // (`sure_rounds`) and a step consumes at most 32, so at each step of round `r` of the
+        // batch it holds at least `(batch − r) · 64 − 32 ≥ 32` (`step`'s contract).
+        unsafe { step($t, $x0, $x1, $at) }
     };
 }
 
-/// The kernel's body, the same for both builds: whole rounds while they fit
-/// (`round_fits`) and `out` has room; returns how many.
+/// The kernel's body, the same for both builds: batches of [`sure_rounds`] rounds while
+/// `out` has room, the ways read through raw pointers and the bytes written through one;
+/// returns how many rounds.
 macro_rules! rounds_body {
     ($model:expr, $st:expr, $ways:expr, $pos:expr, $out:expr) => {{
-        let (model, st, ways, pos, out) = ($model, $st, $ways, $pos, $out);
+        let (model, st, ways, pos, out): (_, _, &[&[u8]; WAYS], &mut [usize; WAYS], &mut [u8]) =
+            ($model, $st, $ways, $pos, $out);
         let rounds = out.len() / V3_LANES;
         let mut done = 0;
         let t = Tables {
@@ -166,33 +183,48 @@ macro_rules! rounds_body {
         // indexed in a loop is kept in memory.
         let (mut a0, mut a1, mut b0, mut b1) = (ld(0), ld(1), ld(2), ld(3));
         let (mut c0, mut c1, mut d0, mut d1) = (ld(4), ld(5), ld(6), ld(7));
-        let [wa, wb, wc, wd] = ways;
-        let [mut pa, mut pb, mut pc, mut pd] = *pos;
-        while done < rounds && round_fits(ways, &[pa, pb, pc, pd]) {
-            let (la, lb, lc, ld_) = (
-                way_step!(&t, &mut a0, &mut a1, wa, &mut pa),
-                way_step!(&t, &mut b0, &mut b1, wb, &mut pb),
-                way_step!(&t, &mut c0, &mut c1, wc, &mut pc),
-                way_step!(&t, &mut d0, &mut d1, wd, &mut pd),
-            );
-            let (ha, hb, hc, hd) = (
-                way_step!(&t, &mut a0, &mut a1, wa, &mut pa),
-                way_step!(&t, &mut b0, &mut b1, wb, &mut pb),
-                way_step!(&t, &mut c0, &mut c1, wc, &mut pc),
-                way_step!(&t, &mut d0, &mut d1, wd, &mut pd),
-            );
-            let round = &mut out[done * V3_LANES..(done + 1) * V3_LANES];
-            let pairs = [(la, ha), (lb, hb), (lc, hc), (ld_, hd)];
-            for (dst, (l, h)) in round.chunks_exact_mut(V3_WAY_LANES).zip(pairs) {
-                // Bytes in pack order (lanes 0..8, 16..24 | 8..16, 24..32): low | high << 4
-                // (the shift stays inside each byte, symbols being below 16), then lane order.
-                let v =
-                    _mm256_permute4x64_epi64::<0xD8>(_mm256_or_si256(l, _mm256_slli_epi16::<4>(h)));
-                store32(dst.try_into().expect("32 bytes a way"), v);
+        loop {
+            let batch = sure_rounds(ways, pos).min(rounds - done);
+            if batch == 0 {
+                break;
             }
-            done += 1;
+            let [mut pa, mut pb, mut pc, mut pd] = way_pointers(ways, pos);
+            let dst = out[done * V3_LANES..(done + batch) * V3_LANES].as_mut_ptr();
+            for r in 0..batch {
+                let (la, lb, lc, ld_) = (
+                    way_step!(&t, &mut a0, &mut a1, &mut pa),
+                    way_step!(&t, &mut b0, &mut b1, &mut pb),
+                    way_step!(&t, &mut c0, &mut c1, &mut pc),
+                    way_step!(&t, &mut d0, &mut d1, &mut pd),
+                );
+                let (ha, hb, hc, hd) = (
+                    way_step!(&t, &mut a0, &mut a1, &mut pa),
+                    way_step!(&t, &mut b0, &mut b1, &mut pb),
+                    way_step!(&t, &mut c0, &mut c1, &mut pc),
+                    way_step!(&t, &mut d0, &mut d1, &mut pd),
+                );
+                let pairs = [(la, ha), (lb, hb), (lc, hc), (ld_, hd)];
+                for (w, (l, h)) in pairs.into_iter().enumerate() {
+                    // Bytes in pack order (lanes 0..8, 16..24 | 8..16, 24..32): low | high
+                    // << 4 (the shift stays inside each byte, symbols being below 16), then
+                    // lane order.
+                    let v = _mm256_permute4x64_epi64::<0xD8>(_mm256_or_si256(
+                        l,
+                        _mm256_slli_epi16::<4>(h),
+                    ));
+                    // SAFETY: round `r < batch` of the `batch` rounds at `dst`: the 32 bytes
+                    // at `128r + 32w` are inside it.
+                    unsafe {
+                        _mm256_storeu_si256(
+                            dst.wrapping_add(r * V3_LANES + w * V3_WAY_LANES).cast::<__m256i>(),
+                            v,
+                        );
+                    }
+                }
+            }
+            set_positions(ways, pos, [pa, pb, pc, pd]);
+            done += batch;
         }
-        *pos = [pa, pb, pc, pd];
         for (k, v) in [a0, a1, b0, b1, c0, c1, d0, d1].into_iter().enumerate() {
             store16((&mut st[16 * k..16 * k + 16]).try_into().expect("16 states"), v);
         }
@@ -239,14 +271,6 @@ fn load16(s: &[u16; 16]) -> __m256i {
     unsafe { _mm256_loadu_si256(s.as_ptr().cast::<__m256i>()) }
 }
 
-/// Writes 32 bytes.
-#[target_feature(enable = "avx2")]
-#[inline]
-fn store32(dst: &mut [u8; 32], v: __m256i) {
-    // SAFETY: writes the 32 bytes of `dst`.
-    unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast::<__m256i>(), v) }
-}
-
 /// Writes sixteen 16-bit states.
 #[target_feature(enable = "avx2")]
 #[inline]
@@ -259,16 +283,11 @@ fn store16(dst: &mut [u16; 16], v: __m256i) {
 /// byte, in pack order (lanes 0..8, 16..24 in the low 128 bits, 8..16, 24..32 in the high).
 ///
 /// # Safety
-/// `way` holds at least 32 unread bytes at `*pos`.
+/// The 32 bytes at `*at` are readable (the way's unread bytes); `*at` moves past the bytes
+/// the step consumed.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
-unsafe fn step(
-    t: &Tables,
-    x0: &mut __m256i,
-    x1: &mut __m256i,
-    way: &[u8],
-    pos: &mut usize,
-) -> __m256i {
+unsafe fn step(t: &Tables, x0: &mut __m256i, x1: &mut __m256i, at: &mut *const u8) -> __m256i {
     let low_byte = _mm256_set1_epi16(0xFF);
     let nibble = _mm256_set1_epi8(0x0F);
     let zero = _mm256_setzero_si256();
@@ -293,20 +312,18 @@ unsafe fn step(
     let m = _mm256_movemask_epi8(_mm256_packs_epi16(n0, n1)).cast_unsigned();
     let (ma, mc, mb, md) = (m & 0xFF, (m >> 8) & 0xFF, (m >> 16) & 0xFF, m >> 24);
     // Group starts in lane order: at most 32 bytes in all, and each 8-byte load starts at
-    // most 24 bytes after `*pos`.
-    let pa = *pos;
-    let pb = pa + ma.count_ones() as usize;
-    let pc = pb + mb.count_ones() as usize;
-    let pd = pc + mc.count_ones() as usize;
-    *pos = pd + md.count_ones() as usize;
-    // SAFETY: `at + 8 ≤ *pos + 32 ≤ way.len()` (this function's contract), so the 8 bytes
-    // read are inside `way`.
-    let load8 = |at: usize| {
-        // SAFETY: as above: `at ≤ way.len() − 8`.
-        let p = unsafe { way.as_ptr().add(at) };
-        // SAFETY: as above: the 8 bytes at `p` are inside `way`.
-        unsafe { _mm_loadl_epi64(p.cast::<__m128i>()) }
-    };
+    // most 24 bytes after `*at`.
+    let na = ma.count_ones() as usize;
+    let nb = mb.count_ones() as usize;
+    let nc = mc.count_ones() as usize;
+    let nd = md.count_ones() as usize;
+    let pa = *at;
+    let (pb, pc, pd) =
+        (pa.wrapping_add(na), pa.wrapping_add(na + nb), pa.wrapping_add(na + nb + nc));
+    *at = pa.wrapping_add(na + nb + nc + nd);
+    // SAFETY: each 8-byte load starts at most 24 bytes after the step's first byte (as
+    // above), so the bytes read are among the 32 readable ones (this function's contract).
+    let load8 = |p: *const u8| unsafe { _mm_loadl_epi64(p.cast::<__m128i>()) };
     // SAFETY: `mask < 256` indexes a row of the table, 16 bytes read.
     let ctl =
         |mask: u32| unsafe { _mm_loadu_si128(SHUF3.0[mask as usize].as_ptr().cast::<__m128i>()) };
@@ -319,28 +336,12 @@ unsafe fn step(
     sym
 }
 
-/// Whole rounds with the 512-bit kernel (AVX-512 F + BW + VBMI2: `vpexpandw`); returns how
-/// many (0 if the CPU lacks it, and under Miri, which has no `vpexpandw`).
-///
-/// A way's 32 states are one vector of 16-bit lanes in lane order. A step: `idx = (x >> 4 &
-/// 15) | 0x8000` (one `vpternlogd`), so that a `vpshufb` on the words returns the bucket's
-/// byte zero-extended; `j = x & 15`; `lower = j < div[b]` into a mask; `f`, the symbol and
-/// `cup` by `vpshufb` and masked moves; `x' = f·(x >> 8) + (j + cup mod 256)` (`vpmullw`, a byte
-/// add); the refill compares `x' < 256` into a mask, zero-extends the way's next 32 bytes to
-/// words, `vpexpandw`s them into the refilling lanes and shifts those lanes left by 8 under
-/// the mask. A round's 32 bytes of a way are one `vpmovwb`.
-pub(super) fn rounds3_avx512_vbmi(
-    model: &Model3,
-    st: &mut [u16; V3_LANES],
-    ways: &[&[u8]; WAYS],
-    pos: &mut [usize; WAYS],
-    out: &mut [u8],
-) -> usize {
-    if !avx512_vbmi_detected() {
-        return 0;
-    }
-    // SAFETY: the CPU supports AVX-512 F, BW, VBMI2 and POPCNT (checked just above).
-    unsafe { rounds512(model, st, ways, pos, out) }
+/// One step of a way inside a batch of `rounds512`.
+macro_rules! way_step512 {
+    ($t:expr, $x:expr, $at:expr) => {
+        // SAFETY: as in `way_step`: at least 32 unread bytes at every step of the batch.
+        unsafe { step512($t, $x, $at) }
+    };
 }
 
 /// 16 bytes repeated in the four 128-bit lanes (a `vpshufb` table).
@@ -366,10 +367,11 @@ struct Tables512 {
 /// 16-bit lane.
 ///
 /// # Safety
-/// `way` holds at least 32 unread bytes at `*pos`.
+/// The 32 bytes at `*at` are readable (the way's unread bytes); `*at` moves past the bytes
+/// the step consumed.
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi2,popcnt")]
 #[inline]
-unsafe fn step512(t: &Tables512, x: &mut __m512i, way: &[u8], pos: &mut usize) -> __m512i {
+unsafe fn step512(t: &Tables512, x: &mut __m512i, at: &mut *const u8) -> __m512i {
     let low_nibble = _mm512_set1_epi16(0x000F);
     // (x >> 4) & 15 | 0x8000: truth table (A & B) | C.
     let idx = _mm512_ternarylogic_epi32::<0xEA>(
@@ -392,16 +394,24 @@ unsafe fn step512(t: &Tables512, x: &mut __m512i, way: &[u8], pos: &mut usize) -
         _mm512_add_epi8(j, cup),
     );
     let refill = _mm512_cmplt_epu16_mask(y, _mm512_set1_epi16(256));
-    // SAFETY: `*pos + 32 ≤ way.len()` (this function's contract).
-    let at = unsafe { way.as_ptr().add(*pos) };
-    // SAFETY: as above: the 32 bytes at `at` are in `way`.
+    // SAFETY: the 32 bytes at `*at` are readable (this function's contract).
     let bytes = unsafe { load256(at.cast::<__m256i>()) };
     let fresh = _mm512_maskz_expand_epi16(refill, _mm512_cvtepu8_epi16(bytes));
     *x = _mm512_or_si512(_mm512_mask_slli_epi16::<8>(y, refill, y), fresh);
-    *pos += refill.count_ones() as usize;
+    *at = at.wrapping_add(refill.count_ones() as usize);
     sym
 }
 
+/// Whole rounds with the 512-bit kernel (AVX-512 F + BW + VBMI2: `vpexpandw`) of the
+/// `avx512-vbmi` arm (never under Miri, which has no `vpexpandw`); returns how many.
+///
+/// A way's 32 states are one vector of 16-bit lanes in lane order. A step: `idx = (x >> 4 &
+/// 15) | 0x8000` (one `vpternlogd`), so that a `vpshufb` on the words returns the bucket's
+/// byte zero-extended; `j = x & 15`; `lower = j < div[b]` into a mask; `f`, the symbol and
+/// `cup` by `vpshufb` and masked moves; `x' = f·(x >> 8) + (j + cup mod 256)` (`vpmullw`, a byte
+/// add); the refill compares `x' < 256` into a mask, zero-extends the way's next 32 bytes to
+/// words, `vpexpandw`s them into the refilling lanes and shifts those lanes left by 8 under
+/// the mask. A round's 32 bytes of a way are one `vpmovwb`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi2,popcnt")]
 fn rounds512(
     model: &Model3,
@@ -425,36 +435,42 @@ fn rounds512(
         unsafe { _mm512_loadu_si512(s.as_ptr().cast::<__m512i>()) }
     };
     let (mut xa, mut xb, mut xc, mut xd) = (ld(0), ld(1), ld(2), ld(3));
-    let [wa, wb, wc, wd] = ways;
-    let [mut pa, mut pb, mut pc, mut pd] = *pos;
-    while done < rounds && round_fits(ways, &[pa, pb, pc, pd]) {
-        // SAFETY: each way held `ROUND_SLACK` = 64 unread bytes at the start of the round
-        // (`round_fits`) and a step consumes at most 32, so it holds at least 32 (every step).
-        let la = unsafe { step512(&t, &mut xa, wa, &mut pa) };
-        // SAFETY: as above.
-        let lb = unsafe { step512(&t, &mut xb, wb, &mut pb) };
-        // SAFETY: as above.
-        let lc = unsafe { step512(&t, &mut xc, wc, &mut pc) };
-        // SAFETY: as above.
-        let ld_ = unsafe { step512(&t, &mut xd, wd, &mut pd) };
-        // SAFETY: as above.
-        let ha = unsafe { step512(&t, &mut xa, wa, &mut pa) };
-        // SAFETY: as above.
-        let hb = unsafe { step512(&t, &mut xb, wb, &mut pb) };
-        // SAFETY: as above.
-        let hc = unsafe { step512(&t, &mut xc, wc, &mut pc) };
-        // SAFETY: as above.
-        let hd = unsafe { step512(&t, &mut xd, wd, &mut pd) };
-        let round = &mut out[done * V3_LANES..(done + 1) * V3_LANES];
-        let pairs = [(la, ha), (lb, hb), (lc, hc), (ld_, hd)];
-        for (dst, (l, h)) in round.chunks_exact_mut(V3_WAY_LANES).zip(pairs) {
-            // Symbols are below 16: low | high << 4 stays in the low byte of each lane.
-            let v = _mm512_cvtepi16_epi8(_mm512_or_si512(l, _mm512_slli_epi16::<4>(h)));
-            store32(dst.try_into().expect("32 bytes a way"), v);
+    loop {
+        let batch = sure_rounds(ways, pos).min(rounds - done);
+        if batch == 0 {
+            break;
         }
-        done += 1;
+        let [mut pa, mut pb, mut pc, mut pd] = way_pointers(ways, pos);
+        let dst = out[done * V3_LANES..(done + batch) * V3_LANES].as_mut_ptr();
+        for r in 0..batch {
+            let l = [
+                way_step512!(&t, &mut xa, &mut pa),
+                way_step512!(&t, &mut xb, &mut pb),
+                way_step512!(&t, &mut xc, &mut pc),
+                way_step512!(&t, &mut xd, &mut pd),
+            ];
+            let h = [
+                way_step512!(&t, &mut xa, &mut pa),
+                way_step512!(&t, &mut xb, &mut pb),
+                way_step512!(&t, &mut xc, &mut pc),
+                way_step512!(&t, &mut xd, &mut pd),
+            ];
+            for (w, (l, h)) in l.into_iter().zip(h).enumerate() {
+                // Symbols are below 16: low | high << 4 stays in the low byte of each lane.
+                let v = _mm512_cvtepi16_epi8(_mm512_or_si512(l, _mm512_slli_epi16::<4>(h)));
+                // SAFETY: round `r < batch` of the `batch` rounds at `dst`: its 32 bytes of
+                // way `w` are inside them.
+                unsafe {
+                    _mm256_storeu_si256(
+                        dst.wrapping_add(r * V3_LANES + w * V3_WAY_LANES).cast::<__m256i>(),
+                        v,
+                    );
+                };
+            }
+        }
+        set_positions(ways, pos, [pa, pb, pc, pd]);
+        done += batch;
     }
-    *pos = [pa, pb, pc, pd];
     for (w, v) in [xa, xb, xc, xd].into_iter().enumerate() {
         let s: &mut [u16; 32] = (&mut st[32 * w..32 * w + 32]).try_into().expect("32 states");
         // SAFETY: writes the 64 bytes of `s`.
