@@ -35,7 +35,8 @@ fn benches(c: &mut Criterion<Clock>) {
     let (name, packed) = data();
     let nibbles = 2 * packed.len() as u64;
     let mut blob = vec![0u8; rans64::max_encoded_len(packed.len(), rans64::DEFAULT_CHUNK_SHIFT)];
-    let len = rans64::encode_into(&packed, rans64::DEFAULT_CHUNK_SHIFT, &mut blob).expect("encode");
+    let len =
+        rans64::encode_v2_into(&packed, rans64::DEFAULT_CHUNK_SHIFT, &mut blob).expect("encode");
     blob.truncate(len);
     let entropy = synth::entropy_bits(&synth::nibble_histogram(&packed));
     let z19 = zstd::bulk::compress(&packed, 19).expect("zstd -19");
@@ -110,7 +111,12 @@ fn benches(c: &mut Criterion<Clock>) {
     for &arm in Arm::ALL.iter().filter(|a| a.can_encode()) {
         g.bench_function(BenchmarkId::new(arm.name(), &name), |b| {
             b.iter(|| {
-                rans64::encode_with(arm, black_box(&packed), rans64::DEFAULT_CHUNK_SHIFT, &mut dst)
+                rans64::encode_v2_with(
+                    arm,
+                    black_box(&packed),
+                    rans64::DEFAULT_CHUNK_SHIFT,
+                    &mut dst,
+                )
             })
         });
     }

@@ -29,14 +29,14 @@ fuzz_target!(|data: &[u8]| {
     };
     let cap = rans64::max_encoded_len(src.len(), shift);
     let mut blob = vec![0u8; cap];
-    let len = rans64::encode_into(&src, shift, &mut blob).expect("encodes");
+    let len = rans64::encode_v2_into(&src, shift, &mut blob).expect("encodes");
     assert!(len <= cap);
     blob.truncate(len);
     let mut again = vec![0u8; cap];
-    let len2 = rans64::encode_into(&src, shift, &mut again).expect("encodes");
+    let len2 = rans64::encode_v2_into(&src, shift, &mut again).expect("encodes");
     assert_eq!(&again[..len2], &blob[..], "encoder is deterministic");
     for &arm in Arm::ALL.iter().filter(|a| a.can_encode()) {
-        let n = rans64::encode_with(arm, &src, shift, &mut again).expect("encodes");
+        let n = rans64::encode_v2_with(arm, &src, shift, &mut again).expect("encodes");
         assert_eq!(&again[..n], &blob[..], "encode arm {arm}");
     }
     for &arm in Arm::ALL.iter().filter(|a| a.is_available()) {

@@ -18,7 +18,7 @@ fn hex(b: &[u8]) -> String {
 
 fn encode(src: &[u8], shift: u8) -> Vec<u8> {
     let mut blob = vec![0u8; rans64::max_encoded_len(src.len(), shift)];
-    let n = rans64::encode_into(src, shift, &mut blob).expect("encode");
+    let n = rans64::encode_v2_into(src, shift, &mut blob).expect("encode");
     blob.truncate(n);
     blob
 }

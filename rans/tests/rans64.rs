@@ -36,7 +36,7 @@ fn encode(src: &[u8], shift: u8) -> Vec<u8> {
     let mut reference: Option<Vec<u8>> = None;
     for arm in encode_arms() {
         let mut blob = vec![0u8; rans64::max_encoded_len(src.len(), shift)];
-        let len = rans64::encode_with(arm, src, shift, &mut blob).expect("encode");
+        let len = rans64::encode_v2_with(arm, src, shift, &mut blob).expect("encode");
         blob.truncate(len);
         match &reference {
             None => reference = Some(blob),
@@ -49,7 +49,7 @@ fn encode(src: &[u8], shift: u8) -> Vec<u8> {
     }
     let blob = reference.expect("the scalar arm always encodes");
     let mut best = vec![0u8; rans64::max_encoded_len(src.len(), shift)];
-    let len = rans64::encode_into(src, shift, &mut best).expect("encode");
+    let len = rans64::encode_v2_into(src, shift, &mut best).expect("encode");
     assert_eq!(&best[..len], &blob[..], "encode_into disagrees with encode_with");
     blob
 }
@@ -105,7 +105,7 @@ fn encode_arms_and_their_refusals() {
     let src = [0x12u8; 100];
     let mut blob = vec![0u8; rans64::max_encoded_len(src.len(), 12)];
     for &arm in Arm::ALL {
-        let got = rans64::encode_with(arm, &src, 12, &mut blob);
+        let got = rans64::encode_v2_with(arm, &src, 12, &mut blob);
         if arm.can_encode() {
             assert!(got.is_ok(), "{arm}");
         } else {

@@ -108,7 +108,7 @@ fn size_against_version_2() {
     let src = gaussian_int4(1 << 20, 4096, 5);
     let v3 = encode3(&src, 20).len();
     let mut v2 = vec![0u8; rans64::max_encoded_len(src.len(), 20)];
-    let v2 = rans64::encode_into(&src, 20, &mut v2).unwrap();
+    let v2 = rans64::encode_v2_into(&src, 20, &mut v2).unwrap();
     let ratio = v3 as f64 / v2 as f64;
     assert!(ratio > 1.0 && ratio < 1.012, "v3 {v3} v2 {v2}");
 }

@@ -176,7 +176,7 @@ fn selftest(arm: Arm) -> bool {
     const N: usize = SELFTEST_LEN;
     let src = selftest_input();
     let mut blob = [0u8; N + 64];
-    let Ok(len) = super::encode_with(Arm::Scalar, &src, 12, &mut blob) else { return false };
+    let Ok(len) = super::encode_v2_with(Arm::Scalar, &src, 12, &mut blob) else { return false };
     let mut a = [0u8; N];
     let mut b = [0xA5u8; N];
     let ra = decode_blob(Arm::Scalar, &blob[..len], &mut a);
@@ -508,7 +508,7 @@ pub fn decode_threads(blob: &[u8], out: &mut [u8], threads: usize) -> Result<(),
 #[allow(clippy::cast_possible_truncation)] // byte patterns from an LCG
 mod tests {
     use super::*;
-    use crate::rans64::encode_into;
+    use crate::rans64::encode_v2_into;
 
     /// `Arm::has_paired_kernel` and `arch::pair_rounds` name the same arms: every available
     /// arm that says it pairs runs rounds through the paired kernel, and no other does.
@@ -524,7 +524,7 @@ mod tests {
             *b = nib(s >> 8) | nib(s >> 20) << 4;
         }
         let mut blob = [0u8; 8192 + 16 + 24];
-        let n = encode_into(&src, 12, &mut blob).unwrap();
+        let n = encode_v2_into(&src, 12, &mut blob).unwrap();
         let parsed = Blob::parse(&blob[..n]).unwrap();
         let coded = |c: usize| matches!(parsed.chunk(c).unwrap().body, ChunkBody::Coded { .. });
         assert!(coded(0) && coded(1));

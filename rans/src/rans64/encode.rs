@@ -1,4 +1,4 @@
-//! The encoder: chunk by chunk, way by way, backwards.
+//! The version-2 encoder: chunk by chunk, way by way, backwards.
 //!
 //! rANS is a stack, so each way is encoded from its last symbol to its first (rounds
 //! descending, high nibble before low nibble, lanes descending), writing its words backwards
@@ -23,7 +23,7 @@ use super::arch;
 use super::decode::{Arm, SELFTEST_LEN, cached_selftest, selftest_input};
 use super::model::{EncodeModel, normalize};
 use super::{CHUNK_HEAD_LEN, EncodeError, HEADER_LEN, LANES, MAGIC, MAX_BYTES, MAX_CHUNK_SHIFT};
-use super::{MIN_CHUNK_SHIFT, RANS_L, VERSION, WAY_LANES, WAYS, chunk_check};
+use super::{MIN_CHUNK_SHIFT, RANS_L, VERSION_2, WAY_LANES, WAYS, chunk_check};
 
 impl Arm {
     /// Whether the arm can encode here: this build has an encode kernel for it (scalar, and
@@ -41,7 +41,7 @@ impl Arm {
         cached_selftest(&SELFTEST, || encode_selftest(self), self, "encoder")
     }
 
-    /// The fastest arm that can encode here ([`encode_into`] uses it): AVX2 where it runs,
+    /// The fastest arm that can encode version 2 here ([`encode_v2_into`] uses it): AVX2 where it runs,
     /// else scalar.
     pub fn best_encoder() -> Arm {
         if Arm::Avx2.can_encode() { Arm::Avx2 } else { Arm::Scalar }
@@ -60,23 +60,33 @@ fn encode_selftest(arm: Arm) -> bool {
     }
 }
 
-/// The largest blob [`encode_into`] can produce for `n` packed bytes: header, index, chunk
+/// The largest blob [`encode_into`] (any version) can produce for `n` packed bytes: header, index, chunk
 /// checks, and at most the raw bytes for every chunk.
 pub fn max_encoded_len(n: usize, chunk_shift: u8) -> usize {
     let shift = chunk_shift.clamp(MIN_CHUNK_SHIFT, MAX_CHUNK_SHIFT);
     HEADER_LEN + 12 * n.div_ceil(1usize << shift) + n
 }
 
-/// Encodes packed int4 bytes as an `int4-rans64-t1` blob into `dst` (at least
-/// [`max_encoded_len`] bytes) with [`Arm::best_encoder`]; returns the blob length.
-/// Deterministic: the output depends only on `src` and `chunk_shift`, never on the arm.
+/// Encodes packed int4 bytes as an `int4-rans64-t1` blob of the [`DEFAULT_VERSION`]
+/// (version 3, [`encode_v3_into`](super::encode_v3_into)) into `dst` (at least
+/// [`max_encoded_len`] bytes); returns the blob length. Deterministic: the output depends
+/// only on `src` and `chunk_shift`.
 pub fn encode_into(src: &[u8], chunk_shift: u8, dst: &mut [u8]) -> Result<usize, EncodeError> {
+    const { assert!(super::DEFAULT_VERSION == super::VERSION_3) };
+    super::encode_v3_into(src, chunk_shift, dst)
+}
+
+/// Encodes packed int4 bytes as a version-2 blob into `dst` (at least [`max_encoded_len`]
+/// bytes) with [`Arm::best_encoder`]; returns the blob length. For readers that predate
+/// version 3. Deterministic: the output depends only on `src` and `chunk_shift`, never on
+/// the arm.
+pub fn encode_v2_into(src: &[u8], chunk_shift: u8, dst: &mut [u8]) -> Result<usize, EncodeError> {
     encode_blob(Arm::best_encoder(), src, chunk_shift, dst)
 }
 
-/// [`encode_into`] with a forced arm (tests, benches): the same bytes, or
+/// [`encode_v2_into`] with a forced arm (tests, benches): the same bytes, or
 /// [`EncodeError::Unavailable`] when the arm cannot encode here ([`Arm::can_encode`]).
-pub fn encode_with(
+pub fn encode_v2_with(
     arm: Arm,
     src: &[u8],
     chunk_shift: u8,
@@ -96,7 +106,7 @@ fn encode_blob(
 ) -> Result<usize, EncodeError> {
     check_chunk_shift_and_room(src.len(), chunk_shift, dst.len())?;
     dst[..4].copy_from_slice(&MAGIC);
-    dst[4] = VERSION;
+    dst[4] = VERSION_2;
     dst[5] = chunk_shift;
     dst[6..8].fill(0);
     dst[8..16].copy_from_slice(&(src.len() as u64).to_le_bytes());

@@ -20,10 +20,10 @@ use super::{V3_WAY_LANES, VERSION_3, WAYS, chunk_check};
 /// [`max_encoded_len`](super::max_encoded_len) bytes); returns the blob length.
 /// Deterministic: the output depends only on `src` and `chunk_shift`.
 ///
-/// Version 3 trades size for decode speed where vectors are 256 bits wide: its 16-bit
-/// states and 8-bit frequencies put twice the lanes in a vector and make every table lookup a
-/// `vpshufb`, for blobs about 0.3–1 % larger than version 2's (the coarser model and the
-/// shorter states; `tetrad bench codecs` reports both).
+/// The version [`encode_into`](super::encode_into) writes. Version 3 trades size for decode
+/// speed: its 16-bit states and 8-bit frequencies put twice the lanes in a vector and make
+/// every table lookup one byte shuffle, for blobs about 0.3–1 % larger than version 2's (the
+/// coarser model and the shorter states; `tetrad bench codecs` reports both).
 pub fn encode_v3_into(src: &[u8], chunk_shift: u8, dst: &mut [u8]) -> Result<usize, EncodeError> {
     check_chunk_shift_and_room(src.len(), chunk_shift, dst.len())?;
     dst[..4].copy_from_slice(&MAGIC);

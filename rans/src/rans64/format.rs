@@ -22,7 +22,7 @@ use core::ops::Range;
 use super::model::Model;
 use super::model3::Model3;
 use super::{CHUNK_HEAD_LEN, Error, HEADER_LEN, LANES, MAGIC, MAX_BYTES, MAX_CHUNK_SHIFT};
-use super::{MIN_CHUNK_SHIFT, RANS_L, VERSION, VERSION_1, VERSION_3, WAYS, chunk_check};
+use super::{MIN_CHUNK_SHIFT, RANS_L, VERSION_1, VERSION_2, VERSION_3, WAYS, chunk_check};
 use super::{V3_CHUNK_HEAD_LEN, V3_LANES, V3_RANS_L};
 
 /// A parsed blob: header and index checked, chunks parsed on demand.
@@ -100,7 +100,7 @@ impl<'a> Blob<'a> {
             return Err(Error::Truncated { got: len, needed: HEADER_LEN as u64 });
         }
         let version = bytes[4];
-        if version != VERSION && version != VERSION_1 && version != VERSION_3 {
+        if version != VERSION_2 && version != VERSION_1 && version != VERSION_3 {
             return Err(Error::Version { got: version });
         }
         let shift = bytes[5];
@@ -294,7 +294,7 @@ impl<'a> Chunk<'a> {
     /// Parses one chunk's stored bytes of a version-1 or version-2 blob (`E_CHUNK_SIZE`,
     /// `E_TABLE`, `E_WAY_LENGTHS`, `E_STATE_RANGE`, in that order).
     pub fn parse(index: usize, body: &'a [u8], raw_len: usize) -> Result<Chunk<'a>, Error> {
-        Chunk::parse_version(VERSION, index, body, raw_len)
+        Chunk::parse_version(VERSION_2, index, body, raw_len)
     }
 
     /// [`Chunk::parse`] for a blob of the given `version` (1, 2 or 3; the head of a coded

@@ -309,12 +309,52 @@ fn codecs(
         ));
     }
     out.push(base("decode", "cfs1", "scalar", t, clen));
-    // int4-rans64-t1 (tetrad's own format): encode, then every available arm (or the one
-    // `--isa` names, when this format has an arm of that name).
+    // int4-rans64-t1 (tetrad's own format): the version the encoder writes (3), then version 2
+    // (what readers that predate version 3 need). Each: encode, then every available decode
+    // arm (or the one `--isa` names, when this format has an arm of that name); the records
+    // say which version in `"version"`.
     use tetrad_rans::rans64;
     let shift = rans64::DEFAULT_CHUNK_SHIFT;
     let mut rblob = vec![0u8; rans64::max_encoded_len(n, shift)];
-    // Encode with every arm that has an encode kernel here (scalar, AVX2), or only the forced
+    let tagged = |r: Value, version: u8| {
+        let mut r = r;
+        r["version"] = json!(version);
+        r
+    };
+    let arms64: Vec<rans64::Arm> = match (forced.arm64, &args.isa) {
+        (Some(a), _) => vec![a],
+        // --isa names an arm only int4-rans256-g0 has (such as scalar-bf).
+        (None, Some(name)) => {
+            unavailable.push(skipped("decode", rans64::FORMAT_NAME, name, None));
+            Vec::new()
+        }
+        (None, None) => rans64::Arm::ALL.iter().copied().filter(|a| a.is_available()).collect(),
+    };
+    let mut decode_rows = |blob: &[u8], version: u8, out: &mut Vec<Value>| {
+        for &a in &arms64 {
+            let t = median_secs_ok(runs, || rans64::decode_with(a, blob, &mut back))
+                .map_err(|e| Refusal::of(&e, e.to_string()))?;
+            if back != data {
+                return Err(Refusal::new(
+                    Class::Roundtrip,
+                    format!("{} version {version} {a} decode differs", rans64::FORMAT_NAME),
+                ));
+            }
+            out.push(tagged(base("decode", rans64::FORMAT_NAME, a.name(), t, blob.len()), version));
+        }
+        Ok(())
+    };
+    // Version 3: one (scalar) encoder.
+    let mut rlen = 0;
+    let t =
+        median_secs_ok(runs, || rans64::encode_into(&data, shift, &mut rblob).map(|l| rlen = l))
+            .map_err(|e| Refusal::of(&e, e.to_string()))?;
+    out.push(tagged(
+        base("encode", rans64::FORMAT_NAME, "scalar", t, rlen),
+        rans64::DEFAULT_VERSION,
+    ));
+    decode_rows(&rblob[..rlen], rans64::DEFAULT_VERSION, out)?;
+    // Version 2: every arm that has an encode kernel here (scalar, AVX2), or only the forced
     // one when it has; they write the same bytes.
     let encode_arms: Vec<rans64::Arm> = match forced.arm64 {
         Some(a) if a.can_encode() => vec![a],
@@ -334,48 +374,14 @@ fn codecs(
             None => rans64::Arm::ALL.iter().copied().filter(|a| a.can_encode()).collect(),
         },
     };
-    let mut rlen = 0;
     for a in encode_arms {
         let t = median_secs_ok(runs, || {
-            rans64::encode_with(a, &data, shift, &mut rblob).map(|l| rlen = l)
+            rans64::encode_v2_with(a, &data, shift, &mut rblob).map(|l| rlen = l)
         })
         .map_err(|e| Refusal::of(&e, e.to_string()))?;
-        out.push(base("encode", rans64::FORMAT_NAME, a.name(), t, rlen));
+        out.push(tagged(base("encode", rans64::FORMAT_NAME, a.name(), t, rlen), rans64::VERSION_2));
     }
-    let arms64: Vec<rans64::Arm> = match (forced.arm64, &args.isa) {
-        (Some(a), _) => vec![a],
-        // --isa names an arm only int4-rans256-g0 has (such as scalar-bf).
-        (None, Some(name)) => {
-            unavailable.push(skipped("decode", rans64::FORMAT_NAME, name, None));
-            Vec::new()
-        }
-        (None, None) => rans64::Arm::ALL.iter().copied().filter(|a| a.is_available()).collect(),
-    };
-    for &a in &arms64 {
-        let t = median_secs_ok(runs, || rans64::decode_with(a, &rblob[..rlen], &mut back))
-            .map_err(|e| Refusal::of(&e, e.to_string()))?;
-        if back != data {
-            return Err(Refusal::new(
-                Class::Roundtrip,
-                format!("{} {a} decode differs", rans64::FORMAT_NAME),
-            ));
-        }
-        out.push(base("decode", rans64::FORMAT_NAME, a.name(), t, rlen));
-    }
-    // Its version 3 (16-bit states, byte refills): the scalar encoder, the same decode arms.
-    let v3 = "int4-rans64-t1 v3";
-    let t =
-        median_secs_ok(runs, || rans64::encode_v3_into(&data, shift, &mut rblob).map(|l| rlen = l))
-            .map_err(|e| Refusal::of(&e, e.to_string()))?;
-    out.push(base("encode", v3, "scalar", t, rlen));
-    for &a in &arms64 {
-        let t = median_secs_ok(runs, || rans64::decode_with(a, &rblob[..rlen], &mut back))
-            .map_err(|e| Refusal::of(&e, e.to_string()))?;
-        if back != data {
-            return Err(Refusal::new(Class::Roundtrip, format!("{v3} {a} decode differs")));
-        }
-        out.push(base("decode", v3, a.name(), t, rlen));
-    }
+    decode_rows(&rblob[..rlen], rans64::VERSION_2, out)?;
     zstd_reference(&data, runs, &base, out)?;
     Ok(())
 }
@@ -445,17 +451,18 @@ fn zstd_reference(
     Ok(())
 }
 
-/// The headline comparison of the codecs group: the fastest `int4-rans64-t1` decode against
-/// the zstd frame that decodes fastest (speed and size both), and against the smallest zstd
-/// frame; `None` when the group did not run both.
+/// The headline comparison of the codecs group: the fastest `int4-rans64-t1` decode of the
+/// version the encoder writes against the zstd frame that decodes fastest (speed and size
+/// both), and against the smallest zstd frame; `None` when the group did not run both.
 fn zstd_headline(results: &[Value]) -> Option<Value> {
     let decodes = |codec: &'static str| {
         results.iter().filter(move |r| r["what"] == "decode" && r["codec"] == codec)
     };
     let speed = |r: &Value| r["gnib_per_s"].as_f64().unwrap_or(0.0);
     let size = |r: &Value| r["compressed_bytes"].as_f64().unwrap_or(f64::INFINITY);
-    let ours =
-        decodes(tetrad_rans::rans64::FORMAT_NAME).max_by(|a, b| speed(a).total_cmp(&speed(b)))?;
+    let ours = decodes(tetrad_rans::rans64::FORMAT_NAME)
+        .filter(|r| r["version"] == tetrad_rans::rans64::DEFAULT_VERSION)
+        .max_by(|a, b| speed(a).total_cmp(&speed(b)))?;
     let fastest = decodes("zstd").max_by(|a, b| speed(a).total_cmp(&speed(b)))?;
     let smallest = decodes("zstd").min_by(|a, b| size(a).total_cmp(&size(b)))?;
     let against = |z: &Value| {
@@ -463,7 +470,8 @@ fn zstd_headline(results: &[Value]) -> Option<Value> {
                "compressed_bytes": z["compressed_bytes"],
                "speed_ratio": speed(ours) / speed(z), "size_ratio": size(ours) / size(z)})
     };
-    Some(json!({"codec": tetrad_rans::rans64::FORMAT_NAME, "arm": ours["arm"],
+    Some(json!({"codec": tetrad_rans::rans64::FORMAT_NAME, "version": ours["version"],
+                "arm": ours["arm"],
                 "gnib_per_s": ours["gnib_per_s"], "compressed_bytes": ours["compressed_bytes"],
                 "libzstd": libzstd_version(),
                 "fastest_zstd": against(fastest), "smallest_zstd": against(smallest)}))
@@ -957,8 +965,12 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     for r in v["results"].as_array().into_iter().flatten() {
         let what = r["what"].as_str().unwrap_or("");
         let name = r["codec"].as_str().or(r["format"].as_str()).unwrap_or("memory");
-        let level =
-            r.get("zstd").and_then(Value::as_str).map(|z| format!(" {z}")).unwrap_or_default();
+        let level = r
+            .get("zstd")
+            .and_then(Value::as_str)
+            .map(|z| format!(" {z}"))
+            .or_else(|| r.get("version").map(|v| format!(" v{v}")))
+            .unwrap_or_default();
         let extra = match (r.get("batch"), r.get("resident")) {
             (Some(b), Some(res)) => format!(
                 " batch {b} {}{}",
@@ -1007,9 +1019,11 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     if !h.is_null() {
         let line = |label: &str, z: &Value| {
             println!(
-                "{label:>14}: {} [{}] {:.3} G nibbles/s, {} bytes = {:.2} x the speed of zstd -d \
-                 on the {} frame ({:.3} G nibbles/s, libzstd {}) at {:.3} x its size ({} bytes)",
+                "{label:>14}: {} v{} [{}] {:.3} G nibbles/s, {} bytes = {:.2} x the speed of \
+                 zstd -d on the {} frame ({:.3} G nibbles/s, libzstd {}) at {:.3} x its size \
+                 ({} bytes)",
                 h["codec"].as_str().unwrap_or(""),
+                h["version"],
                 h["arm"].as_str().unwrap_or(""),
                 h["gnib_per_s"].as_f64().unwrap_or(0.0),
                 h["compressed_bytes"],
