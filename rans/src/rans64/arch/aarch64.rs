@@ -366,7 +366,7 @@ fn symbol_bytes(e: [uint32x4_t; VECS]) -> uint8x16_t {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     //! The arm against a test-local transcription of the scalar round (via `Model::step`): the
     //! same number of rounds as the arm contract allows (so the arm provably runs, rather than
     //! handing everything to the scalar code), the same bytes, states and way positions,
@@ -408,8 +408,8 @@ mod tests {
     }
 
     /// Packed int4 bytes whose nibbles follow a peaked distribution of width `spread` (1..=16),
-    /// with a rare uniform outlier, from a xorshift generator.
-    fn sample(n: usize, spread: u64, seed: u64) -> std::vec::Vec<u8> {
+    /// with a rare uniform outlier, from a xorshift generator (the version-3 arm's test data too).
+    pub(in super::super) fn sample(n: usize, spread: u64, seed: u64) -> std::vec::Vec<u8> {
         let mut s = seed | 1;
         let mut nib = || {
             s ^= s << 13;

@@ -280,6 +280,7 @@ mod tests {
     use super::super::super::format::{Blob, ChunkBody};
     use super::super::super::{V3_LANES, V3_RANS_L, V3_WAY_LANES, WAYS, encode_v3_into};
     use super::super::super::{max_encoded_len, model3::Model3};
+    use super::super::aarch64::tests::sample;
     use super::{ROUND_SLACK, neon_detected, rounds3_neon};
 
     /// The contract loop in scalar form: whole rounds while every way has ≥ 64 unread bytes.
@@ -312,20 +313,6 @@ mod tests {
             r += 1;
         }
         r
-    }
-
-    /// Packed int4 bytes whose nibbles follow a peaked distribution of width `spread` (1..=16),
-    /// with a rare uniform outlier, from a xorshift generator.
-    fn sample(n: usize, spread: u64, seed: u64) -> std::vec::Vec<u8> {
-        let mut s = seed | 1;
-        let mut nib = || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let v = if s & 0xFF < 2 { (s >> 8) & 15 } else { (8 + (s >> 8) % spread) & 15 };
-            u8::try_from(v).unwrap_or(0)
-        };
-        (0..n).map(|_| nib() | (nib() << 4)).collect()
     }
 
     /// Runs the arm and the reference over every coded chunk of `src`, in pieces of `piece`
