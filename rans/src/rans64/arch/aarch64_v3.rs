@@ -134,8 +134,9 @@ fn rounds_kernel(
 /// streams `ways` at `off`), writing bytes `128r + 32w .. 128r + 32w + 32` of `out` for each
 /// round `r` and way `w`. The ways' steps are interleaved so that their chains overlap.
 ///
-/// Panics unless every way holds at least 64 unread bytes per round of the block (the caller
-/// sizes blocks so).
+/// # Panics
+/// Unless every way holds at least 64 unread bytes per round of the block (the caller sizes
+/// blocks so).
 #[target_feature(enable = "neon")]
 #[inline]
 fn ways_block<const G: usize>(
@@ -161,14 +162,14 @@ fn ways_block<const G: usize>(
     for round in out.chunks_exact_mut(V3_LANES) {
         let mut low = [[vdupq_n_u8(0); 2]; G];
         for g in 0..G {
-            // SAFETY: this round started with at least 64 unread bytes in the way (the
-            // caller's block bound) and the low step consumes at most 32, so at least 64
-            // here and 32 before the high step below.
+            // SAFETY: the block bound asserted above (64 unread bytes per round, and a round
+            // consumes at most 64) leaves every round's start at least 64 unread bytes in
+            // each way; this step needs 32 and consumes at most 32.
             low[g] = unsafe { step(t, &mut x[g], ways[g], &mut o[g]) };
         }
         let dst = &mut round[V3_WAY_LANES * w0..V3_WAY_LANES * (w0 + G)];
         for (g, d) in dst.chunks_exact_mut(V3_WAY_LANES).enumerate() {
-            // SAFETY: as above: at least 32 unread bytes.
+            // SAFETY: as above: at least 64 − 32 = 32 unread bytes after the low step.
             let high = unsafe { step(t, &mut x[g], ways[g], &mut o[g]) };
             // Low nibble from the first step, high nibble from the second (symbols < 16).
             let (d0, d1) = d.split_at_mut(16);
