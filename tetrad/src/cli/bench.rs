@@ -140,6 +140,18 @@ fn cpu_flags() -> Vec<&'static str> {
             }
         }
     }
+    #[cfg(target_arch = "aarch64")]
+    {
+        for (f, on) in [
+            ("neon", std::arch::is_aarch64_feature_detected!("neon")),
+            ("dotprod", std::arch::is_aarch64_feature_detected!("dotprod")),
+            ("i8mm", std::arch::is_aarch64_feature_detected!("i8mm")),
+        ] {
+            if on {
+                v.push(f);
+            }
+        }
+    }
     v
 }
 

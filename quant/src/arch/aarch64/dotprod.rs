@@ -8,40 +8,20 @@
 //! `neon::q8_chunked`). The intrinsic `vdotq_s32` is unstable on the pinned toolchain, so
 //! [`sdot`] emits the instruction with `asm!`.
 
-use core::arch::aarch64::{int8x16_t, int32x4_t, vaddq_s32, vaddvq_s32, vdupq_n_s32};
-use core::arch::asm;
 use core::ops::Range;
 
-use super::{arr, ld_s8, neon};
+use super::neon;
 use crate::isa::Isa;
 use crate::kernels::{Matrix, QuantizedActs};
 
+#[cfg(test)]
 fn cpu_ok() -> bool {
     Isa::NeonDot.cpu_supports()
 }
 
-/// `acc + SDOT(a, b)`: lane `j` gains `Σ_{t<4} a[4j + t] · b[4j + t]` (signed bytes).
-///
-/// Safe to call from any code compiled with the `dotprod` target feature; elsewhere the caller
-/// must have detected the feature (`unsafe` call).
-#[inline]
-#[target_feature(enable = "neon,dotprod")]
-pub(super) fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
-    let mut acc = acc;
-    // SAFETY: SDOT reads its three vector registers and writes only `acc`: no memory, stack or
-    // flags are touched (hence `pure, nomem, nostack, preserves_flags`). The instruction exists
-    // on this CPU because this function carries the `dotprod` target feature, which its callers
-    // must guarantee.
-    unsafe {
-        asm!(
-            "sdot {acc:v}.4s, {a:v}.16b, {b:v}.16b",
-            acc = inout(vreg) acc,
-            a = in(vreg) a,
-            b = in(vreg) b,
-            options(pure, nomem, nostack, preserves_flags),
-        );
-    }
-    acc
+int8_acc_insn! {
+    /// `acc + SDOT(a, b)`: lane `j` gains `Σ_{t<4} a[4j + t] · b[4j + t]` (signed bytes).
+    sdot, "sdot", "neon,dotprod"
 }
 
 /// Exact `Σ w[k] · x[k]` over `k < w.len()` with `SDOT`.
@@ -51,49 +31,10 @@ pub(super) fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
 #[inline]
 #[target_feature(enable = "neon,dotprod")]
 fn dot_sdot(w: &[i8], x: &[i8]) -> i32 {
-    let n = w.len();
-    let x = &x[..n];
-    let (mut a0, mut a1) = (vdupq_n_s32(0), vdupq_n_s32(0));
-    let mut k = 0;
-    while k + 32 <= n {
-        a0 = sdot(a0, ld_s8(arr(w, k)), ld_s8(arr(x, k)));
-        a1 = sdot(a1, ld_s8(arr(w, k + 16)), ld_s8(arr(x, k + 16)));
-        k += 32;
-    }
-    if k + 16 <= n {
-        a0 = sdot(a0, ld_s8(arr(w, k)), ld_s8(arr(x, k)));
-        k += 16;
-    }
-    if k < n {
-        a1 = sdot(a1, neon::tail_i8(&w[k..]), neon::tail_i8(&x[k..]));
-    }
-    vaddvq_s32(vaddq_s32(a0, a1))
+    neon::dot_with(w, x, |a, w, x| sdot(a, w, x))
 }
 
-/// f32-activation kernel: the NEON one, after checking this arm's features. Returns `false`,
-/// without running, if the CPU lacks NEON or the dot product extension.
-pub(crate) fn matmul_f32_rows(
-    m: &Matrix<'_>,
-    x: &[f32],
-    s: usize,
-    rows: Range<usize>,
-    y: &mut [f32],
-) -> bool {
-    cpu_ok() && neon::matmul_f32_rows(m, x, s, rows, y)
-}
-
-/// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`). Returns
-/// `false`, without running, if the CPU lacks NEON or the dot product extension.
-pub(crate) fn matmul_q8_rows(
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    rows: Range<usize>,
-    y: &mut [f32],
-) -> bool {
-    // SAFETY: `q8_rows` needs NEON and the dot product extension (`Isa::NeonDot`'s features),
-    // and takes every shape `q8_entry` lets through.
-    unsafe { super::q8_entry(Isa::NeonDot, m, xq, rows, y, q8_rows) }
-}
+neon_plus_entries!(Isa::NeonDot, q8_rows);
 
 /// # Safety
 /// The CPU supports the dot product extension.
@@ -109,7 +50,7 @@ unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arch::aarch64::{ld_s32, st_s32};
+    use crate::arch::aarch64::{ld_s8, ld_s32, st_s32};
 
     /// [`sdot`] on arrays.
     #[target_feature(enable = "neon,dotprod")]

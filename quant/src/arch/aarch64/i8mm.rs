@@ -19,10 +19,9 @@
 //! instruction with `asm!`.
 
 use core::arch::aarch64::{
-    int8x16_t, int32x4_t, vaddq_s32, vdupq_n_s32, vreinterpretq_s8_s64, vreinterpretq_s64_s8,
-    vzip1q_s64, vzip2q_s64,
+    int8x16_t, vaddq_s32, vdupq_n_s32, vreinterpretq_s8_s64, vreinterpretq_s64_s8, vzip1q_s64,
+    vzip2q_s64,
 };
-use core::arch::asm;
 use core::ops::Range;
 
 use super::{CH, ST, arr, ld_s8, ld_u8, neon, st_s32};
@@ -31,32 +30,14 @@ use crate::isa::Isa;
 use crate::kernels::{Matrix, QuantizedActs};
 use crate::scalar;
 
+#[cfg(test)]
 fn cpu_ok() -> bool {
     Isa::NeonI8mm.cpu_supports()
 }
 
-/// `acc + SMMLA(a, b)`: lane `2r + c` gains `Σ_{t<8} a[8r + t] · b[8c + t]` (signed bytes).
-///
-/// Safe to call from any code compiled with the `i8mm` target feature; elsewhere the caller
-/// must have detected the feature (`unsafe` call).
-#[inline]
-#[target_feature(enable = "neon,i8mm")]
-pub(super) fn smmla(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
-    let mut acc = acc;
-    // SAFETY: SMMLA reads its three vector registers and writes only `acc`: no memory, stack
-    // or flags are touched (hence `pure, nomem, nostack, preserves_flags`). The instruction
-    // exists on this CPU because this function carries the `i8mm` target feature, which its
-    // callers must guarantee.
-    unsafe {
-        asm!(
-            "smmla {acc:v}.4s, {a:v}.16b, {b:v}.16b",
-            acc = inout(vreg) acc,
-            a = in(vreg) a,
-            b = in(vreg) b,
-            options(pure, nomem, nostack, preserves_flags),
-        );
-    }
-    acc
+int8_acc_insn! {
+    /// `acc + SMMLA(a, b)`: lane `2r + c` gains `Σ_{t<8} a[8r + t] · b[8c + t]` (signed bytes).
+    smmla, "smmla", "neon,i8mm"
 }
 
 /// One 16-column step: columns 0..8 and 8..16 of rows `p`, `q` interleaved as two 2 × 8
@@ -100,30 +81,7 @@ fn dot2x2(w0: &[i8], w1: &[i8], x0: &[i8], x1: &[i8]) -> [i32; 4] {
     out
 }
 
-/// f32-activation kernel: the NEON one, after checking this arm's features. Returns `false`,
-/// without running, if the CPU lacks NEON or the int8 matrix multiply extension.
-pub(crate) fn matmul_f32_rows(
-    m: &Matrix<'_>,
-    x: &[f32],
-    s: usize,
-    rows: Range<usize>,
-    y: &mut [f32],
-) -> bool {
-    cpu_ok() && neon::matmul_f32_rows(m, x, s, rows, y)
-}
-
-/// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`). Returns
-/// `false`, without running, if the CPU lacks NEON or the int8 matrix multiply extension.
-pub(crate) fn matmul_q8_rows(
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    rows: Range<usize>,
-    y: &mut [f32],
-) -> bool {
-    // SAFETY: `q8_rows` needs NEON and the int8 matrix multiply extension (`Isa::NeonI8mm`'s
-    // features), and takes every shape `q8_entry` lets through.
-    unsafe { super::q8_entry(Isa::NeonI8mm, m, xq, rows, y, q8_rows) }
-}
+neon_plus_entries!(Isa::NeonI8mm, q8_rows);
 
 /// The int8-activation kernel: [`q8_nibbles`] for the formats of `neon::nibble_blocks`, else
 /// [`q8_chunked`].
@@ -165,16 +123,29 @@ fn q8_nibbles(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mu
                 let v = nibble_pairs_q8::<1>(m, o, [[q(0), q(1)]]);
                 [[v[0][0], v[0][1], 0.0, 0.0], [v[1][0], v[1][1], 0.0, 0.0]]
             };
-            for k in 0..st {
-                let sx = xq.row(s0 + k).1;
-                y[(s0 + k) * nr + r] = v[0][k] * sx;
-                if two {
-                    y[(s0 + k) * nr + r + 1] = v[1][k] * sx;
-                }
-            }
+            store_pair(y, xq, s0..s0 + st, nr, r, &v[..1 + usize::from(two)]);
             r += 2;
         }
         s0 += st;
+    }
+}
+
+/// The reference's epilogue for output rows `r`, `r + 1` (of `nr`) and activation rows `acts`:
+/// `y[s·nr + r + j] = v[j][s − acts.start] · sx(s)` for each row `j` of `v` (one or two).
+#[inline]
+fn store_pair<const N: usize>(
+    y: &mut [f32],
+    xq: &QuantizedActs<'_>,
+    acts: Range<usize>,
+    nr: usize,
+    r: usize,
+    v: &[[f32; N]],
+) {
+    for (k, s) in acts.enumerate() {
+        let sx = xq.row(s).1;
+        for (j, vj) in v.iter().enumerate() {
+            y[s * nr + r + j] = vj[k] * sx;
+        }
     }
 }
 
@@ -290,13 +261,7 @@ fn q8_chunked(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mu
                 }
                 c0 += n;
             }
-            for k in 0..st {
-                let sx = xq.row(s0 + k).1;
-                y[(s0 + k) * nr + r] = acc[0][k] * sx;
-                if two {
-                    y[(s0 + k) * nr + r + 1] = acc[1][k] * sx;
-                }
-            }
+            store_pair(y, xq, s0..s0 + st, nr, r, &acc[..1 + usize::from(two)]);
             r += 2;
         }
         s0 += st;

@@ -40,6 +40,75 @@
 //! This module is only built when NEON is a target feature (every `aarch64-*-linux` target);
 //! soft-float aarch64 targets get no SIMD arms.
 
+/// Defines `pub(super) fn $name(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t`,
+/// which emits the one instruction `$insn acc.4s, a.16b, b.16b` (an int8 multiply-accumulate
+/// into i32 lanes whose intrinsic is unstable on the pinned toolchain) with `asm!`, under the
+/// target features `$features`. Safe to call from code compiled with those features;
+/// elsewhere the caller must have detected them (`unsafe` call).
+macro_rules! int8_acc_insn {
+    ($(#[$doc:meta])* $name:ident, $insn:literal, $features:literal) => {
+        $(#[$doc])*
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(super) fn $name(
+            acc: core::arch::aarch64::int32x4_t,
+            a: core::arch::aarch64::int8x16_t,
+            b: core::arch::aarch64::int8x16_t,
+        ) -> core::arch::aarch64::int32x4_t {
+            let mut acc = acc;
+            // SAFETY: the instruction reads its three vector registers and writes only `acc`:
+            // no memory, stack or flags are touched (hence `pure, nomem, nostack,
+            // preserves_flags`). It exists on this CPU because this function carries its
+            // target feature, which its callers must guarantee.
+            unsafe {
+                core::arch::asm!(
+                    concat!($insn, " {acc:v}.4s, {a:v}.16b, {b:v}.16b"),
+                    acc = inout(vreg) acc,
+                    a = in(vreg) a,
+                    b = in(vreg) b,
+                    options(pure, nomem, nostack, preserves_flags),
+                );
+            }
+            acc
+        }
+    };
+}
+
+/// The two entry points of an arm that adds an int8 instruction to NEON (`dotprod`, `i8mm`):
+/// `matmul_f32_rows`, the NEON f32 kernel after checking `$isa`'s features, and
+/// `matmul_q8_rows`, which runs `$q8_rows` (an `unsafe fn` whose contract is `$isa`'s
+/// features) through [`q8_entry`]. Each returns `false`, without running, if the CPU lacks
+/// those features.
+macro_rules! neon_plus_entries {
+    ($isa:expr, $q8_rows:ident) => {
+        /// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`): the
+        /// NEON one, after checking this arm's features. Returns `false`, without running, if
+        /// the CPU lacks them.
+        pub(crate) fn matmul_f32_rows(
+            m: &$crate::kernels::Matrix<'_>,
+            x: &[f32],
+            s: usize,
+            rows: core::ops::Range<usize>,
+            y: &mut [f32],
+        ) -> bool {
+            $isa.cpu_supports() && super::neon::matmul_f32_rows(m, x, s, rows, y)
+        }
+
+        /// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`).
+        /// Returns `false`, without running, if the CPU lacks this arm's features.
+        pub(crate) fn matmul_q8_rows(
+            m: &$crate::kernels::Matrix<'_>,
+            xq: &$crate::kernels::QuantizedActs<'_>,
+            rows: core::ops::Range<usize>,
+            y: &mut [f32],
+        ) -> bool {
+            // SAFETY: the kernel's contract is this arm's features, which `q8_entry` checks,
+            // and it takes every shape `q8_entry` lets through.
+            unsafe { super::q8_entry($isa, m, xq, rows, y, $q8_rows) }
+        }
+    };
+}
+
 pub(crate) mod dotprod;
 pub(crate) mod i8mm;
 pub(crate) mod neon;

@@ -432,21 +432,37 @@ fn mla16(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
 #[inline]
 #[target_feature(enable = "neon")]
 pub(super) fn dot_i8(w: &[i8], x: &[i8]) -> i32 {
+    dot_with(w, x, |a, w, x| mla16(a, w, x))
+}
+
+/// Exact `Σ w[k] · x[k]` over `k < w.len()`, 32 then 16 columns at a time into two
+/// accumulators, a zero-padded vector for the last 1–15; `step(acc, w, x)` adds the 16 byte
+/// products of `w · x` to the i32 lanes of `acc` exactly (NEON [`mla16`], `SDOT`).
+///
+/// # Panics
+/// If `x` is shorter than `w`.
+#[inline]
+#[target_feature(enable = "neon")]
+pub(super) fn dot_with(
+    w: &[i8],
+    x: &[i8],
+    step: impl Fn(int32x4_t, int8x16_t, int8x16_t) -> int32x4_t,
+) -> i32 {
     let n = w.len();
     let x = &x[..n];
     let (mut a0, mut a1) = (vdupq_n_s32(0), vdupq_n_s32(0));
     let mut k = 0;
     while k + 32 <= n {
-        a0 = mla16(a0, ld_s8(arr(w, k)), ld_s8(arr(x, k)));
-        a1 = mla16(a1, ld_s8(arr(w, k + 16)), ld_s8(arr(x, k + 16)));
+        a0 = step(a0, ld_s8(arr(w, k)), ld_s8(arr(x, k)));
+        a1 = step(a1, ld_s8(arr(w, k + 16)), ld_s8(arr(x, k + 16)));
         k += 32;
     }
     if k + 16 <= n {
-        a0 = mla16(a0, ld_s8(arr(w, k)), ld_s8(arr(x, k)));
+        a0 = step(a0, ld_s8(arr(w, k)), ld_s8(arr(x, k)));
         k += 16;
     }
     if k < n {
-        a1 = mla16(a1, tail_i8(&w[k..]), tail_i8(&x[k..]));
+        a1 = step(a1, tail_i8(&w[k..]), tail_i8(&x[k..]));
     }
     vaddvq_s32(vaddq_s32(a0, a1))
 }

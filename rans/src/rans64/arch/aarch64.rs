@@ -366,13 +366,13 @@ fn symbol_bytes(e: [uint32x4_t; VECS]) -> uint8x16_t {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     //! The arm against a test-local transcription of the scalar round (via `Model::step`): the
     //! same number of rounds as the arm contract allows (so the arm provably runs, rather than
     //! handing everything to the scalar code), the same bytes, states and way positions,
     //! across block boundaries and when resumed mid-chunk.
     use super::super::super::format::{Blob, ChunkBody};
-    use super::super::super::{LANES, RANS_L, WAY_LANES, WAYS, encode_into, max_encoded_len};
+    use super::super::super::{LANES, RANS_L, WAY_LANES, WAYS, encode_v2_into, max_encoded_len};
     use super::{ROUND_SLACK, neon_detected, rounds_neon};
     use crate::rans64::model::Model;
 
@@ -408,8 +408,8 @@ mod tests {
     }
 
     /// Packed int4 bytes whose nibbles follow a peaked distribution of width `spread` (1..=16),
-    /// with a rare uniform outlier, from a xorshift generator.
-    fn sample(n: usize, spread: u64, seed: u64) -> std::vec::Vec<u8> {
+    /// with a rare uniform outlier, from a xorshift generator (the version-3 arm's test data too).
+    pub(in super::super) fn sample(n: usize, spread: u64, seed: u64) -> std::vec::Vec<u8> {
         let mut s = seed | 1;
         let mut nib = || {
             s ^= s << 13;
@@ -425,7 +425,7 @@ mod tests {
     /// rounds, and checks they agree; returns the rounds the arm decoded.
     fn check(src: &[u8], shift: u8, piece: usize) -> usize {
         let mut blob = std::vec![0u8; max_encoded_len(src.len(), shift)];
-        let len = encode_into(src, shift, &mut blob).expect("encode");
+        let len = encode_v2_into(src, shift, &mut blob).expect("encode");
         let parsed = Blob::parse(&blob[..len]).expect("parse");
         let mut total = 0;
         for chunk in parsed.chunks() {

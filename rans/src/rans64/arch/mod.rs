@@ -19,6 +19,8 @@ use super::{CHECK_LANES, LANES, V3_LANES, WAY_LANES, WAYS};
 
 #[cfg(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))]
 mod aarch64;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))]
+mod aarch64_v3;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod x86_64;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
@@ -181,6 +183,8 @@ pub(super) fn rounds3(
         Arm::Avx2 | Arm::Avx512 | Arm::Avx512Vbmi => {
             x86_64_v3::rounds3(arm, model, st, ways, pos, out)
         }
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))]
+        Arm::Neon => aarch64_v3::rounds3_neon(model, st, ways, pos, out),
         _ => {
             let _ = (model, st, ways, pos, out);
             0
