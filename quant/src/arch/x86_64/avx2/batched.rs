@@ -1,10 +1,6 @@
 //! The small-batch f32 passes: 2 to 16 activation rows over int4-row, fp8, int4-grouped and
 //! mxfp4 weights, the activations copied per column chunk into an interleaved L1 buffer.
 
-// Some blocks here still hold a load and a store (or several loads) under one SAFETY argument;
-// the int8-path bodies of this module already take one operation per block.
-#![allow(clippy::multiple_unsafe_ops_per_block)]
-
 use core::arch::x86_64::*;
 use core::ops::Range;
 
@@ -138,7 +134,7 @@ pub(super) unsafe fn multi_passes<const T: usize, const UNIT: usize, const EO: b
                         unsafe {
                             let v = split_even_odd_ps(sp);
                             for (q, vq) in v.into_iter().enumerate() {
-                                let d = xb.as_mut_ptr().wrapping_add(((4 * bb + q) * T + k) * 8);
+                                let d = xb.as_mut_ptr().add(((4 * bb + q) * T + k) * 8);
                                 _mm256_storeu_ps(d, vq);
                             }
                         }
@@ -153,7 +149,7 @@ pub(super) unsafe fn multi_passes<const T: usize, const UNIT: usize, const EO: b
                     if c + 8 <= ni {
                         // SAFETY: 8 values at src[c..] and at d.
                         unsafe {
-                            let v = _mm256_loadu_ps(src.as_ptr().wrapping_add(c));
+                            let v = _mm256_loadu_ps(src.as_ptr().add(c));
                             let v =
                                 if xs == 1.0 { v } else { _mm256_mul_ps(v, _mm256_set1_ps(xs)) };
                             _mm256_storeu_ps(d.as_mut_ptr(), v);
@@ -242,7 +238,7 @@ pub(super) unsafe fn f32_nib_multi<const T: usize, const MX: bool>(
             for (q, dq) in d.into_iter().enumerate() {
                 for (k, pk) in part.iter_mut().enumerate() {
                     // SAFETY: the buffer's block b − b0 holds 32 · T values.
-                    let xv = unsafe { _mm256_loadu_ps(xp.wrapping_add((q * T + k) * 8)) };
+                    let xv = unsafe { _mm256_loadu_ps(xp.add((q * T + k) * 8)) };
                     let c = q % (8 / T);
                     pk[c] = _mm256_fmadd_ps(dq, xv, pk[c]);
                 }
@@ -310,7 +306,7 @@ pub(super) unsafe fn f32_int4_multi<const T: usize>(
         for (q, vq) in v.into_iter().enumerate() {
             for (k, a) in acc.iter_mut().enumerate() {
                 // SAFETY: as above.
-                let xv = unsafe { _mm256_loadu_ps(xp.wrapping_add((q * T + k) * 8)) };
+                let xv = unsafe { _mm256_loadu_ps(xp.add((q * T + k) * 8)) };
                 let c = q % (8 / T);
                 a[c] = _mm256_fmadd_ps(vq, xv, a[c]);
             }
@@ -366,7 +362,7 @@ pub(super) unsafe fn fp8_multi_block<const T: usize>(
         for (p, dp) in d.into_iter().enumerate() {
             for (k, a) in acc.iter_mut().enumerate() {
                 // SAFETY: as above.
-                let xv = unsafe { _mm256_loadu_ps(xp.wrapping_add(((4 * j + p) * T + k) * 8)) };
+                let xv = unsafe { _mm256_loadu_ps(xp.add(((4 * j + p) * T + k) * 8)) };
                 let c = p % (8 / T);
                 a[c] = _mm256_fmadd_ps(dp, xv, a[c]);
             }
@@ -418,7 +414,8 @@ pub(super) unsafe fn f32_fp8_multi<const T: usize>(
             // the buffer's block g − g0 holds 128 · T values.
             let mut wt = [0u8; 128];
             let (w, nan) = if g < full {
-                let w = row.as_ptr().wrapping_add(128 * g);
+                // SAFETY: as above.
+                let w = unsafe { row.as_ptr().add(128 * g) };
                 // SAFETY: 128 bytes at w.
                 (w, probe && unsafe { band_has_nan([w]) })
             } else {

@@ -1,10 +1,6 @@
 //! fp8 e4m3 (f32 path only: the format has no int8-activation path): the decodes through
 //! F16C or f32 bits, the row kernel and the band kernel of one activation row.
 
-// Some blocks here still hold a load and a store (or several loads) under one SAFETY argument;
-// the int8-path bodies of this module already take one operation per block.
-#![allow(clippy::multiple_unsafe_ops_per_block)]
-
 use core::arch::x86_64::*;
 use core::ops::Range;
 
@@ -116,7 +112,7 @@ pub(super) unsafe fn fp8_row_f32<const T: usize>(
         let mut has_nan = (c1 - c0) % 32 != 0;
         for p in 0..(c1 - c0) / 32 {
             // SAFETY: c0 + 32·p + 32 ≤ c1 ≤ I bytes of the row.
-            let v = unsafe { _mm256_loadu_si256(row.as_ptr().wrapping_add(c0 + 32 * p).cast()) };
+            let v = unsafe { _mm256_loadu_si256(row.as_ptr().add(c0 + 32 * p).cast()) };
             let hit = _mm256_cmpeq_epi8(_mm256_and_si256(v, nan_code), nan_code);
             has_nan |= _mm256_movemask_epi8(hit) != 0;
         }
@@ -126,14 +122,13 @@ pub(super) unsafe fn fp8_row_f32<const T: usize>(
         while j + 2 <= n8 {
             let col = c0 + 8 * j;
             // SAFETY: col + 16 ≤ c1 ≤ I.
-            let b = unsafe { _mm_loadu_si128(row.as_ptr().wrapping_add(col).cast()) };
+            let b = unsafe { _mm_loadu_si128(row.as_ptr().add(col).cast()) };
             let (w0, w1) = fp8x16(b, has_nan);
             for k in 0..T {
                 // SAFETY: col + 16 ≤ I values of xs[k].
                 unsafe {
-                    p0[k] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xs[k].wrapping_add(col)), p0[k]);
-                    p1[k] =
-                        _mm256_fmadd_ps(w1, _mm256_loadu_ps(xs[k].wrapping_add(col + 8)), p1[k]);
+                    p0[k] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xs[k].add(col)), p0[k]);
+                    p1[k] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xs[k].add(col + 8)), p1[k]);
                 }
             }
             j += 2;
@@ -141,10 +136,10 @@ pub(super) unsafe fn fp8_row_f32<const T: usize>(
         if j < n8 {
             let col = c0 + 8 * j;
             // SAFETY: col + 8 ≤ c1 ≤ I.
-            let w0 = fp8x8(unsafe { _mm_loadl_epi64(row.as_ptr().wrapping_add(col).cast()) }, true);
+            let w0 = fp8x8(unsafe { _mm_loadl_epi64(row.as_ptr().add(col).cast()) }, true);
             for k in 0..T {
                 // SAFETY: col + 8 ≤ I values of xs[k].
-                let xv = unsafe { _mm256_loadu_ps(xs[k].wrapping_add(col)) };
+                let xv = unsafe { _mm256_loadu_ps(xs[k].add(col)) };
                 p0[k] = _mm256_fmadd_ps(w0, xv, p0[k]);
             }
         }
@@ -154,7 +149,7 @@ pub(super) unsafe fn fp8_row_f32<const T: usize>(
             let mut tail = 0.0f32;
             for (c, &b) in row.iter().enumerate().take(c1).skip(c0 + 8 * n8) {
                 // SAFETY: c < I.
-                tail += scalar::e4m3_to_f32(b) * unsafe { *xs[k].wrapping_add(c) };
+                tail += scalar::e4m3_to_f32(b) * unsafe { *xs[k].add(c) };
             }
             acc[k] = _mm256_fmadd_ps(_mm256_add_ps(p0[k], p1[k]), scv, acc[k]);
             tail_acc[k] += tail * sc;
@@ -215,7 +210,7 @@ pub(super) unsafe fn band_has_nan<const R: usize>(w: [*const u8; R]) -> bool {
     for p in w {
         for q in 0..4 {
             // SAFETY: 32 · q + 32 ≤ 128 bytes at p (caller).
-            let v = unsafe { _mm256_loadu_si256(p.wrapping_add(32 * q).cast()) };
+            let v = unsafe { _mm256_loadu_si256(p.add(32 * q).cast()) };
             mx = _mm256_max_epu8(mx, _mm256_or_si256(v, top));
         }
     }
@@ -259,9 +254,9 @@ pub(super) unsafe fn fp8x32_bits<const NAN: bool>(p: *const u8) -> [__m256; 4] {
     unsafe {
         [
             fp8x8_bits::<NAN>(p),
-            fp8x8_bits::<NAN>(p.wrapping_add(8)),
-            fp8x8_bits::<NAN>(p.wrapping_add(16)),
-            fp8x8_bits::<NAN>(p.wrapping_add(24)),
+            fp8x8_bits::<NAN>(p.add(8)),
+            fp8x8_bits::<NAN>(p.add(16)),
+            fp8x8_bits::<NAN>(p.add(24)),
         ]
     }
 }
@@ -293,9 +288,9 @@ pub(super) unsafe fn fp8_rows4_block(
     for c in (0..128).step_by(16) {
         // SAFETY: c + 16 ≤ 128 values at xs and bytes at every w[r] (caller).
         unsafe {
-            let xv = [_mm256_loadu_ps(xs.wrapping_add(c)), _mm256_loadu_ps(xs.wrapping_add(c + 8))];
+            let xv = [_mm256_loadu_ps(xs.add(c)), _mm256_loadu_ps(xs.add(c + 8))];
             for (r, ar) in a.iter_mut().enumerate() {
-                let d = decode(w[r].wrapping_add(c));
+                let d = decode(w[r].add(c));
                 ar[0] = _mm256_fmadd_ps(d[0], xv[0], ar[0]);
                 ar[1] = _mm256_fmadd_ps(d[1], xv[1], ar[1]);
             }
@@ -336,7 +331,7 @@ pub(super) unsafe fn fp8x16_low<const NAN: bool>(p: *const u8) -> [__m256; 2] {
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn fp8x16_bits<const NAN: bool>(p: *const u8) -> [__m256; 2] {
     // SAFETY: 8 bytes at p and at p + 8 (caller: 16).
-    unsafe { [fp8x8_bits::<NAN>(p), fp8x8_bits::<NAN>(p.wrapping_add(8))] }
+    unsafe { [fp8x8_bits::<NAN>(p), fp8x8_bits::<NAN>(p.add(8))] }
 }
 
 /// The 128-column blocks `0 .. blocks` of 4 fp8 weight rows (bytes at `w[r]`) against
@@ -362,7 +357,7 @@ pub(super) unsafe fn fp8_rows4_sweep<const BITS: bool>(
     for g in 0..blocks {
         // SAFETY: block g < blocks of every row, of xs and of every scale run (caller).
         unsafe {
-            let (wg, xg) = (w.map(|p| p.wrapping_add(128 * g)), xs.wrapping_add(128 * g));
+            let (wg, xg) = (w.map(|p| p.add(128 * g)), xs.add(128 * g));
             let part = match (BITS, probe && band_has_nan(wg)) {
                 (true, true) => fp8_rows4_block(wg, xg, |p| fp8x16_bits::<true>(p)),
                 (true, false) => fp8_rows4_block(wg, xg, |p| fp8x16_bits::<false>(p)),
@@ -370,7 +365,7 @@ pub(super) unsafe fn fp8_rows4_sweep<const BITS: bool>(
                 (false, false) => fp8_rows4_block(wg, xg, |p| fp8x16_low::<false>(p)),
             };
             for (r, (a, p)) in acc.iter_mut().zip(part).enumerate() {
-                *a = _mm256_fmadd_ps(p, _mm256_broadcast_ss(&*sc[r].wrapping_add(g)), *a);
+                *a = _mm256_fmadd_ps(p, _mm256_broadcast_ss(&*sc[r].add(g)), *a);
             }
         }
     }
@@ -412,7 +407,7 @@ pub(super) unsafe fn f32_fp8_band8(m: &Matrix<'_>, x: &[f32], rows: Range<usize>
             // SAFETY: 8 values in v; `to` has room for from.len() values (callers).
             unsafe {
                 let v = _mm256_mul_ps(_mm256_loadu_ps(v.as_ptr()), scale);
-                _mm256_storeu_ps(to.wrapping_add(8 * c), v);
+                _mm256_storeu_ps(to.add(8 * c), v);
             }
         }
     };

@@ -2,10 +2,6 @@
 //! ([`f32_fused`]), the f32 band kernel of one activation row ([`f32_nib_band8`]) and the
 //! int8-path band kernel with one output row per lane ([`q8_band8`]).
 
-// Some blocks here still hold a load and a store (or several loads) under one SAFETY argument;
-// the int8-path bodies of this module already take one operation per block.
-#![allow(clippy::multiple_unsafe_ops_per_block)]
-
 use core::arch::x86_64::*;
 use core::ops::Range;
 
@@ -72,10 +68,10 @@ pub(super) unsafe fn grouped_row_f32<const T: usize, const V: usize>(
             for k in 0..T {
                 // SAFETY: col + 8·V ≤ I values of xs[k].
                 unsafe {
-                    let xp = xs[k].wrapping_add(col);
+                    let xp = xs[k].add(col);
                     for (h, wh) in w.iter().enumerate() {
                         let q = &mut p[k][h % chains];
-                        *q = _mm256_fmadd_ps(*wh, _mm256_loadu_ps(xp.wrapping_add(8 * h)), *q);
+                        *q = _mm256_fmadd_ps(*wh, _mm256_loadu_ps(xp.add(8 * h)), *q);
                     }
                 }
             }
@@ -86,7 +82,7 @@ pub(super) unsafe fn grouped_row_f32<const T: usize, const V: usize>(
             let mut tail = 0.0f32;
             for c in c0 + 8 * V * nfull..c1 {
                 // SAFETY: c < I.
-                tail += value(c) * unsafe { *xs[k].wrapping_add(c) };
+                tail += value(c) * unsafe { *xs[k].add(c) };
             }
             let [q0, q1, q2, q3] = p[k];
             let part = if chains == 4 {
@@ -123,7 +119,7 @@ pub(super) unsafe fn nibble_row_f32<const T: usize>(
     let lut = unsafe { _mm_loadu_si128(MX_LUT.as_ptr().cast()) };
     let block = |col: usize| {
         // SAFETY: col + 32 ≤ I, so the 16 bytes at col/2 are within the row.
-        let v = unsafe { _mm_loadu_si128(row.as_ptr().wrapping_add(col / 2).cast()) };
+        let v = unsafe { _mm_loadu_si128(row.as_ptr().add(col / 2).cast()) };
         nibble_block_f32(v, mx, lut)
     };
     let value = |c: usize| {
@@ -242,7 +238,7 @@ pub(super) unsafe fn nib_block4<const MX: bool>(
     // SAFETY: the caller's contract.
     unsafe {
         if MX {
-            let xv: [__m256; 4] = core::array::from_fn(|q| _mm256_loadu_ps(xb.wrapping_add(8 * q)));
+            let xv: [__m256; 4] = core::array::from_fn(|q| _mm256_loadu_ps(xb.add(8 * q)));
             for (r, pr) in part.iter_mut().enumerate() {
                 let d = nibble_block_f32(_mm_loadu_si128(w[r].cast()), MX, lut);
                 for q in 0..4 {
@@ -251,7 +247,7 @@ pub(super) unsafe fn nib_block4<const MX: bool>(
             }
         } else {
             let xv = match split {
-                Some(p) => core::array::from_fn(|k| _mm256_loadu_ps(p.wrapping_add(8 * k))),
+                Some(p) => core::array::from_fn(|k| _mm256_loadu_ps(p.add(8 * k))),
                 None => split_even_odd_ps(xb),
             };
             int4_split_block(part, w, xv);
@@ -276,11 +272,7 @@ pub(super) unsafe fn nib_group_end<const MX: bool>(
     for (r, (a, pr)) in acc.iter_mut().zip(part).enumerate() {
         // SAFETY: the caller's contract.
         let s = unsafe {
-            if MX {
-                crate::arch::UE8M0_HALF[usize::from(*sc[r].1.wrapping_add(g))]
-            } else {
-                *sc[r].0.wrapping_add(g)
-            }
+            if MX { crate::arch::UE8M0_HALF[usize::from(*sc[r].1.add(g))] } else { *sc[r].0.add(g) }
         };
         *a = _mm256_fmadd_ps(pr, _mm256_set1_ps(s), *a);
     }
@@ -409,15 +401,9 @@ pub(super) unsafe fn f32_nib_band8<const MX: bool>(
                     // 32- and 16-long padded copies.
                     unsafe {
                         if b < blocks {
-                            let w = core::array::from_fn(|r| rp[4 * h + r].wrapping_add(16 * b));
-                            let xs = split.map(|p| p.wrapping_add(32 * b));
-                            nib_block4::<MX>(
-                                &mut part,
-                                w,
-                                x.as_ptr().wrapping_add(32 * b),
-                                xs,
-                                lut,
-                            );
+                            let w = core::array::from_fn(|r| rp[4 * h + r].add(16 * b));
+                            let xs = split.map(|p| p.add(32 * b));
+                            nib_block4::<MX>(&mut part, w, x.as_ptr().add(32 * b), xs, lut);
                         } else {
                             let w = core::array::from_fn(|r| wt[4 * h + r].as_ptr());
                             nib_block4::<MX>(&mut part, w, xt.as_ptr(), None, lut);
@@ -473,18 +459,12 @@ pub(super) fn row16(v: &[u8], o: usize, ng: usize, g: usize) -> __m128i {
 }
 
 /// The f32 scales of groups `g .. g + 4` of the 8 rows `o[r]` (0 past the row's last
-/// group), one vector per group, lane `r` = row `o[r]` (by [`transpose8x4`]). `_arm` only tells
-/// the copies apart: each is then called by one arm's band kernels, as when it was inlined into
-/// them.
+/// group), one vector per group, lane `r` = row `o[r]` (by [`transpose8x4`]). `D`, the arm,
+/// only tells the copies apart: each is then called by one arm's band kernels, as when it
+/// was inlined into them.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn scales4<D: Dot>(
-    _arm: D,
-    sf: &[f32],
-    o: &[usize; 8],
-    ngs: usize,
-    g: usize,
-) -> [__m256i; 4] {
+pub(super) fn scales4<D: Dot>(sf: &[f32], o: &[usize; 8], ngs: usize, g: usize) -> [__m256i; 4] {
     transpose8x4(|r| {
         let k = (ngs - g).min(4);
         let s = &sf[o[r] * ngs + g..o[r] * ngs + g + k];
@@ -504,11 +484,9 @@ pub(super) fn scales4<D: Dot>(
 /// subgroup, 4..8 the second), from the row's 32 bytes of the block at `p`.
 ///
 /// # Safety
-/// `p` valid for reads of 32 bytes.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+/// The arm's features available; `p` valid for reads of 32 bytes.
+#[inline(always)]
 pub(super) unsafe fn row_block<D: Dot, const MX: bool>(
-    dot: D,
     p: *const u8,
     cb: __m256i,
     xe: __m256i,
@@ -516,13 +494,21 @@ pub(super) unsafe fn row_block<D: Dot, const MX: bool>(
     low: __m256i,
     lut: __m256i,
 ) -> __m256i {
-    // SAFETY: 32 readable bytes at p (the caller's contract).
-    let w = unsafe { _mm256_loadu_si256(p.cast()) };
-    let lo = _mm256_and_si256(w, low);
-    let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), low);
-    let (ue, uo) =
-        if MX { (_mm256_shuffle_epi8(lut, lo), _mm256_shuffle_epi8(lut, hi)) } else { (lo, hi) };
-    dot.dpbusd2(cb, ue, xe, uo, xo)
+    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
+    // this body is always inlined), so every intrinsic call is sound; every pointer
+    // access is in bounds as noted at it.
+    unsafe {
+        // 32 bytes at p (the caller's contract).
+        let w = _mm256_loadu_si256(p.cast());
+        let lo = _mm256_and_si256(w, low);
+        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), low);
+        let (ue, uo) = if MX {
+            (_mm256_shuffle_epi8(lut, lo), _mm256_shuffle_epi8(lut, hi))
+        } else {
+            (lo, hi)
+        };
+        D::dpbusd2(cb, ue, xe, uo, xo)
+    }
 }
 
 /// int8-activation kernel for nibble groups of 32 columns (mxfp4 when `MX`, int4-grouped `gs = 32`)
@@ -562,216 +548,222 @@ pub(super) unsafe fn row_block<D: Dot, const MX: bool>(
 /// `I` meet zero activations.
 ///
 /// # Safety
-/// Shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on); `m` mxfp4 (`MX`) or
-/// int4-grouped with `gs` a multiple of 32 dividing [`QC`].
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+/// The arm's features available; shapes as asserted by
+/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+#[inline(always)]
 pub(super) unsafe fn q8_band8<D: Dot, const MX: bool, const WIDE: bool, const STREAM: bool>(
-    dot: D,
     m: &Matrix<'_>,
     xq: &QuantizedActs<'_>,
     rows: Range<usize>,
     y: &mut [f32],
 ) {
-    let (ni, nr, ngs) = (m.i(), rows.len(), m.groups_per_row());
-    // 32-column subgroups per row and per group (mxfp4: 1, groups are 32 columns).
-    let (nsub, per) = (ni.div_ceil(32), if MX { 1 } else { m.group_len() / 32 });
-    if nr == 0 || ni == 0 {
-        for v in &mut y[..nr * xq.s()] {
-            *v = 0.0; // no groups: acc = 0, y = 0 · sx = 0 (sx finite, ≥ 0)
+    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
+    // this body is always inlined), so every intrinsic call is sound; every pointer
+    // access is in bounds as noted at it.
+    unsafe {
+        let (ni, nr, ngs) = (m.i(), rows.len(), m.groups_per_row());
+        // 32-column subgroups per row and per group (mxfp4: 1, groups are 32 columns).
+        let (nsub, per) = (ni.div_ceil(32), if MX { 1 } else { m.group_len() / 32 });
+        if nr == 0 || ni == 0 {
+            for v in &mut y[..nr * xq.s()] {
+                *v = 0.0; // no groups: acc = 0, y = 0 · sx = 0 (sx finite, ≥ 0)
+            }
+            return;
         }
-        return;
-    }
-    let (sf, se): (&[f32], &[u8]) = match m.scales() {
-        Scales::F32(s) if !MX => (s, &[]),
-        Scales::Ue8m0(e) if MX => (&[], e),
-        _ => unreachable!("scale kind checked by Matrix::new"),
-    };
-    // SAFETY: the table holds 16 bytes.
-    let lut16 = unsafe { _mm_loadu_si128(MX_OFF.as_ptr().cast()) };
-    let lut = _mm256_broadcastsi128_si256(lut16);
-    let off = _mm256_set1_epi8(if MX { 12 } else { 8 });
-    let low = _mm256_set1_epi8(0x0F);
-    let z = _mm256_setzero_si256();
-    let mut xbuf = [0i8; QC];
-    let mut cbuf = [z; QC / 64];
-    for si in 0..xq.s() {
-        let (q, sx) = xq.row(si);
-        let ys = &mut y[si * nr..(si + 1) * nr];
-        let mut c0 = 0;
-        while c0 < ni {
-            let cn = (ni - c0).min(QC);
-            let nb = cn.div_ceil(64);
-            for (b, cb) in cbuf[..nb].iter_mut().enumerate() {
-                let col = c0 + 64 * b;
-                let mut t = [0i8; 64];
-                let src: &[i8] = if ni - col >= 64 {
-                    &q[col..col + 64]
-                } else {
-                    t[..ni - col].copy_from_slice(&q[col..]);
-                    &t
-                };
-                // SAFETY: src holds 64 codes: the first 32.
-                let x0 = unsafe { _mm256_loadu_si256(src.as_ptr().cast()) };
-                // SAFETY: src holds 64 codes: the second 32.
-                let x1 = unsafe { _mm256_loadu_si256(src.as_ptr().wrapping_add(32).cast()) };
-                let (xe, xo) = split_even_odd(x0, x1);
-                let xb = xbuf.as_mut_ptr().wrapping_add(64 * b);
-                // SAFETY: b < nb ≤ QC / 64: xbuf[64b .. 64b + 32] is in bounds.
-                unsafe { _mm256_storeu_si256(xb.cast(), xe) };
-                // SAFETY: and xbuf[64b + 32 .. 64b + 64].
-                unsafe { _mm256_storeu_si256(xb.wrapping_add(32).cast(), xo) };
-                *cb = _mm256_sub_epi32(z, dot.dpbusd2(z, off, xe, off, xo));
-            }
-            let (first, last) = (c0 == 0, c0 + cn == ni);
-            let gc = c0 / 32; // the chunk's first subgroup
-            let mut r0 = 0;
-            while r0 < nr {
-                let nv = (nr - r0).min(8);
-                let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
-                let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
-                // From DRAM: the next band's lines, one band ahead, into L2.
-                let pf = if STREAM { BandPrefetch::<8>::next(m, &rows, r0, c0, cn) } else { None };
-                let mut t = [0f32; 8];
-                if !first {
-                    t[..nv].copy_from_slice(&ys[r0..r0 + nv]);
-                }
-                // SAFETY: t holds 8 f32.
-                let mut acc = unsafe { _mm256_loadu_ps(t.as_ptr()) };
-                // The partial last block's weight bytes, zero-padded (copied here,
-                // not in the block loop: a call there clobbers every ymm register).
-                let mut tails = [[0u8; 32]; 8];
-                let (lcol, lrem) = (c0 + 64 * (nb - 1), ni - c0 - 64 * (nb - 1));
-                if lrem < 64 {
-                    let k = lrem.div_ceil(2);
-                    for (r, tr) in tails.iter_mut().enumerate() {
-                        tr[..k].copy_from_slice(&m.row_bytes(o[r])[lcol / 2..lcol / 2 + k]);
-                    }
-                }
-                let tp: [*const u8; 8] = core::array::from_fn(|r| tails[r].as_ptr());
-                // gs = 32: f32 scales of 4 groups, or UE8M0 bytes of 16 groups, one
-                // vector per 4 groups, lane r = row o[r].
-                let (mut sc4, mut g4) = ([z; 4], 0);
-                // WIDE: the exact sums of the current group's blocks so far.
-                let (mut part0, mut part1) = (z, z);
-                for (b, &cb) in cbuf[..nb].iter().enumerate() {
+        let (sf, se): (&[f32], &[u8]) = match m.scales() {
+            Scales::F32(s) if !MX => (s, &[]),
+            Scales::Ue8m0(e) if MX => (&[], e),
+            _ => unreachable!("scale kind checked by Matrix::new"),
+        };
+        // the table holds 16 bytes.
+        let lut16 = _mm_loadu_si128(MX_OFF.as_ptr().cast());
+        let lut = _mm256_broadcastsi128_si256(lut16);
+        let off = _mm256_set1_epi8(if MX { 12 } else { 8 });
+        let low = _mm256_set1_epi8(0x0F);
+        let z = _mm256_setzero_si256();
+        let mut xbuf = [0i8; QC];
+        let mut cbuf = [z; QC / 64];
+        for si in 0..xq.s() {
+            let (q, sx) = xq.row(si);
+            let ys = &mut y[si * nr..(si + 1) * nr];
+            let mut c0 = 0;
+            while c0 < ni {
+                let cn = (ni - c0).min(QC);
+                let nb = cn.div_ceil(64);
+                for (b, cb) in cbuf[..nb].iter_mut().enumerate() {
                     let col = c0 + 64 * b;
-                    let rem = ni - col;
-                    // Row r's 32 bytes of the block: in the row, or (the partial
-                    // last block) in its zero-padded copy.
-                    let wp = |r: usize| {
-                        if rem >= 64 {
-                            // col + 64 ≤ I: the 32 bytes at col/2 are in row r.
-                            rp[r].wrapping_add(col / 2)
-                        } else {
-                            tp[r]
-                        }
-                    };
-                    let xb = xbuf.as_ptr().wrapping_add(64 * b);
-                    // SAFETY: b < nb ≤ QC / 64: xbuf[64b .. 64b + 32] is in bounds.
-                    let xe = unsafe { _mm256_loadu_si256(xb.cast()) };
-                    // SAFETY: and xbuf[64b + 32 .. 64b + 64].
-                    let xo = unsafe { _mm256_loadu_si256(xb.wrapping_add(32).cast()) };
-                    if let Some(pf) = &pf {
-                        // Hints: never fault, whatever the (wrapping) address.
-                        if b % 2 == 0 {
-                            for p in pf.w {
-                                _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(32 * b).cast());
-                            }
-                        }
-                        if (64 * b) % pf.line_cols == 0 {
-                            for p in pf.s {
-                                _mm_prefetch::<_MM_HINT_T1>(
-                                    p.wrapping_add(64 * (64 * b / pf.line_cols)).cast(),
-                                );
-                            }
-                        }
-                    }
-                    let mut h = [z; 4];
-                    for (j, hj) in h.iter_mut().enumerate() {
-                        // SAFETY: wp(r) points at 32 readable bytes (above).
-                        let a0 =
-                            unsafe { row_block::<D, MX>(dot, wp(2 * j), cb, xe, xo, low, lut) };
-                        let w1 = wp(2 * j + 1);
-                        // SAFETY: wp(r) points at 32 readable bytes (above).
-                        let a1 = unsafe { row_block::<D, MX>(dot, w1, cb, xe, xo, low, lut) };
-                        *hj = pack_sum(a0, a1);
-                    }
-                    // Half q of f0 (f1): the sums of subgroup q of rows 0..4 (4..8).
-                    let (f0, f1) = (pack_sum(h[0], h[1]), pack_sum(h[2], h[3]));
-                    let g = gc + 2 * b; // the block's first subgroup
-                    let n = (nsub - g).min(2); // its subgroups (past them d is 0)
-                    if WIDE {
-                        part0 = _mm256_add_epi32(part0, f0);
-                        part1 = _mm256_add_epi32(part1, f1);
-                        if (g + 2) % per == 0 || g + n == nsub {
-                            let d = _mm256_add_epi32(
-                                _mm256_permute2x128_si256::<0x20>(part0, part1),
-                                _mm256_permute2x128_si256::<0x31>(part0, part1),
-                            );
-                            let gi = g / per;
-                            // Scales of 4 groups from g4 (the chunk's first
-                            // group, then every fourth).
-                            if gi * per == gc || gi - g4 == 4 {
-                                sc4 = scales4(dot, sf, &o, ngs, gi);
-                                g4 = gi;
-                            }
-                            let sc = _mm256_castsi256_ps(sc4[gi - g4]);
-                            let p = _mm256_mul_ps(_mm256_cvtepi32_ps(d), sc);
-                            acc = _mm256_add_ps(acc, p);
-                            (part0, part1) = (z, z);
-                        }
+                    let mut t = [0i8; 64];
+                    let src: &[i8] = if ni - col >= 64 {
+                        &q[col..col + 64]
                     } else {
-                        let d = [
-                            _mm256_permute2x128_si256::<0x20>(f0, f1),
-                            _mm256_permute2x128_si256::<0x31>(f0, f1),
-                        ];
-                        if MX {
-                            if b % 8 == 0 {
-                                sc4 = transpose8x4(|r| row16(se, o[r], ngs, g));
+                        t[..ni - col].copy_from_slice(&q[col..]);
+                        &t
+                    };
+                    // src holds 64 codes; the stores write xbuf[64b .. 64b + 64]
+                    // (b < nb ≤ QC / 64).
+                    {
+                        let x0 = _mm256_loadu_si256(src.as_ptr().cast());
+                        let x1 = _mm256_loadu_si256(src.as_ptr().add(32).cast());
+                        let (xe, xo) = split_even_odd(x0, x1);
+                        _mm256_storeu_si256(xbuf.as_mut_ptr().add(64 * b).cast(), xe);
+                        _mm256_storeu_si256(xbuf.as_mut_ptr().add(64 * b + 32).cast(), xo);
+                        *cb = _mm256_sub_epi32(z, D::dpbusd2(z, off, xe, off, xo));
+                    }
+                }
+                let (first, last) = (c0 == 0, c0 + cn == ni);
+                let gc = c0 / 32; // the chunk's first subgroup
+                let mut r0 = 0;
+                while r0 < nr {
+                    let nv = (nr - r0).min(8);
+                    let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+                    let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+                    // From DRAM: the next band's lines, one band ahead, into L2.
+                    let pf =
+                        if STREAM { BandPrefetch::<8>::next(m, &rows, r0, c0, cn) } else { None };
+                    let mut t = [0f32; 8];
+                    if !first {
+                        t[..nv].copy_from_slice(&ys[r0..r0 + nv]);
+                    }
+                    // t holds 8 f32.
+                    let mut acc = _mm256_loadu_ps(t.as_ptr());
+                    // The partial last block's weight bytes, zero-padded (copied here,
+                    // not in the block loop: a call there clobbers every ymm register).
+                    let mut tails = [[0u8; 32]; 8];
+                    let (lcol, lrem) = (c0 + 64 * (nb - 1), ni - c0 - 64 * (nb - 1));
+                    if lrem < 64 {
+                        let k = lrem.div_ceil(2);
+                        for (r, tr) in tails.iter_mut().enumerate() {
+                            tr[..k].copy_from_slice(&m.row_bytes(o[r])[lcol / 2..lcol / 2 + k]);
+                        }
+                    }
+                    let tp: [*const u8; 8] = core::array::from_fn(|r| tails[r].as_ptr());
+                    // gs = 32: f32 scales of 4 groups, or UE8M0 bytes of 16 groups, one
+                    // vector per 4 groups, lane r = row o[r].
+                    let (mut sc4, mut g4) = ([z; 4], 0);
+                    // WIDE: the exact sums of the current group's blocks so far.
+                    let (mut part0, mut part1) = (z, z);
+                    for (b, &cb) in cbuf[..nb].iter().enumerate() {
+                        let col = c0 + 64 * b;
+                        let rem = ni - col;
+                        // Row r's 32 bytes of the block: in the row, or (the partial
+                        // last block) in its zero-padded copy.
+                        let wp = |r: usize| {
+                            if rem >= 64 {
+                                // col + 64 ≤ I: the 32 bytes at col/2 are in row r.
+                                rp[r].add(col / 2)
+                            } else {
+                                tp[r]
                             }
-                            let v = sc4[(b % 8) / 2];
-                            // This block's two groups: bytes 0, 1 (b even) or 2, 3.
-                            let v = if b % 2 == 0 { v } else { _mm256_srli_epi32::<16>(v) };
-                            let e = _mm256_set1_epi32(0x7F80_0000);
-                            let pw = [
-                                _mm256_and_si256(_mm256_slli_epi32::<23>(v), e),
-                                _mm256_and_si256(_mm256_slli_epi32::<15>(v), e),
-                            ];
-                            let half = _mm256_set1_ps(0.5);
-                            let p = |k: usize| {
-                                let df = _mm256_mul_ps(_mm256_cvtepi32_ps(d[k]), half);
-                                _mm256_mul_ps(df, _mm256_castsi256_ps(pw[k]))
+                        };
+                        // xbuf[64b .. 64b + 64] was written above.
+                        let (xe, xo) = {
+                            (
+                                _mm256_loadu_si256(xbuf.as_ptr().add(64 * b).cast()),
+                                _mm256_loadu_si256(xbuf.as_ptr().add(64 * b + 32).cast()),
+                            )
+                        };
+                        if let Some(pf) = &pf {
+                            // Hints: never fault, whatever the (wrapping) address.
+                            if b % 2 == 0 {
+                                for p in pf.w {
+                                    _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(32 * b).cast());
+                                }
+                            }
+                            if (64 * b) % pf.line_cols == 0 {
+                                for p in pf.s {
+                                    _mm_prefetch::<_MM_HINT_T1>(
+                                        p.wrapping_add(64 * (64 * b / pf.line_cols)).cast(),
+                                    );
+                                }
+                            }
+                        }
+                        let mut h = [z; 4];
+                        for (j, hj) in h.iter_mut().enumerate() {
+                            // wp(r) points at 32 readable bytes (above).
+                            let (a0, a1) = {
+                                (
+                                    row_block::<D, MX>(wp(2 * j), cb, xe, xo, low, lut),
+                                    row_block::<D, MX>(wp(2 * j + 1), cb, xe, xo, low, lut),
+                                )
                             };
-                            acc = _mm256_add_ps(acc, p(0));
-                            if n == 2 {
-                                acc = _mm256_add_ps(acc, p(1));
+                            *hj = pack_sum(a0, a1);
+                        }
+                        // Half q of f0 (f1): the sums of subgroup q of rows 0..4 (4..8).
+                        let (f0, f1) = (pack_sum(h[0], h[1]), pack_sum(h[2], h[3]));
+                        let g = gc + 2 * b; // the block's first subgroup
+                        let n = (nsub - g).min(2); // its subgroups (past them d is 0)
+                        if WIDE {
+                            part0 = _mm256_add_epi32(part0, f0);
+                            part1 = _mm256_add_epi32(part1, f1);
+                            if (g + 2) % per == 0 || g + n == nsub {
+                                let d = _mm256_add_epi32(
+                                    _mm256_permute2x128_si256::<0x20>(part0, part1),
+                                    _mm256_permute2x128_si256::<0x31>(part0, part1),
+                                );
+                                let gi = g / per;
+                                // Scales of 4 groups from g4 (the chunk's first
+                                // group, then every fourth).
+                                if gi * per == gc || gi - g4 == 4 {
+                                    sc4 = scales4::<D>(sf, &o, ngs, gi);
+                                    g4 = gi;
+                                }
+                                let sc = _mm256_castsi256_ps(sc4[gi - g4]);
+                                let p = _mm256_mul_ps(_mm256_cvtepi32_ps(d), sc);
+                                acc = _mm256_add_ps(acc, p);
+                                (part0, part1) = (z, z);
                             }
                         } else {
-                            if b % 2 == 0 {
-                                sc4 = scales4(dot, sf, &o, ngs, g);
-                            }
-                            let (s0, s1) =
-                                if b % 2 == 0 { (sc4[0], sc4[1]) } else { (sc4[2], sc4[3]) };
-                            let p = |dk: __m256i, sk: __m256i| {
-                                _mm256_mul_ps(_mm256_cvtepi32_ps(dk), _mm256_castsi256_ps(sk))
-                            };
-                            acc = _mm256_add_ps(acc, p(d[0], s0));
-                            if n == 2 {
-                                acc = _mm256_add_ps(acc, p(d[1], s1));
+                            let d = [
+                                _mm256_permute2x128_si256::<0x20>(f0, f1),
+                                _mm256_permute2x128_si256::<0x31>(f0, f1),
+                            ];
+                            if MX {
+                                if b % 8 == 0 {
+                                    sc4 = transpose8x4(|r| row16(se, o[r], ngs, g));
+                                }
+                                let v = sc4[(b % 8) / 2];
+                                // This block's two groups: bytes 0, 1 (b even) or 2, 3.
+                                let v = if b % 2 == 0 { v } else { _mm256_srli_epi32::<16>(v) };
+                                let e = _mm256_set1_epi32(0x7F80_0000);
+                                let pw = [
+                                    _mm256_and_si256(_mm256_slli_epi32::<23>(v), e),
+                                    _mm256_and_si256(_mm256_slli_epi32::<15>(v), e),
+                                ];
+                                let half = _mm256_set1_ps(0.5);
+                                let p = |k: usize| {
+                                    let df = _mm256_mul_ps(_mm256_cvtepi32_ps(d[k]), half);
+                                    _mm256_mul_ps(df, _mm256_castsi256_ps(pw[k]))
+                                };
+                                acc = _mm256_add_ps(acc, p(0));
+                                if n == 2 {
+                                    acc = _mm256_add_ps(acc, p(1));
+                                }
+                            } else {
+                                if b % 2 == 0 {
+                                    sc4 = scales4::<D>(sf, &o, ngs, g);
+                                }
+                                let (s0, s1) =
+                                    if b % 2 == 0 { (sc4[0], sc4[1]) } else { (sc4[2], sc4[3]) };
+                                let p = |dk: __m256i, sk: __m256i| {
+                                    _mm256_mul_ps(_mm256_cvtepi32_ps(dk), _mm256_castsi256_ps(sk))
+                                };
+                                acc = _mm256_add_ps(acc, p(d[0], s0));
+                                if n == 2 {
+                                    acc = _mm256_add_ps(acc, p(d[1], s1));
+                                }
                             }
                         }
                     }
+                    if last {
+                        acc = _mm256_mul_ps(acc, _mm256_set1_ps(sx));
+                    }
+                    // t holds 8 f32.
+                    _mm256_storeu_ps(t.as_mut_ptr(), acc);
+                    ys[r0..r0 + nv].copy_from_slice(&t[..nv]);
+                    r0 += 8;
                 }
-                if last {
-                    acc = _mm256_mul_ps(acc, _mm256_set1_ps(sx));
-                }
-                // SAFETY: t holds 8 f32.
-                unsafe { _mm256_storeu_ps(t.as_mut_ptr(), acc) };
-                ys[r0..r0 + nv].copy_from_slice(&t[..nv]);
-                r0 += 8;
+                c0 += cn;
             }
-            c0 += cn;
         }
     }
 }

@@ -1,10 +1,6 @@
 //! int4-row and int8-row, f32-activation path: weight rows in bands of 8 against one
 //! activation row ([`f32_int4_band8`], [`f32_int8_band8`]).
 
-// Some blocks here still hold a load and a store (or several loads) under one SAFETY argument;
-// the int8-path bodies of this module already take one operation per block.
-#![allow(clippy::multiple_unsafe_ops_per_block)]
-
 use core::arch::x86_64::*;
 use core::ops::Range;
 
@@ -118,10 +114,10 @@ pub(super) unsafe fn f32_int4_band8(m: &Matrix<'_>, x: &[f32], rows: Range<usize
             // SAFETY: as above.
             let xv = unsafe {
                 if whole {
-                    let p = xep.wrapping_add(32 * b);
-                    core::array::from_fn(|k| _mm256_loadu_ps(p.wrapping_add(8 * k)))
+                    let p = xep.add(32 * b);
+                    core::array::from_fn(|k| _mm256_loadu_ps(p.add(8 * k)))
                 } else {
-                    split_even_odd_ps(x.as_ptr().wrapping_add(32 * b))
+                    split_even_odd_ps(x.as_ptr().add(32 * b))
                 }
             };
             // SAFETY: 16 bytes at every w[r].
@@ -154,8 +150,8 @@ pub(super) unsafe fn split_even_odd_ps(p: *const f32) -> [__m256; 4] {
     for h in 0..2 {
         // SAFETY: 16·h + 16 ≤ 32 values at p (caller).
         let (a, c) = unsafe {
-            let q = p.wrapping_add(16 * h);
-            (_mm256_loadu_ps(q), _mm256_loadu_ps(q.wrapping_add(8)))
+            let q = p.add(16 * h);
+            (_mm256_loadu_ps(q), _mm256_loadu_ps(q.add(8)))
         };
         // Per 128-bit lane [a0 a2 c0 c2 | a4 a6 c4 c6]; the 64-bit permute orders it.
         let fix = |t: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(t)));
@@ -180,7 +176,7 @@ pub(super) unsafe fn split_all(x: &[f32], xt: &[f32; 32], xep: *mut f32) {
         unsafe {
             let v = split_even_odd_ps(src);
             for (k, vk) in v.into_iter().enumerate() {
-                _mm256_storeu_ps(xep.wrapping_add(32 * b + 8 * k), vk);
+                _mm256_storeu_ps(xep.add(32 * b + 8 * k), vk);
             }
         }
     }
@@ -207,7 +203,7 @@ pub(super) unsafe fn int4_split_block<const R: usize>(
         let (xe, xo) = (xv[2 * h], xv[2 * h + 1]);
         for (r, ar) in acc.iter_mut().enumerate() {
             // SAFETY: each w[r] points at 16 bytes (caller).
-            let d = unsafe { _mm_loadl_epi64(w[r].wrapping_add(8 * h).cast()) };
+            let d = unsafe { _mm_loadl_epi64(w[r].add(8 * h).cast()) };
             let d = _mm256_cvtepu8_epi32(d);
             let lo = _mm256_sub_epi32(_mm256_and_si256(d, low), eight);
             let hi = _mm256_sub_epi32(_mm256_srli_epi32::<4>(d), eight);
@@ -229,7 +225,7 @@ pub(super) unsafe fn int4_split_codes(w: *const u8) -> [__m256; 4] {
     let mut v = [_mm256_setzero_ps(); 4];
     for h in 0..2 {
         // SAFETY: 8 bytes at w + 8h (caller: 16).
-        let d = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(w.wrapping_add(8 * h).cast()) });
+        let d = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(w.add(8 * h).cast()) });
         v[2 * h] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(d, low), eight));
         v[2 * h + 1] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32::<4>(d), eight));
     }
@@ -326,10 +322,10 @@ pub(super) unsafe fn int8_band8_f32<const STREAM: bool>(
     let block = |acc: &mut [__m256; 8], w: [*const u8; 8], xb: *const f32| {
         for q in 0..4 {
             // SAFETY: xb points at 32 values, each w[r] at 32 bytes (callers).
-            let xq = unsafe { _mm256_loadu_ps(xb.wrapping_add(8 * q)) };
+            let xq = unsafe { _mm256_loadu_ps(xb.add(8 * q)) };
             for r in 0..8 {
                 // SAFETY: as above.
-                let b = unsafe { _mm_loadl_epi64(w[r].wrapping_add(8 * q).cast()) };
+                let b = unsafe { _mm_loadl_epi64(w[r].add(8 * q).cast()) };
                 let v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
                 acc[r] = _mm256_fmadd_ps(v, xq, acc[r]);
             }

@@ -3,6 +3,7 @@
 //! ([`q8_int4_band8`], [`q8_int8_row`]) through [`band8_sums`].
 
 use core::arch::x86_64::*;
+use core::marker::PhantomData;
 use core::ops::Range;
 
 use super::Dot;
@@ -16,40 +17,46 @@ use crate::kernels::{Matrix, QuantizedActs, Scales};
 /// bound: in the AVX2 arm, pair sums ≤ 3810, two added ≤ 7620, no i16 saturation).
 ///
 /// # Safety
-/// `row` holds at least `32 · blocks` bytes and every `xs[k]` at least `64 · blocks`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+/// The arm's features available; `row` holds at least `32 · blocks` bytes and every
+/// `xs[k]` at least `64 · blocks`.
+#[inline(always)]
 pub(super) unsafe fn int4_blocks_q8<D: Dot, const T: usize>(
-    dot: D,
     row: *const u8,
     xs: [*const i8; T],
     blocks: usize,
 ) -> [i32; T] {
-    let mut acc = [_mm256_setzero_si256(); T];
-    let mask = _mm256_set1_epi8(0x0F);
-    for b in 0..blocks {
-        // SAFETY: b < blocks, so the 32 bytes at 32·b are within the row (the caller's contract).
-        let v = unsafe { _mm256_loadu_si256(row.wrapping_add(32 * b).cast()) };
-        let lo = _mm256_and_si256(v, mask);
-        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask);
-        let a = _mm256_unpacklo_epi8(lo, hi); // columns 0..16 | 32..48
-        let c = _mm256_unpackhi_epi8(lo, hi); // columns 16..32 | 48..64
-        let w0 = _mm256_permute2x128_si256::<0x20>(a, c); // columns 0..32
-        let w1 = _mm256_permute2x128_si256::<0x31>(a, c); // columns 32..64
-        for k in 0..T {
-            let x = xs[k].wrapping_add(64 * b);
-            // SAFETY: b < blocks: the 64 codes at 64·b are within xs[k] (the caller's contract).
-            let x0 = unsafe { _mm256_loadu_si256(x.cast()) };
-            // SAFETY: the second 32 of those 64 codes.
-            let x1 = unsafe { _mm256_loadu_si256(x.wrapping_add(32).cast()) };
-            acc[k] = dot.dpbusd2(acc[k], w0, x0, w1, x1);
+    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
+    // this body is always inlined), so every intrinsic call is sound; every pointer
+    // access is in bounds as noted at it.
+    unsafe {
+        let mut acc = [_mm256_setzero_si256(); T];
+        let mask = _mm256_set1_epi8(0x0F);
+        for b in 0..blocks {
+            // b < blocks, so the 32 bytes at 32·b are within the row.
+            let v = _mm256_loadu_si256(row.add(32 * b).cast());
+            let lo = _mm256_and_si256(v, mask);
+            let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask);
+            let a = _mm256_unpacklo_epi8(lo, hi); // columns 0..16 | 32..48
+            let c = _mm256_unpackhi_epi8(lo, hi); // columns 16..32 | 48..64
+            let w0 = _mm256_permute2x128_si256::<0x20>(a, c); // columns 0..32
+            let w1 = _mm256_permute2x128_si256::<0x31>(a, c); // columns 32..64
+            for k in 0..T {
+                // 64 codes at 64·b are within xs[k].
+                let (x0, x1) = {
+                    (
+                        _mm256_loadu_si256(xs[k].add(64 * b).cast()),
+                        _mm256_loadu_si256(xs[k].add(64 * b + 32).cast()),
+                    )
+                };
+                acc[k] = D::dpbusd2(acc[k], w0, x0, w1, x1);
+            }
         }
+        let mut out = [0i32; T];
+        for k in 0..T {
+            out[k] = hsum_epi32(acc[k]);
+        }
+        out
     }
-    let mut out = [0i32; T];
-    for k in 0..T {
-        out[k] = hsum_epi32(acc[k]);
-    }
-    out
 }
 
 /// Fused int4-row int8-activation kernel: `d = Σ nib·x − 8·Σx` (exact), then the scalar reference's
@@ -58,77 +65,77 @@ pub(super) unsafe fn int4_blocks_q8<D: Dot, const T: usize>(
 /// kernel [`q8_int4_band8`].
 ///
 /// # Safety
-/// Shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+/// The arm's features available; shapes as asserted by
+/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+#[inline(always)]
 pub(super) unsafe fn q8_int4_row<D: Dot>(
-    dot: D,
     m: &Matrix<'_>,
     xq: &QuantizedActs<'_>,
     rows: Range<usize>,
     y: &mut [f32],
 ) {
-    let (ni, nr, s) = (m.i(), rows.len(), xq.s());
-    // One f32 scale per row (the scale kind is checked by `Matrix::new`); read here rather
-    // than through `scalar::group_scale_q8`, which LLVM left as a call per row.
-    let Scales::F32(sf) = m.scales() else { unreachable!("scale kind checked by Matrix::new") };
-    let blocks = ni / 64;
-    let mut s0 = 0;
-    while s0 < s {
-        let st = if s - s0 >= 4 {
-            4
-        } else if s - s0 >= 2 {
-            2
-        } else {
-            1
-        };
-        let mut xp = [core::ptr::null::<i8>(); 4];
-        let mut xsum = [0i32; 4];
-        for k in 0..st {
-            let q = xq.row(s0 + k).0;
-            xp[k] = q.as_ptr();
-            xsum[k] = q.iter().map(|&v| i32::from(v)).sum();
-        }
-        if st == 1 {
-            // SAFETY: the shapes are the caller's contract.
-            unsafe { q8_int4_band8(dot, m, xq, s0, xsum[0], rows.clone(), y) };
-            s0 += 1;
-            continue;
-        }
-        for (r, o) in rows.clone().enumerate() {
-            let row = m.row_bytes(o);
-            let w = row.as_ptr();
-            let d4: [i32; 4] = match st {
-                // SAFETY: the row has ceil(I/2) ≥ 32·blocks bytes and each of the 4 activation
-                // rows I ≥ 64·blocks codes.
-                4 => unsafe { int4_blocks_q8::<D, 4>(dot, w, xp, blocks) },
-                2 => {
-                    // SAFETY: the row has ceil(I/2) ≥ 32·blocks bytes and each of the 2
-                    // activation rows I ≥ 64·blocks codes.
-                    let d = unsafe { int4_blocks_q8::<D, 2>(dot, w, [xp[0], xp[1]], blocks) };
-                    [d[0], d[1], 0, 0]
-                }
-                // SAFETY: the row has ceil(I/2) ≥ 32·blocks bytes, the activation row I ≥
-                // 64·blocks codes.
-                _ => [unsafe { int4_blocks_q8::<D, 1>(dot, w, [xp[0]], blocks) }[0], 0, 0, 0],
+    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
+    // this body is always inlined), so every intrinsic call is sound; every pointer
+    // access is in bounds as noted at it.
+    unsafe {
+        let (ni, nr, s) = (m.i(), rows.len(), xq.s());
+        // One f32 scale per row (the scale kind is checked by `Matrix::new`); read here rather
+        // than through `scalar::group_scale_q8`, which LLVM left as a call per row.
+        let Scales::F32(sf) = m.scales() else { unreachable!("scale kind checked by Matrix::new") };
+        let blocks = ni / 64;
+        let mut s0 = 0;
+        while s0 < s {
+            let st = if s - s0 >= 4 {
+                4
+            } else if s - s0 >= 2 {
+                2
+            } else {
+                1
             };
-            let sc = sf[o];
+            let mut xp = [core::ptr::null::<i8>(); 4];
+            let mut xsum = [0i32; 4];
             for k in 0..st {
-                let (q, sx) = xq.row(s0 + k);
-                let mut d = d4[k] - 8 * xsum[k];
-                for (c, &xv) in q.iter().enumerate().skip(64 * blocks) {
-                    d += i32::from((row[c / 2] >> (4 * (c % 2))) & 0xF) * i32::from(xv);
-                }
-                let mut acc = 0.0f32;
-                if ni > 0 {
-                    #[allow(clippy::cast_precision_loss)] // the spec's rounding
-                    let df = d as f32;
-                    acc += df * sc;
-                }
-                y[(s0 + k) * nr + r] = acc * sx;
+                let q = xq.row(s0 + k).0;
+                xp[k] = q.as_ptr();
+                xsum[k] = q.iter().map(|&v| i32::from(v)).sum();
             }
+            if st == 1 {
+                q8_int4_band8::<D>(m, xq, s0, xsum[0], rows.clone(), y);
+                s0 += 1;
+                continue;
+            }
+            for (r, o) in rows.clone().enumerate() {
+                let row = m.row_bytes(o);
+                // the row has ceil(I/2) ≥ 32·blocks bytes and each activation row I ≥
+                // 64·blocks codes.
+                let d4: [i32; 4] = {
+                    match st {
+                        4 => int4_blocks_q8::<D, 4>(row.as_ptr(), xp, blocks),
+                        2 => {
+                            let d = int4_blocks_q8::<D, 2>(row.as_ptr(), [xp[0], xp[1]], blocks);
+                            [d[0], d[1], 0, 0]
+                        }
+                        _ => [int4_blocks_q8::<D, 1>(row.as_ptr(), [xp[0]], blocks)[0], 0, 0, 0],
+                    }
+                };
+                let sc = sf[o];
+                for k in 0..st {
+                    let (q, sx) = xq.row(s0 + k);
+                    let mut d = d4[k] - 8 * xsum[k];
+                    for (c, &xv) in q.iter().enumerate().skip(64 * blocks) {
+                        d += i32::from((row[c / 2] >> (4 * (c % 2))) & 0xF) * i32::from(xv);
+                    }
+                    let mut acc = 0.0f32;
+                    if ni > 0 {
+                        #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                        let df = d as f32;
+                        acc += df * sc;
+                    }
+                    y[(s0 + k) * nr + r] = acc * sx;
+                }
+            }
+            s0 += st;
         }
-        s0 += st;
     }
 }
 
@@ -141,81 +148,45 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
 ///
 /// # Safety
 /// As [`band8_sums`] with `W = 32`, `X = 64`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+#[inline(always)]
 pub(super) unsafe fn int4_band8_q8<D: Dot, const STREAM: bool>(
-    dot: D,
     rows: [*const u8; 8],
     x: *const i8,
     blocks: usize,
     tail: Option<([*const u8; 8], *const i8)>,
     ahead: *const u8,
 ) -> __m256i {
-    let step = Int4Step { mask: _mm256_set1_epi8(0x0F), dot };
-    // SAFETY: the caller's contract is `band8_sums`'s for these `W` and `X`; this function has
-    // AVX2, the width's features.
-    unsafe { band8_sums::<__m256i, 32, 64, STREAM>(rows, x, blocks, tail, ahead, step) }
+    // SAFETY: the caller has `D`'s features and meets `band8_sums`'s contract for these `W`
+    // and `X` (this function's contract).
+    unsafe {
+        let step = Int4Step::<D> { mask: _mm256_set1_epi8(0x0F), dot: PhantomData };
+        band8_sums::<__m256i, 32, 64, STREAM>(rows, x, blocks, tail, ahead, step)
+    }
 }
 
 /// The block of [`int4_band8_q8`]: 64 activation codes, 32 bytes of each row.
 struct Int4Step<D> {
     /// `0x0F` in every byte.
     mask: __m256i,
-    /// The arm's token.
-    dot: D,
+    dot: PhantomData<D>,
 }
 
-// The steps are always inlined (into `band8_sums`, itself always inlined into the band kernel
-// above), so that their two call sites there cost nothing; their vector work is in small
-// `#[target_feature]` functions, inlined once the step sits in the band kernel.
 impl<D: Dot> BandStep<__m256i> for Int4Step<D> {
     #[inline(always)]
     unsafe fn step(&self, acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8) {
-        // SAFETY: `x` points at 64 readable codes (`BandStep::step`'s contract); the CPU has
-        // AVX2 (`self.dot`).
-        let (xe, xo) = unsafe { load_even_odd(x) };
-        for r in 0..8 {
-            // SAFETY: each `w[r]` points at 32 readable bytes (`BandStep::step`'s contract); the
-            // CPU has the arm's features (`self.dot`).
-            acc[r] = unsafe { int4_row_step(self.dot, acc[r], w[r], self.mask, xe, xo) };
+        // SAFETY: the caller has `D`'s features; `x` points at 64 readable codes, each `w[r]`
+        // at 32 bytes (`BandStep::step`'s contract).
+        unsafe {
+            let (xe, xo) =
+                split_even_odd(_mm256_loadu_si256(x.cast()), _mm256_loadu_si256(x.add(32).cast()));
+            for r in 0..8 {
+                let w = _mm256_loadu_si256(w[r].cast());
+                let lo = _mm256_and_si256(w, self.mask);
+                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), self.mask);
+                acc[r] = D::dpbusd2(acc[r], lo, xe, hi, xo);
+            }
         }
     }
-}
-
-/// 64 activation codes at `x`, split into the even and the odd columns ([`split_even_odd`]).
-///
-/// # Safety
-/// `x` points at 64 readable codes.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn load_even_odd(x: *const i8) -> (__m256i, __m256i) {
-    // SAFETY: the first 32 of the 64 readable codes at `x`.
-    let x0 = unsafe { _mm256_loadu_si256(x.cast()) };
-    // SAFETY: the second 32.
-    let x1 = unsafe { _mm256_loadu_si256(x.wrapping_add(32).cast()) };
-    split_even_odd(x0, x1)
-}
-
-/// One row's block of [`Int4Step`]: the 32 bytes at `w`, `& 0x0F` and `≫ 4 & 0x0F` (`mask`), one
-/// `dpbusd2` against the even and odd activation codes.
-///
-/// # Safety
-/// `w` points at 32 readable bytes.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn int4_row_step<D: Dot>(
-    dot: D,
-    acc: __m256i,
-    w: *const u8,
-    mask: __m256i,
-    xe: __m256i,
-    xo: __m256i,
-) -> __m256i {
-    // SAFETY: 32 readable bytes at `w` (the caller's contract).
-    let w = unsafe { _mm256_loadu_si256(w.cast()) };
-    let lo = _mm256_and_si256(w, mask);
-    let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), mask);
-    dot.dpbusd2(acc, lo, xe, hi, xo)
 }
 
 /// [`q8_int4_row`] for activation row `si` alone (`xsum` = its `Σx`), the GEMV case: weight rows in
@@ -224,11 +195,10 @@ unsafe fn int4_row_step<D: Dot>(
 /// lane-wise vector operations (each lane exactly its row's operations: bit-identical).
 ///
 /// # Safety
-/// Shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+/// The arm's features available; shapes as asserted by
+/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+#[inline(always)]
 pub(super) unsafe fn q8_int4_band8<D: Dot>(
-    dot: D,
     m: &Matrix<'_>,
     xq: &QuantizedActs<'_>,
     si: usize,
@@ -236,50 +206,58 @@ pub(super) unsafe fn q8_int4_band8<D: Dot>(
     rows: Range<usize>,
     y: &mut [f32],
 ) {
-    let (ni, nr) = (m.i(), rows.len());
-    let blocks = ni / 64;
-    let (q, sx) = xq.row(si);
-    let ys = &mut y[si * nr..(si + 1) * nr];
-    let Scales::F32(sf) = m.scales() else { unreachable!("int4-row has f32 scales (Matrix::new)") };
-    if ni == 0 {
-        for v in ys.iter_mut() {
-            *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
-        }
-        return;
-    }
-    // The partial last block's activation codes, zero-padded.
-    let mut xt = [0i8; 64];
-    xt[..ni - 64 * blocks].copy_from_slice(&q[64 * blocks..]);
-    let off = _mm256_set1_epi32(8 * xsum);
-    let stream = streams(m);
-    // Each row's partial last block, zero-padded (every band copies the same number
-    // of bytes over the same prefix, so the padding stays zero).
-    let mut wt = [[0u8; 32]; 8];
-    let mut r0 = 0;
-    while r0 < nr {
-        let nv = (nr - r0).min(8);
-        let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
-        let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
-        // Copied here, outside the block loop: a call there clobbers every ymm register.
-        if ni % 64 != 0 {
-            for (r, t) in wt.iter_mut().enumerate() {
-                let row = m.row_bytes(o[r]);
-                t[..row.len() - 32 * blocks].copy_from_slice(&row[32 * blocks..]);
-            }
-        }
-        let tail = (ni % 64 != 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
-        let ahead = crate::arch::x86_64::band_ahead(rp[0], m.row_bytes(0).len());
-        let d = if stream {
-            // SAFETY: every row has ceil(I/2) ≥ 32·blocks bytes, q has I ≥ 64·blocks codes; the
-            // tail copies hold 32 and 64 bytes.
-            unsafe { int4_band8_q8::<D, true>(dot, rp, q.as_ptr(), blocks, tail, ahead) }
-        } else {
-            // SAFETY: every row has ceil(I/2) ≥ 32·blocks bytes, q has I ≥ 64·blocks codes; the
-            // tail copies hold 32 and 64 bytes.
-            unsafe { int4_band8_q8::<D, false>(dot, rp, q.as_ptr(), blocks, tail, ahead) }
+    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
+    // this body is always inlined), so every intrinsic call is sound; every pointer
+    // access is in bounds as noted at it.
+    unsafe {
+        let (ni, nr) = (m.i(), rows.len());
+        let blocks = ni / 64;
+        let (q, sx) = xq.row(si);
+        let ys = &mut y[si * nr..(si + 1) * nr];
+        let Scales::F32(sf) = m.scales() else {
+            unreachable!("int4-row has f32 scales (Matrix::new)")
         };
-        row_epilogue8(_mm256_sub_epi32(d, off), sf, &o, sx, &mut ys[r0..r0 + nv]);
-        r0 += 8;
+        if ni == 0 {
+            for v in ys.iter_mut() {
+                *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
+            }
+            return;
+        }
+        // The partial last block's activation codes, zero-padded.
+        let mut xt = [0i8; 64];
+        xt[..ni - 64 * blocks].copy_from_slice(&q[64 * blocks..]);
+        let off = _mm256_set1_epi32(8 * xsum);
+        let stream = streams(m);
+        // Each row's partial last block, zero-padded (every band copies the same number
+        // of bytes over the same prefix, so the padding stays zero).
+        let mut wt = [[0u8; 32]; 8];
+        let mut r0 = 0;
+        while r0 < nr {
+            let nv = (nr - r0).min(8);
+            let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+            let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+            // Copied here, outside the block loop: a call there clobbers every ymm register.
+            if ni % 64 != 0 {
+                for (r, t) in wt.iter_mut().enumerate() {
+                    let row = m.row_bytes(o[r]);
+                    t[..row.len() - 32 * blocks].copy_from_slice(&row[32 * blocks..]);
+                }
+            }
+            let tail =
+                (ni % 64 != 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
+            // every row has ceil(I/2) ≥ 32·blocks bytes, q has I ≥ 64·blocks
+            // codes; the tail copies hold 32 and 64 bytes.
+            let d = {
+                let ahead = crate::arch::x86_64::band_ahead(rp[0], m.row_bytes(0).len());
+                if stream {
+                    int4_band8_q8::<D, true>(rp, q.as_ptr(), blocks, tail, ahead)
+                } else {
+                    int4_band8_q8::<D, false>(rp, q.as_ptr(), blocks, tail, ahead)
+                }
+            };
+            row_epilogue8(_mm256_sub_epi32(d, off), sf, &o, sx, &mut ys[r0..r0 + nv]);
+            r0 += 8;
+        }
     }
 }
 
@@ -289,49 +267,44 @@ pub(super) unsafe fn q8_int4_band8<D: Dot>(
 ///
 /// # Safety
 /// As [`band8_sums`] with `W = X = 32`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+#[inline(always)]
 pub(super) unsafe fn int8_band8_q8<D: Dot, const STREAM: bool>(
-    dot: D,
     rows: [*const u8; 8],
     x: *const i8,
     blocks: usize,
     tail: Option<([*const u8; 8], *const i8)>,
     ahead: *const u8,
 ) -> __m256i {
-    // SAFETY: the caller's contract is `band8_sums`'s for these `W` and `X`; this function has
-    // AVX2, the width's features.
-    unsafe { band8_sums::<__m256i, 32, 32, STREAM>(rows, x, blocks, tail, ahead, Int8Step(dot)) }
+    // SAFETY: the caller has `D`'s features and meets `band8_sums`'s contract for these `W`
+    // and `X` (this function's contract).
+    unsafe {
+        band8_sums::<__m256i, 32, 32, STREAM>(
+            rows,
+            x,
+            blocks,
+            tail,
+            ahead,
+            Int8Step::<D>(PhantomData),
+        )
+    }
 }
 
 /// The block of [`int8_band8_q8`]: 32 activation codes, 32 bytes of each row.
-struct Int8Step<D>(D);
+struct Int8Step<D>(PhantomData<D>);
 
 impl<D: Dot> BandStep<__m256i> for Int8Step<D> {
     #[inline(always)]
     unsafe fn step(&self, acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8) {
-        // SAFETY: `x` points at 32 readable codes (`BandStep::step`'s contract); the CPU has AVX
-        // (`self.0`).
-        let xv = unsafe { load32(x.cast()) };
-        for r in 0..8 {
-            // SAFETY: each `w[r]` points at 32 readable bytes (`BandStep::step`'s contract); the
-            // CPU has AVX (`self.0`).
-            let wv = unsafe { load32(w[r]) };
-            // SAFETY: the CPU has the arm's features (`self.0`).
-            acc[r] = unsafe { dot32_i8(self.0, acc[r], wv, xv) };
+        // SAFETY: the caller has `D`'s features; `x` and each `w[r]` point at 32 readable
+        // bytes (`BandStep::step`'s contract).
+        unsafe {
+            let xv = _mm256_loadu_si256(x.cast());
+            for r in 0..8 {
+                let w = _mm256_loadu_si256(w[r].cast());
+                acc[r] = dot32_i8::<D>(acc[r], w, xv);
+            }
         }
     }
-}
-
-/// 32 bytes at `p`.
-///
-/// # Safety
-/// `p` points at 32 readable bytes.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn load32(p: *const u8) -> __m256i {
-    // SAFETY: 32 readable bytes at `p` (the caller's contract).
-    unsafe { _mm256_loadu_si256(p.cast()) }
 }
 
 /// int8-row int8-activation kernel: weight rows in bands of 8 ([`int8_band8_q8`]: each activation
@@ -340,60 +313,68 @@ unsafe fn load32(p: *const u8) -> __m256i {
 /// stay in L1/L2), then [`row_epilogue8`].
 ///
 /// # Safety
-/// Shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+/// The arm's features available; shapes as asserted by
+/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+#[inline(always)]
 pub(super) unsafe fn q8_int8_row<D: Dot>(
-    dot: D,
     m: &Matrix<'_>,
     xq: &QuantizedActs<'_>,
     rows: Range<usize>,
     y: &mut [f32],
 ) {
-    let (ni, nr) = (m.i(), rows.len());
-    let blocks = ni / 32;
-    let Scales::F32(sf) = m.scales() else { unreachable!("int8-row has f32 scales (Matrix::new)") };
-    if ni == 0 {
-        for (si, ys) in y[..xq.s() * nr].chunks_exact_mut(nr.max(1)).enumerate() {
-            let sx = xq.row(si).1;
-            for v in ys.iter_mut() {
-                *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
+    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
+    // this body is always inlined), so every intrinsic call is sound; every pointer
+    // access is in bounds as noted at it.
+    unsafe {
+        let (ni, nr) = (m.i(), rows.len());
+        let blocks = ni / 32;
+        let Scales::F32(sf) = m.scales() else {
+            unreachable!("int8-row has f32 scales (Matrix::new)")
+        };
+        if ni == 0 {
+            for (si, ys) in y[..xq.s() * nr].chunks_exact_mut(nr.max(1)).enumerate() {
+                let sx = xq.row(si).1;
+                for v in ys.iter_mut() {
+                    *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
+                }
             }
+            return;
         }
-        return;
-    }
-    // The partial last block of each row and of the activation row, zero-padded
-    // (every copy covers the same prefix, so the padding stays zero).
-    let (mut wt, mut xt) = ([[0u8; 32]; 8], [0i8; 32]);
-    let tn = ni - 32 * blocks;
-    let stream = streams(m);
-    let mut r0 = 0;
-    while r0 < nr {
-        let nv = (nr - r0).min(8);
-        let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
-        let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
-        if tn > 0 {
-            for (r, t) in wt.iter_mut().enumerate() {
-                t[..tn].copy_from_slice(&m.row_bytes(o[r])[32 * blocks..]);
-            }
-        }
-        for si in 0..xq.s() {
-            let (q, sx) = xq.row(si);
+        // The partial last block of each row and of the activation row, zero-padded
+        // (every copy covers the same prefix, so the padding stays zero).
+        let (mut wt, mut xt) = ([[0u8; 32]; 8], [0i8; 32]);
+        let tn = ni - 32 * blocks;
+        let stream = streams(m);
+        let mut r0 = 0;
+        while r0 < nr {
+            let nv = (nr - r0).min(8);
+            let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+            let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
             if tn > 0 {
-                xt[..tn].copy_from_slice(&q[32 * blocks..]);
+                for (r, t) in wt.iter_mut().enumerate() {
+                    t[..tn].copy_from_slice(&m.row_bytes(o[r])[32 * blocks..]);
+                }
             }
-            let tail = (tn > 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
-            let ahead = crate::arch::x86_64::band_ahead(rp[0], m.row_bytes(0).len());
-            // The band's bytes stay cached for the other activation rows.
-            let d = if stream && si == 0 {
-                // SAFETY: every row and q hold I ≥ 32·blocks bytes; the tail copies 32.
-                unsafe { int8_band8_q8::<D, true>(dot, rp, q.as_ptr(), blocks, tail, ahead) }
-            } else {
-                // SAFETY: every row and q hold I ≥ 32·blocks bytes; the tail copies 32.
-                unsafe { int8_band8_q8::<D, false>(dot, rp, q.as_ptr(), blocks, tail, ahead) }
-            };
-            row_epilogue8(d, sf, &o, sx, &mut y[si * nr + r0..si * nr + r0 + nv]);
+            for si in 0..xq.s() {
+                let (q, sx) = xq.row(si);
+                if tn > 0 {
+                    xt[..tn].copy_from_slice(&q[32 * blocks..]);
+                }
+                let tail =
+                    (tn > 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
+                // every row and q hold I ≥ 32·blocks bytes; the tail copies 32.
+                let d = {
+                    let ahead = crate::arch::x86_64::band_ahead(rp[0], m.row_bytes(0).len());
+                    // The band's bytes stay cached for the other activation rows.
+                    if stream && si == 0 {
+                        int8_band8_q8::<D, true>(rp, q.as_ptr(), blocks, tail, ahead)
+                    } else {
+                        int8_band8_q8::<D, false>(rp, q.as_ptr(), blocks, tail, ahead)
+                    }
+                };
+                row_epilogue8(d, sf, &o, sx, &mut y[si * nr + r0..si * nr + r0 + nv]);
+            }
+            r0 += 8;
         }
-        r0 += 8;
     }
 }

@@ -95,6 +95,10 @@
 //! - `fp8`: fp8 e4m3;
 //! - `batched`: the small-batch f32 passes (2 to 16 activation rows).
 
+// One SAFETY argument covers each block's loads (all in bounds for the same reason); clippy also
+// counts the (safe, same-feature) intrinsic calls, which would split blocks into noise.
+#![allow(clippy::multiple_unsafe_ops_per_block)]
+
 mod batched;
 mod fp8;
 mod grouped;
@@ -138,45 +142,41 @@ static MX_OFF: [i8; 16] = [12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 
 pub(in crate::arch::x86_64) const QC: usize = 16384;
 
 /// What differs between the two arms: the exact int8 dot step, and the int8-path entry points
-/// compiled with the arm's features (thin `#[target_feature]` functions monomorphising a generic
-/// body of this module for `Self`).
+/// compiled with the arm's features (each a thin `#[target_feature]` function monomorphising a
+/// generic body of this module for `Self`).
 ///
-/// A value of an implementing type is a token: it exists only where the CPU has the arm's
-/// features ([`Dot::new`] checks them), so the dot steps are safe methods and the generic bodies,
-/// safe `#[target_feature(enable = "avx2,fma,f16c")]` functions, call them without `unsafe`.
-pub(crate) trait Dot: Copy {
+/// # Safety
+/// An implementation's methods may be called only where the CPU has its arm's features
+/// ([`Dot::ISA`]).
+pub(crate) trait Dot: Sized {
     /// The arm.
     const ISA: Isa;
 
-    /// The arm's token, if the CPU has [`Dot::ISA`]'s features.
-    fn new() -> Option<Self>;
-
     /// `acc + Σ₄ u·s` per i32 lane (`u` unsigned bytes, `s` signed); exact for every caller
     /// (`u ≤ 128`, `|s| ≤ 127`: the plain arm's `vpmaddubsw` does not saturate).
-    fn dpbusd(self, acc: __m256i, u: __m256i, s: __m256i) -> __m256i;
+    ///
+    /// # Safety
+    /// The CPU has [`Dot::ISA`]'s features.
+    unsafe fn dpbusd(acc: __m256i, u: __m256i, s: __m256i) -> __m256i;
 
     /// `dpbusd(dpbusd(acc, u0, s0), u1, s1)`; exact for every caller (`u0, u1 ≤ 64`,
     /// `|s0|, |s1| ≤ 127`).
-    fn dpbusd2(self, acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i;
+    ///
+    /// # Safety
+    /// The CPU has [`Dot::ISA`]'s features.
+    unsafe fn dpbusd2(acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i;
 
     /// [`rows::q8_rows`] for this arm.
     ///
     /// # Safety
-    /// Shapes as asserted by [`matmul_q8_rows_on`].
-    unsafe fn q8_rows(
-        self,
-        m: &Matrix<'_>,
-        xq: &QuantizedActs<'_>,
-        rows: Range<usize>,
-        y: &mut [f32],
-    );
+    /// The CPU has [`Dot::ISA`]'s features; shapes as asserted by [`matmul_q8_rows_on`].
+    unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]);
 
     /// [`grouped::q8_band8`] for this arm.
     ///
     /// # Safety
     /// As [`Dot::q8_rows`], and `m` a matrix [`grouped::q8_band8`] takes.
     unsafe fn q8_band8<const MX: bool, const WIDE: bool, const STREAM: bool>(
-        self,
         m: &Matrix<'_>,
         xq: &QuantizedActs<'_>,
         rows: Range<usize>,
@@ -184,213 +184,94 @@ pub(crate) trait Dot: Copy {
     );
 }
 
+/// The thin entry points of an arm: `$feat`, its `target_feature` list; `$arm`, its type.
+macro_rules! dot_entries {
+    ($feat:literal, $arm:ty) => {
+        #[target_feature(enable = $feat)]
+        unsafe fn q8_rows(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            // SAFETY: the caller's contract (this arm's features; the shapes).
+            unsafe { rows::q8_rows::<$arm>(m, xq, rows, y) }
+        }
+
+        #[target_feature(enable = $feat)]
+        // Never inlined: its helpers must inline into its band loop (an out-of-line call there
+        // clobbers every vector register), and it must not be merged into `q8_rows` beside its
+        // other instances.
+        #[inline(never)]
+        unsafe fn q8_band8<const MX: bool, const WIDE: bool, const STREAM: bool>(
+            m: &Matrix<'_>,
+            xq: &QuantizedActs<'_>,
+            rows: Range<usize>,
+            y: &mut [f32],
+        ) {
+            // SAFETY: the caller's contract (this arm's features; the shapes and format).
+            unsafe { grouped::q8_band8::<$arm, MX, WIDE, STREAM>(m, xq, rows, y) }
+        }
+    };
+}
+
 /// The AVX2 + FMA (+ F16C) arm (`Isa::Avx2`): the int8 dot step is `vpmaddubsw` + `vpmaddwd` +
-/// `vpaddd`. Constructed only by [`Dot::new`].
-#[derive(Clone, Copy)]
-pub(crate) struct Plain(());
+/// `vpaddd`.
+pub(crate) struct Plain;
 
 impl Dot for Plain {
     const ISA: Isa = Isa::Avx2;
 
-    fn new() -> Option<Self> {
-        Self::ISA.cpu_supports().then_some(Self(()))
-    }
-
     /// Exact when `u ≤ 128` and `|s| ≤ 127` (no i16 saturation in `vpmaddubsw`: pair sums ≤
     /// 2 · 128 · 127 = 32 512), which every caller guarantees.
     #[inline(always)]
-    fn dpbusd(self, acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
-        // SAFETY: a `Plain` exists only where the CPU has AVX2 (`Plain::new`).
-        unsafe { dpbusd_plain(acc, u, s) }
+    unsafe fn dpbusd(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+        // SAFETY: the caller has AVX2 (this arm's features), all these intrinsics need.
+        unsafe {
+            _mm256_add_epi32(
+                acc,
+                _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)),
+            )
+        }
     }
 
     /// The two `vpmaddubsw` results are added as i16 before one `vpmaddwd`, so exact when `u0,
     /// u1 ≤ 64` and `|s0|, |s1| ≤ 127` (the sum of two pair sums ≤ 4 · 64 · 127 = 32 512), which
     /// every caller guarantees (int4 nibbles ≤ 15, mxfp4 offset codes ≤ 24).
     #[inline(always)]
-    fn dpbusd2(self, acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
-        // SAFETY: a `Plain` exists only where the CPU has AVX2 (`Plain::new`).
-        unsafe { dpbusd2_plain(acc, u0, s0, u1, s1) }
+    unsafe fn dpbusd2(acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
+        // SAFETY: the caller has AVX2 (this arm's features), all these intrinsics need.
+        unsafe {
+            let p = _mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1));
+            _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))
+        }
     }
 
-    #[inline(always)]
-    unsafe fn q8_rows(
-        self,
-        m: &Matrix<'_>,
-        xq: &QuantizedActs<'_>,
-        rows: Range<usize>,
-        y: &mut [f32],
-    ) {
-        // SAFETY: a `Plain` exists only where the CPU has the arm's features (`Plain::new`);
-        // the shapes are the caller's contract.
-        unsafe { q8_rows_plain(self, m, xq, rows, y) }
-    }
-
-    #[inline(always)]
-    unsafe fn q8_band8<const MX: bool, const WIDE: bool, const STREAM: bool>(
-        self,
-        m: &Matrix<'_>,
-        xq: &QuantizedActs<'_>,
-        rows: Range<usize>,
-        y: &mut [f32],
-    ) {
-        // SAFETY: a `Plain` exists only where the CPU has the arm's features (`Plain::new`);
-        // the shapes and format are the caller's contract.
-        unsafe { q8_band8_plain::<MX, WIDE, STREAM>(self, m, xq, rows, y) }
-    }
+    dot_entries!("avx2,fma,f16c", Plain);
 }
 
 /// The AVX-VNNI arm (`Isa::AvxVnni`): the same kernels, the int8 dot step is one VEX-encoded
 /// `vpdpbusd` (`_mm256_dpbusd_avx_epi32`: u8 × s8 products summed four at a time into i32, no
 /// saturation). Compiled with `avx2,fma,f16c,avxvnni` only, so no EVEX instruction can appear
-/// in it. Constructed only by [`Dot::new`].
-#[derive(Clone, Copy)]
-pub(crate) struct Vnni(());
+/// in it.
+pub(crate) struct Vnni;
 
 impl Dot for Vnni {
     const ISA: Isa = Isa::AvxVnni;
 
-    fn new() -> Option<Self> {
-        Self::ISA.cpu_supports().then_some(Self(()))
+    #[inline(always)]
+    unsafe fn dpbusd(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+        // SAFETY: the caller has AVX-VNNI (this arm's features).
+        unsafe { _mm256_dpbusd_avx_epi32(acc, u, s) }
     }
 
     #[inline(always)]
-    fn dpbusd(self, acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
-        // SAFETY: a `Vnni` exists only where the CPU has AVX-VNNI (`Vnni::new`).
-        unsafe { dpbusd_vnni(acc, u, s) }
+    unsafe fn dpbusd2(acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
+        // SAFETY: the caller has AVX-VNNI (this arm's features).
+        unsafe { _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(acc, u0, s0), u1, s1) }
     }
 
-    #[inline(always)]
-    fn dpbusd2(self, acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
-        // SAFETY: a `Vnni` exists only where the CPU has AVX-VNNI (`Vnni::new`).
-        unsafe { dpbusd2_vnni(acc, u0, s0, u1, s1) }
-    }
-
-    #[inline(always)]
-    unsafe fn q8_rows(
-        self,
-        m: &Matrix<'_>,
-        xq: &QuantizedActs<'_>,
-        rows: Range<usize>,
-        y: &mut [f32],
-    ) {
-        // SAFETY: a `Vnni` exists only where the CPU has the arm's features (`Vnni::new`);
-        // the shapes are the caller's contract.
-        unsafe { q8_rows_vnni(self, m, xq, rows, y) }
-    }
-
-    #[inline(always)]
-    unsafe fn q8_band8<const MX: bool, const WIDE: bool, const STREAM: bool>(
-        self,
-        m: &Matrix<'_>,
-        xq: &QuantizedActs<'_>,
-        rows: Range<usize>,
-        y: &mut [f32],
-    ) {
-        // SAFETY: a `Vnni` exists only where the CPU has the arm's features (`Vnni::new`);
-        // the shapes and format are the caller's contract.
-        unsafe { q8_band8_vnni::<MX, WIDE, STREAM>(self, m, xq, rows, y) }
-    }
-}
-
-/// The plain arm's dot step (see [`Plain`]).
-#[inline]
-#[target_feature(enable = "avx2")]
-fn dpbusd_plain(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
-    _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)))
-}
-
-/// The plain arm's two-block dot step (see [`Plain`]).
-#[inline]
-#[target_feature(enable = "avx2")]
-fn dpbusd2_plain(acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
-    let p = _mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1));
-    _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))
-}
-
-/// The AVX-VNNI arm's dot step (see [`Vnni`]).
-#[inline]
-#[target_feature(enable = "avx2,avxvnni")]
-fn dpbusd_vnni(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
-    _mm256_dpbusd_avx_epi32(acc, u, s)
-}
-
-/// The AVX-VNNI arm's two-block dot step (see [`Vnni`]).
-#[inline]
-#[target_feature(enable = "avx2,avxvnni")]
-fn dpbusd2_vnni(acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
-    _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(acc, u0, s0), u1, s1)
-}
-
-// The arms' int8-path entry points: each compiled with its arm's features, each the generic body
-// for that arm.
-
-/// [`rows::q8_rows`] for the plain arm.
-///
-/// # Safety
-/// Shapes as asserted by [`matmul_q8_rows_on`].
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn q8_rows_plain(
-    d: Plain,
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    rows: Range<usize>,
-    y: &mut [f32],
-) {
-    // SAFETY: `d` proves the arm's features; the shapes are the caller's contract.
-    unsafe { rows::q8_rows(d, m, xq, rows, y) }
-}
-
-/// [`rows::q8_rows`] for the AVX-VNNI arm.
-///
-/// # Safety
-/// Shapes as asserted by [`matmul_q8_rows_on`].
-#[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-unsafe fn q8_rows_vnni(
-    d: Vnni,
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    rows: Range<usize>,
-    y: &mut [f32],
-) {
-    // SAFETY: `d` proves the arm's features; the shapes are the caller's contract.
-    unsafe { rows::q8_rows(d, m, xq, rows, y) }
-}
-
-/// [`grouped::q8_band8`] for the plain arm. Never inlined: its helpers must inline into its band
-/// loop (an out-of-line call there clobbers every vector register), and it must not be merged
-/// into `q8_rows` beside its other instances.
-///
-/// # Safety
-/// As [`Dot::q8_band8`].
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline(never)]
-unsafe fn q8_band8_plain<const MX: bool, const WIDE: bool, const STREAM: bool>(
-    d: Plain,
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    rows: Range<usize>,
-    y: &mut [f32],
-) {
-    // SAFETY: the shapes and format are the caller's contract.
-    unsafe { grouped::q8_band8::<Plain, MX, WIDE, STREAM>(d, m, xq, rows, y) }
-}
-
-/// [`grouped::q8_band8`] for the AVX-VNNI arm (never inlined, as [`q8_band8_plain`]).
-///
-/// # Safety
-/// As [`Dot::q8_band8`].
-#[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-#[inline(never)]
-unsafe fn q8_band8_vnni<const MX: bool, const WIDE: bool, const STREAM: bool>(
-    d: Vnni,
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    rows: Range<usize>,
-    y: &mut [f32],
-) {
-    // SAFETY: the shapes and format are the caller's contract.
-    unsafe { grouped::q8_band8::<Vnni, MX, WIDE, STREAM>(d, m, xq, rows, y) }
+    dot_entries!("avx2,fma,f16c,avxvnni", Vnni);
 }
 
 /// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`) on arm `isa`
@@ -422,12 +303,12 @@ fn matmul_q8_rows_on<D: Dot>(
     rows: Range<usize>,
     y: &mut [f32],
 ) -> bool {
-    let Some(d) = D::new() else {
+    if !D::ISA.cpu_supports() {
         return false;
-    };
+    }
     assert!(xq.i() == m.i() && y.len() >= xq.s() * rows.len() && rows.end <= m.o() && m.has_q8());
-    // SAFETY: the shapes were asserted.
-    unsafe { d.q8_rows(m, xq, rows, y) };
+    // SAFETY: the arm's features were detected above; the shapes were asserted.
+    unsafe { D::q8_rows(m, xq, rows, y) };
     true
 }
 

@@ -70,36 +70,36 @@ pub(super) fn hsum_epi32(v: __m256i) -> i32 {
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_f32(w: *const f32, x: *const f32, n: usize) -> __m256 {
-    // Reads 8 f32 at `p + k`; every call below has k + 8 ≤ n, within the caller's `n` readable
-    // values at `p` (a closure of this function, so compiled with its features).
-    let ld = |p: *const f32, k: usize| {
-        // SAFETY: k + 8 ≤ n at every call (above).
-        unsafe { _mm256_loadu_ps(p.wrapping_add(k)) }
-    };
     let (mut a0, mut a1, mut a2, mut a3) =
         (_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
     let mut k = 0;
     while k + 32 <= n {
-        a0 = _mm256_fmadd_ps(ld(w, k), ld(x, k), a0);
-        a1 = _mm256_fmadd_ps(ld(w, k + 8), ld(x, k + 8), a1);
-        a2 = _mm256_fmadd_ps(ld(w, k + 16), ld(x, k + 16), a2);
-        a3 = _mm256_fmadd_ps(ld(w, k + 24), ld(x, k + 24), a3);
+        // SAFETY: k + 32 ≤ n, both pointers valid for n reads.
+        unsafe {
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w.add(k)), _mm256_loadu_ps(x.add(k)), a0);
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w.add(k + 8)), _mm256_loadu_ps(x.add(k + 8)), a1);
+            a2 =
+                _mm256_fmadd_ps(_mm256_loadu_ps(w.add(k + 16)), _mm256_loadu_ps(x.add(k + 16)), a2);
+            a3 =
+                _mm256_fmadd_ps(_mm256_loadu_ps(w.add(k + 24)), _mm256_loadu_ps(x.add(k + 24)), a3);
+        }
         k += 32;
     }
     while k + 8 <= n {
-        a0 = _mm256_fmadd_ps(ld(w, k), ld(x, k), a0);
+        // SAFETY: k + 8 ≤ n.
+        unsafe { a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w.add(k)), _mm256_loadu_ps(x.add(k)), a0) };
         k += 8;
     }
     if k < n {
-        // SAFETY: MASKS has 16 entries and 1 ≤ n − k ≤ 7, so the 8 lanes at 8 − (n − k) are in
-        // bounds.
-        let mask = unsafe { _mm256_loadu_si256(MASKS.as_ptr().wrapping_add(8 - (n - k)).cast()) };
-        // SAFETY: the masked load touches only the first n − k lanes at `w + k`, within the
-        // caller's `n` values (masked-off lanes never fault).
-        let wv = unsafe { _mm256_maskload_ps(w.wrapping_add(k), mask) };
-        // SAFETY: likewise at `x + k`.
-        let xv = unsafe { _mm256_maskload_ps(x.wrapping_add(k), mask) };
-        a1 = _mm256_fmadd_ps(wv, xv, a1);
+        // SAFETY: MASKS has 16 entries and 1 ≤ n − k ≤ 7, so the 8-lane window is in
+        // bounds; the masked loads touch only the first n − k lanes (masked-off lanes never
+        // fault).
+        unsafe {
+            let mask = _mm256_loadu_si256(MASKS.as_ptr().add(8 - (n - k)).cast());
+            let wv = _mm256_maskload_ps(w.add(k), mask);
+            let xv = _mm256_maskload_ps(x.add(k), mask);
+            a1 = _mm256_fmadd_ps(wv, xv, a1);
+        }
     }
     _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))
 }
@@ -107,46 +107,62 @@ pub(super) unsafe fn dot_f32(w: *const f32, x: *const f32, n: usize) -> __m256 {
 /// One 32-byte block of the int8 dot: `acc + Σ w·x` in 8 i32 lanes, as
 /// `dpbusd(acc, |w|, sign(x, w))`: the unsigned operand is `|w| ≤ 128`, the signed one
 /// `x` negated where `w < 0` (zero where `w = 0`), in `[−127, 127]` (module doc).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn dot32_i8<D: Dot>(dot: D, acc: __m256i, w: __m256i, x: __m256i) -> __m256i {
-    dot.dpbusd(acc, _mm256_abs_epi8(w), _mm256_sign_epi8(x, w))
+#[inline(always)]
+pub(super) unsafe fn dot32_i8<D: Dot>(acc: __m256i, w: __m256i, x: __m256i) -> __m256i {
+    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
+    // this body is always inlined), so every intrinsic call is sound; every pointer
+    // access is in bounds as noted at it.
+    unsafe { D::dpbusd(acc, _mm256_abs_epi8(w), _mm256_sign_epi8(x, w)) }
 }
 
 /// Exact `Σ w[k] · x[k]` for `k < n` (`x` in `[−127, 127]`).
 ///
 /// # Safety
-/// `w` and `x` valid for reads of `n` bytes.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn dot_i8<D: Dot>(dot: D, w: *const i8, x: *const i8, n: usize) -> i32 {
-    // Reads 32 bytes at `p + k`; every call below has k + 32 ≤ n, within the caller's `n`
-    // readable bytes at `p`, or reads a 32-byte local.
-    let ld = |p: *const i8, k: usize| {
-        // SAFETY: k + 32 ≤ n, or a 32-byte local, at every call (above).
-        unsafe { _mm256_loadu_si256(p.wrapping_add(k).cast()) }
-    };
-    let (mut a0, mut a1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-    let mut k = 0;
-    while k + 64 <= n {
-        a0 = dot32_i8(dot, a0, ld(w, k), ld(x, k));
-        a1 = dot32_i8(dot, a1, ld(w, k + 32), ld(x, k + 32));
-        k += 64;
+/// `w` and `x` valid for reads of `n` bytes; the arm's features available.
+#[inline(always)]
+pub(super) unsafe fn dot_i8<D: Dot>(w: *const i8, x: *const i8, n: usize) -> i32 {
+    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
+    // this body is always inlined), so every intrinsic call is sound; every pointer
+    // access is in bounds as noted at it.
+    unsafe {
+        let (mut a0, mut a1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        let mut k = 0;
+        while k + 64 <= n {
+            // k + 64 ≤ n.
+            {
+                let w0 = _mm256_loadu_si256(w.add(k).cast());
+                let x0 = _mm256_loadu_si256(x.add(k).cast());
+                let w1 = _mm256_loadu_si256(w.add(k + 32).cast());
+                let x1 = _mm256_loadu_si256(x.add(k + 32).cast());
+                a0 = dot32_i8::<D>(a0, w0, x0);
+                a1 = dot32_i8::<D>(a1, w1, x1);
+            }
+            k += 64;
+        }
+        while k + 32 <= n {
+            // k + 32 ≤ n.
+            {
+                let w0 = _mm256_loadu_si256(w.add(k).cast());
+                let x0 = _mm256_loadu_si256(x.add(k).cast());
+                a0 = dot32_i8::<D>(a0, w0, x0);
+            }
+            k += 32;
+        }
+        if k < n {
+            let (mut tw, mut tx) = ([0i8; 32], [0i8; 32]);
+            // n − k < 32 bytes are copied from valid ranges into 32-byte locals.
+            {
+                core::ptr::copy_nonoverlapping(w.add(k), tw.as_mut_ptr(), n - k);
+                core::ptr::copy_nonoverlapping(x.add(k), tx.as_mut_ptr(), n - k);
+            }
+            // the locals are 32 bytes.
+            let (wv, xv) = {
+                (_mm256_loadu_si256(tw.as_ptr().cast()), _mm256_loadu_si256(tx.as_ptr().cast()))
+            };
+            a1 = dot32_i8::<D>(a1, wv, xv);
+        }
+        hsum_epi32(_mm256_add_epi32(a0, a1))
     }
-    while k + 32 <= n {
-        a0 = dot32_i8(dot, a0, ld(w, k), ld(x, k));
-        k += 32;
-    }
-    if k < n {
-        let (mut tw, mut tx) = ([0i8; 32], [0i8; 32]);
-        // SAFETY: n − k < 32 bytes from `w + k`, within the caller's `n` readable bytes, into the
-        // 32-byte local.
-        unsafe { core::ptr::copy_nonoverlapping(w.wrapping_add(k), tw.as_mut_ptr(), n - k) };
-        // SAFETY: likewise from `x + k`.
-        unsafe { core::ptr::copy_nonoverlapping(x.wrapping_add(k), tx.as_mut_ptr(), n - k) };
-        a1 = dot32_i8(dot, a1, ld(tw.as_ptr(), 0), ld(tx.as_ptr(), 0));
-    }
-    hsum_epi32(_mm256_add_epi32(a0, a1))
 }
 
 /// Splits 16 packed bytes into 32 nibbles in column order (low nibble = even column).

@@ -49,19 +49,19 @@ pub(super) fn decode_i8(
             let eight = _mm_set1_epi8(8);
             let full = n / 32;
             for b in 0..full {
-                // SAFETY: 16 bytes at 16·b lie within `bytes` (b < n/32, bytes.len() ≥ n/2).
-                let v = unsafe { _mm_loadu_si128(bytes.as_ptr().wrapping_add(16 * b).cast()) };
-                let (a, c) = nibbles(v);
-                let (a, c) = if mx {
-                    (_mm_shuffle_epi8(lut, a), _mm_shuffle_epi8(lut, c))
-                } else {
-                    (_mm_sub_epi8(a, eight), _mm_sub_epi8(c, eight))
-                };
-                let out = buf.as_mut_ptr().wrapping_add(32 * b);
-                // SAFETY: 32·b + 32 ≤ n ≤ CH: bytes 32·b .. 32·b + 16 lie within `buf`.
-                unsafe { _mm_storeu_si128(out.cast(), a) };
-                // SAFETY: and bytes 32·b + 16 .. 32·b + 32.
-                unsafe { _mm_storeu_si128(out.wrapping_add(16).cast(), c) };
+                // SAFETY: 16 bytes at 16·b lie within `bytes` (b < n/32, bytes.len() ≥
+                // n/2); the stores write 32 bytes at 32·b < CH.
+                unsafe {
+                    let v = _mm_loadu_si128(bytes.as_ptr().add(16 * b).cast());
+                    let (a, c) = nibbles(v);
+                    let (a, c) = if mx {
+                        (_mm_shuffle_epi8(lut, a), _mm_shuffle_epi8(lut, c))
+                    } else {
+                        (_mm_sub_epi8(a, eight), _mm_sub_epi8(c, eight))
+                    };
+                    _mm_storeu_si128(buf.as_mut_ptr().add(32 * b).cast(), a);
+                    _mm_storeu_si128(buf.as_mut_ptr().add(32 * b + 16).cast(), c);
+                }
             }
             for k in 32 * full..n {
                 let nib = (bytes[k / 2] >> (4 * (k % 2))) & 0xF;
@@ -93,11 +93,11 @@ pub(super) fn decode_f32(
             let bytes = &row[c0..c0 + n];
             let full = n / 8;
             for b in 0..full {
-                // SAFETY: 8 bytes at 8·b are within `bytes` (b < n/8).
-                let v = unsafe { _mm_loadl_epi64(bytes.as_ptr().wrapping_add(8 * b).cast()) };
-                let f = fp8x8(v, true);
-                // SAFETY: 8 f32 at 8·b + 8 ≤ n ≤ CH lie within `fbuf`.
-                unsafe { _mm256_storeu_ps(fbuf.as_mut_ptr().wrapping_add(8 * b), f) };
+                // SAFETY: 8 bytes at 8·b are within `bytes`; 8 f32 stored at 8·b < CH.
+                unsafe {
+                    let v = _mm_loadl_epi64(bytes.as_ptr().add(8 * b).cast());
+                    _mm256_storeu_ps(fbuf.as_mut_ptr().add(8 * b), fp8x8(v, true));
+                }
             }
             for (f, &b) in fbuf[8 * full..n].iter_mut().zip(&bytes[8 * full..]) {
                 *f = scalar::e4m3_to_f32(b);
@@ -107,15 +107,16 @@ pub(super) fn decode_f32(
             let codes = decode_i8(m, row, c0, n, ibuf);
             let full = n / 8;
             for b in 0..full {
-                // SAFETY: `codes` points at n valid bytes (the row or `ibuf`); 8·b + 8 ≤ n.
-                let v = unsafe { _mm_loadl_epi64(codes.wrapping_add(8 * b).cast()) };
-                let t = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v));
-                // SAFETY: 8 f32 at 8·b + 8 ≤ n ≤ CH lie within `fbuf`.
-                unsafe { _mm256_storeu_ps(fbuf.as_mut_ptr().wrapping_add(8 * b), t) };
+                // SAFETY: `codes` points at n valid bytes (the row or `ibuf`);
+                // 8·b + 8 ≤ n ≤ CH.
+                unsafe {
+                    let t = _mm256_cvtepi8_epi32(_mm_loadl_epi64(codes.add(8 * b).cast()));
+                    _mm256_storeu_ps(fbuf.as_mut_ptr().add(8 * b), _mm256_cvtepi32_ps(t));
+                }
             }
             for (k, f) in fbuf.iter_mut().enumerate().take(n).skip(8 * full) {
                 // SAFETY: k < n.
-                *f = f32::from(unsafe { *codes.wrapping_add(k) });
+                *f = f32::from(unsafe { *codes.add(k) });
             }
         }
     }
@@ -167,7 +168,7 @@ pub(super) unsafe fn f32_rows(
                         // SAFETY: wp points at n values for columns c0..c0+n and
                         // c0 ≤ pos < end ≤ c0 + n; xs has end − pos values.
                         *p = _mm256_add_ps(*p, unsafe {
-                            dot_f32(wp.wrapping_add(pos - c0), xs.as_ptr(), end - pos)
+                            dot_f32(wp.add(pos - c0), xs.as_ptr(), end - pos)
                         });
                     }
                     pos = end;
@@ -191,115 +192,80 @@ pub(super) unsafe fn f32_rows(
     }
 }
 
-/// The int8 path of arm `D`: runs the kernel [`dispatch::q8`] names for the call. Always inlined
-/// into the arm's entry point (`super::q8_rows_plain`, `super::q8_rows_vnni`), so that each kernel
-/// body below has that entry, compiled with the arm's features, as its one caller and is inlined
-/// into it: the dot step of an arm with more features than the bodies' own (`vpdpbusd`) can only
-/// be inlined there.
-///
 /// # Safety
-/// `dot` proves the arm's features (a superset of every kernel's `avx2,fma,f16c`); shapes as
-/// asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// The arm's features available; shapes as asserted by
+/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
 #[inline(always)]
 pub(super) unsafe fn q8_rows<D: Dot>(
-    dot: D,
     m: &Matrix<'_>,
     xq: &QuantizedActs<'_>,
     rows: Range<usize>,
     y: &mut [f32],
 ) {
-    match dispatch::q8(Width::Avx2, m, xq.s()) {
-        // SAFETY: the CPU has AVX2, FMA and F16C (`dot`); the shapes are the caller's contract;
-        // the table names this kernel for int4-row only.
-        Q8::Int4Row => unsafe { q8_int4_row(dot, m, xq, rows, y) },
-        // SAFETY: the CPU has AVX2, FMA and F16C (`dot`); the shapes are the caller's contract;
-        // int8-row only.
-        Q8::Int8Row => unsafe { q8_int8_row(dot, m, xq, rows, y) },
-        // SAFETY: the CPU has AVX2, FMA and F16C (`dot`); the shapes are the caller's contract;
-        // int2-row with I ≤ PLANE_COLS = PLANES only.
-        Q8::Int2Planes => unsafe { q8_int2_row(dot, m, xq, rows, y) },
-        // SAFETY: the CPU has AVX2, FMA and F16C (`dot`); the shapes are the caller's contract;
-        // int3-g64 with I ≤ PLANE_COLS = PLANES only.
-        Q8::Int3Planes => unsafe { q8_int3_g64(dot, m, xq, rows, y) },
-        // The table names the band for mxfp4 and int4-grouped with whole subgroups only.
-        Q8::Band { mx, wide, special, .. } => match (mx, wide, special) {
-            // SAFETY: the shapes are the caller's contract; mxfp4.
-            (true, _, true) => unsafe { dot.q8_band8::<true, false, true>(m, xq, rows, y) },
-            // SAFETY: the shapes are the caller's contract; mxfp4.
-            (true, _, false) => unsafe { dot.q8_band8::<true, false, false>(m, xq, rows, y) },
-            // SAFETY: the shapes are the caller's contract; int4-grouped, gs = 32.
-            (false, false, true) => unsafe { dot.q8_band8::<false, false, true>(m, xq, rows, y) },
-            // SAFETY: the shapes are the caller's contract; int4-grouped, gs = 32.
-            (false, false, false) => unsafe { dot.q8_band8::<false, false, false>(m, xq, rows, y) },
-            // SAFETY: the shapes are the caller's contract; int4-grouped, gs a multiple of 64
-            // dividing QC.
-            (false, true, true) => unsafe { dot.q8_band8::<false, true, true>(m, xq, rows, y) },
-            // SAFETY: the shapes are the caller's contract; int4-grouped, gs a multiple of 64
-            // dividing QC.
-            (false, true, false) => unsafe { dot.q8_band8::<false, true, false>(m, xq, rows, y) },
-        },
-        // SAFETY: the CPU has AVX2, FMA and F16C (`dot`); the shapes are the caller's contract.
-        Q8::Avx2Bands | Q8::Generic => unsafe { q8_generic(dot, m, xq, rows, y) },
-    }
-}
-
-/// The generic int8-path loop: a 256-column chunk of a row decoded into an L1 buffer
-/// ([`decode_i8`]), then exact dot products per group segment.
-///
-/// # Safety
-/// Shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn q8_generic<D: Dot>(
-    dot: D,
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    rows: Range<usize>,
-    y: &mut [f32],
-) {
-    let (ni, gl, nr, s) = (m.i(), m.group_len(), rows.len(), xq.s());
-    let mut ibuf = [0i8; CH];
-    let mut s0 = 0;
-    while s0 < s {
-        let st = (s - s0).min(ST);
-        for (r, o) in rows.clone().enumerate() {
-            let row = m.row_bytes(o);
-            let mut acc = [0f32; ST];
-            let mut d = [0i32; ST];
-            let (mut g, mut gend, mut c0) = (0, gl.min(ni), 0);
-            while c0 < ni {
-                let n = (ni - c0).min(CH);
-                let wp = decode_i8(m, row, c0, n, &mut ibuf);
-                let mut pos = c0;
-                while pos < c0 + n {
-                    let end = gend.min(c0 + n);
-                    for (k, dk) in d[..st].iter_mut().enumerate() {
-                        let xs = &xq.row(s0 + k).0[pos..end];
-                        // SAFETY: wp points at n codes for columns c0..c0+n ⊇ pos..end; xs holds
-                        // end − pos codes.
-                        *dk += unsafe {
-                            dot_i8(dot, wp.wrapping_add(pos - c0), xs.as_ptr(), end - pos)
-                        };
-                    }
-                    pos = end;
-                    if pos == gend {
-                        let sc = scalar::group_scale_q8(m, o, g);
-                        for (a, dk) in acc[..st].iter_mut().zip(&mut d[..st]) {
-                            #[allow(clippy::cast_precision_loss)] // the spec's rounding
-                            let df = *dk as f32;
-                            *a += df * sc;
-                            *dk = 0;
-                        }
-                        g += 1;
-                        gend = (gend + gl).min(ni);
-                    }
-                }
-                c0 += n;
+    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
+    // this body is always inlined), so every intrinsic call is sound; every pointer
+    // access is in bounds as noted at it.
+    unsafe {
+        match dispatch::q8(Width::Avx2, m, xq.s()) {
+            Q8::Int4Row => return q8_int4_row::<D>(m, xq, rows, y),
+            Q8::Int8Row => return q8_int8_row::<D>(m, xq, rows, y),
+            // The table chose these for I ≤ PLANE_COLS = PLANES only.
+            Q8::Int2Planes => return q8_int2_row::<D>(m, xq, rows, y),
+            Q8::Int3Planes => return q8_int3_g64::<D>(m, xq, rows, y),
+            // The table chose the band for mxfp4 and int4-grouped with whole subgroups only.
+            Q8::Band { mx, wide, special, .. } => {
+                return match (mx, wide, special) {
+                    (true, _, true) => D::q8_band8::<true, false, true>(m, xq, rows, y),
+                    (true, _, false) => D::q8_band8::<true, false, false>(m, xq, rows, y),
+                    (false, false, true) => D::q8_band8::<false, false, true>(m, xq, rows, y),
+                    (false, false, false) => D::q8_band8::<false, false, false>(m, xq, rows, y),
+                    (false, true, true) => D::q8_band8::<false, true, true>(m, xq, rows, y),
+                    (false, true, false) => D::q8_band8::<false, true, false>(m, xq, rows, y),
+                };
             }
-            for (k, a) in acc[..st].iter().enumerate() {
-                y[(s0 + k) * nr + r] = *a * xq.row(s0 + k).1;
-            }
+            Q8::Avx2Bands | Q8::Generic => {}
         }
-        s0 += st;
+        let (ni, gl, nr, s) = (m.i(), m.group_len(), rows.len(), xq.s());
+        let mut ibuf = [0i8; CH];
+        let mut s0 = 0;
+        while s0 < s {
+            let st = (s - s0).min(ST);
+            for (r, o) in rows.clone().enumerate() {
+                let row = m.row_bytes(o);
+                let mut acc = [0f32; ST];
+                let mut d = [0i32; ST];
+                let (mut g, mut gend, mut c0) = (0, gl.min(ni), 0);
+                while c0 < ni {
+                    let n = (ni - c0).min(CH);
+                    let wp = decode_i8(m, row, c0, n, &mut ibuf);
+                    let mut pos = c0;
+                    while pos < c0 + n {
+                        let end = gend.min(c0 + n);
+                        for (k, dk) in d[..st].iter_mut().enumerate() {
+                            let xs = &xq.row(s0 + k).0[pos..end];
+                            // wp points at n codes for columns c0..c0+n ⊇ pos..end.
+                            *dk += dot_i8::<D>(wp.add(pos - c0), xs.as_ptr(), end - pos);
+                        }
+                        pos = end;
+                        if pos == gend {
+                            let sc = scalar::group_scale_q8(m, o, g);
+                            for (a, dk) in acc[..st].iter_mut().zip(&mut d[..st]) {
+                                #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                                let df = *dk as f32;
+                                *a += df * sc;
+                                *dk = 0;
+                            }
+                            g += 1;
+                            gend = (gend + gl).min(ni);
+                        }
+                    }
+                    c0 += n;
+                }
+                for (k, a) in acc[..st].iter().enumerate() {
+                    y[(s0 + k) * nr + r] = *a * xq.row(s0 + k).1;
+                }
+            }
+            s0 += st;
+        }
     }
 }

@@ -16,29 +16,28 @@ use crate::scalar;
 ///
 /// # Safety
 /// `w` valid for reads of 32 bytes; `p` 32-byte aligned and valid for 128.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+#[inline(always)]
 pub(super) unsafe fn crumb_block<D: Dot>(
-    dot: D,
     acc: [__m256i; 4],
     w: *const u8,
     p: *const i8,
 ) -> [__m256i; 4] {
-    let three = _mm256_set1_epi8(3);
-    // SAFETY: `w` is valid for reads of 32 bytes (the caller's contract).
-    let w = unsafe { _mm256_loadu_si256(w.cast()) };
-    // Plane k, k < 4 (a closure of this function, so compiled with its features).
-    let x = |k: usize| {
-        // SAFETY: `p` is 32-byte aligned and valid for 128 bytes (the caller's contract), so
-        // the 32 bytes at 32·k, k < 4, are an aligned in-bounds read.
-        unsafe { _mm256_load_si256(p.wrapping_add(32 * k).cast()) }
-    };
-    [
-        dot.dpbusd(acc[0], _mm256_and_si256(w, three), x(0)),
-        dot.dpbusd(acc[1], _mm256_and_si256(_mm256_srli_epi16::<2>(w), three), x(1)),
-        dot.dpbusd(acc[2], _mm256_and_si256(_mm256_srli_epi16::<4>(w), three), x(2)),
-        dot.dpbusd(acc[3], _mm256_and_si256(_mm256_srli_epi16::<6>(w), three), x(3)),
-    ]
+    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
+    // this body is always inlined), so every intrinsic call is sound; every pointer
+    // access is in bounds as noted at it.
+    unsafe {
+        let three = _mm256_set1_epi8(3);
+        {
+            let w = _mm256_loadu_si256(w.cast());
+            let x = |k: usize| _mm256_load_si256(p.add(32 * k).cast());
+            [
+                D::dpbusd(acc[0], _mm256_and_si256(w, three), x(0)),
+                D::dpbusd(acc[1], _mm256_and_si256(_mm256_srli_epi16::<2>(w), three), x(1)),
+                D::dpbusd(acc[2], _mm256_and_si256(_mm256_srli_epi16::<4>(w), three), x(2)),
+                D::dpbusd(acc[3], _mm256_and_si256(_mm256_srli_epi16::<6>(w), three), x(3)),
+            ]
+        }
+    }
 }
 
 /// Activation codes [`q8_int2_row`] splits into crumb planes (a multiple of 128).
@@ -63,7 +62,7 @@ pub(super) unsafe fn crumb_planes(q: &[i8], base: *mut i8) {
                 let c = 128 * j + 4 * b + k;
                 // SAFETY: 128·j + 32·k + b < 128 · ceil(I/128): the caller's contract.
                 unsafe {
-                    base.wrapping_add(128 * j + 32 * k + b).write(q.get(c).copied().unwrap_or(0));
+                    base.add(128 * j + 32 * k + b).write(q.get(c).copied().unwrap_or(0));
                 }
             }
         }
@@ -78,61 +77,64 @@ pub(super) unsafe fn crumb_planes(q: &[i8], base: *mut i8) {
 /// · sx)`.
 ///
 /// # Safety
-/// Shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on); `I ≤ PLANES`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+/// The arm's features available; shapes as asserted by
+/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on); `I ≤ PLANES`.
+#[inline(always)]
 pub(super) unsafe fn q8_int2_row<D: Dot>(
-    dot: D,
     m: &Matrix<'_>,
     xq: &QuantizedActs<'_>,
     rows: Range<usize>,
     y: &mut [f32],
 ) {
-    let (ni, nr) = (m.i(), rows.len());
-    let nb = ni.div_ceil(128);
-    // One f32 scale per row (the scale kind is checked by `Matrix::new`); read here rather
-    // than through `scalar::group_scale_q8`, which LLVM left as a call per row.
-    let Scales::F32(sf) = m.scales() else { unreachable!("scale kind checked by Matrix::new") };
-    let mut planes = Planes(core::mem::MaybeUninit::uninit());
-    let base = planes.0.as_mut_ptr().cast::<i8>();
-    for si in 0..xq.s() {
-        let (q, sx) = xq.row(si);
-        let xsum: i32 = q.iter().map(|&v| i32::from(v)).sum();
-        // SAFETY: the buffer holds PLANES ≥ 128 · ceil(I/128) bytes (I ≤ PLANES, a multiple of
-        // 128).
-        unsafe { crumb_planes(q, base) };
-        for (r, o) in rows.clone().enumerate() {
-            let row = m.row_bytes(o);
-            let mut a = [_mm256_setzero_si256(); 4];
-            let full = ni / 128;
-            for j in 0..full {
-                let (w, p) = (row.as_ptr().wrapping_add(32 * j), base.wrapping_add(128 * j));
-                // SAFETY: 128·j + 128 ≤ I: the 32 bytes at 32·j are in the row; the planes of
-                // block j were written above, 32-byte aligned (`Planes`).
-                a = unsafe { crumb_block(dot, a, w, p) };
+    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
+    // this body is always inlined), so every intrinsic call is sound; every pointer
+    // access is in bounds as noted at it.
+    unsafe {
+        let (ni, nr) = (m.i(), rows.len());
+        let nb = ni.div_ceil(128);
+        // One f32 scale per row (the scale kind is checked by `Matrix::new`); read here rather
+        // than through `scalar::group_scale_q8`, which LLVM left as a call per row.
+        let Scales::F32(sf) = m.scales() else { unreachable!("scale kind checked by Matrix::new") };
+        let mut planes = Planes(core::mem::MaybeUninit::uninit());
+        let base = planes.0.as_mut_ptr().cast::<i8>();
+        for si in 0..xq.s() {
+            let (q, sx) = xq.row(si);
+            let xsum: i32 = q.iter().map(|&v| i32::from(v)).sum();
+            // the buffer holds PLANES ≥ 128 · ceil(I/128) bytes (I ≤ PLANES, a
+            // multiple of 128).
+            crumb_planes(q, base);
+            for (r, o) in rows.clone().enumerate() {
+                let row = m.row_bytes(o);
+                let mut a = [_mm256_setzero_si256(); 4];
+                let full = ni / 128;
+                for j in 0..full {
+                    // 128·j + 128 ≤ I: the 32 bytes at 32·j are in the row; the
+                    // planes of block j were written above.
+                    a = crumb_block::<D>(a, row.as_ptr().add(32 * j), base.add(128 * j));
+                }
+                if full < nb {
+                    // The partial last block from a zero-padded copy (outside the loop:
+                    // a call there clobbers every ymm register).
+                    let mut tail = [0u8; 32];
+                    tail[..row.len() - 32 * full].copy_from_slice(&row[32 * full..]);
+                    // the copy holds 32 bytes; the planes of block `full` were
+                    // written above.
+                    a = crumb_block::<D>(a, tail.as_ptr(), base.add(128 * full));
+                }
+                let [a0, a1, a2, a3] = a;
+                let d = hsum_epi32(_mm256_add_epi32(
+                    _mm256_add_epi32(a0, a1),
+                    _mm256_add_epi32(a2, a3),
+                )) - 2 * xsum;
+                let sc = sf[o];
+                let mut acc = 0.0f32;
+                if ni > 0 {
+                    #[allow(clippy::cast_precision_loss)] // the spec's rounding
+                    let df = d as f32;
+                    acc += df * sc;
+                }
+                y[si * nr + r] = acc * sx;
             }
-            if full < nb {
-                // The partial last block from a zero-padded copy (outside the loop:
-                // a call there clobbers every ymm register).
-                let mut tail = [0u8; 32];
-                tail[..row.len() - 32 * full].copy_from_slice(&row[32 * full..]);
-                let p = base.wrapping_add(128 * full);
-                // SAFETY: the copy holds 32 bytes; the planes of block `full` were written
-                // above, 32-byte aligned (`Planes`).
-                a = unsafe { crumb_block(dot, a, tail.as_ptr(), p) };
-            }
-            let [a0, a1, a2, a3] = a;
-            let d =
-                hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)))
-                    - 2 * xsum;
-            let sc = sf[o];
-            let mut acc = 0.0f32;
-            if ni > 0 {
-                #[allow(clippy::cast_precision_loss)] // the spec's rounding
-                let df = d as f32;
-                acc += df * sc;
-            }
-            y[si * nr + r] = acc * sx;
         }
     }
 }
@@ -149,51 +151,53 @@ pub(super) unsafe fn q8_int2_row<D: Dot>(
 /// one group reads a zero-padded copy.
 ///
 /// # Safety
-/// Shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on); `I ≤ PLANES`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+/// The arm's features available; shapes as asserted by
+/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on); `I ≤ PLANES`.
+#[inline(always)]
 pub(super) unsafe fn q8_int3_g64<D: Dot>(
-    dot: D,
     m: &Matrix<'_>,
     xq: &QuantizedActs<'_>,
     rows: Range<usize>,
     y: &mut [f32],
 ) {
-    let (nr, ng) = (rows.len(), m.groups_per_row());
-    let Scales::F32(sf) = m.scales() else { unreachable!("scale kind checked by Matrix::new") };
-    let full = ng / 2;
-    let mut planes = Planes(core::mem::MaybeUninit::uninit());
-    let base = planes.0.as_mut_ptr().cast::<i8>();
-    let mut gsum = [0i32; PLANES / 64];
-    for si in 0..xq.s() {
-        let (q, sx) = xq.row(si);
-        // SAFETY: the buffer holds PLANES ≥ 128 · ceil(I/128) bytes (I ≤ PLANES, a multiple of
-        // 128).
-        unsafe { crumb_planes(q, base) };
-        group_sums64(q, &mut gsum);
-        for (r, o) in rows.clone().enumerate() {
-            let row = m.row_bytes(o);
-            let sc = &sf[o * ng..(o + 1) * ng];
-            let mut acc = 0.0f32;
-            for j in 0..full {
-                let (w, p) = (row.as_ptr().wrapping_add(48 * j), base.wrapping_add(128 * j));
-                // SAFETY: groups 2j and 2j + 1 exist: 48 bytes at 48·j are in the row; the
-                // planes of block j were written above, 32-byte aligned (`Planes`).
-                let d = unsafe { int3_pair(dot, w, p) };
-                int3_epilogue(&mut acc, d, 2, &gsum[2 * j..], &sc[2 * j..]);
+    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
+    // this body is always inlined), so every intrinsic call is sound; every pointer
+    // access is in bounds as noted at it.
+    unsafe {
+        let (nr, ng) = (rows.len(), m.groups_per_row());
+        let Scales::F32(sf) = m.scales() else { unreachable!("scale kind checked by Matrix::new") };
+        let full = ng / 2;
+        let mut planes = Planes(core::mem::MaybeUninit::uninit());
+        let base = planes.0.as_mut_ptr().cast::<i8>();
+        let mut gsum = [0i32; PLANES / 64];
+        for si in 0..xq.s() {
+            let (q, sx) = xq.row(si);
+            // the buffer holds PLANES ≥ 128 · ceil(I/128) bytes (I ≤ PLANES, a
+            // multiple of 128).
+            crumb_planes(q, base);
+            group_sums64(q, &mut gsum);
+            for (r, o) in rows.clone().enumerate() {
+                let row = m.row_bytes(o);
+                let sc = &sf[o * ng..(o + 1) * ng];
+                let mut acc = 0.0f32;
+                for j in 0..full {
+                    // groups 2j and 2j + 1 exist: 48 bytes at 48·j are in the row;
+                    // the planes of block j were written above.
+                    let d = int3_pair::<D>(row.as_ptr().add(48 * j), base.add(128 * j));
+                    int3_epilogue(&mut acc, d, 2, &gsum[2 * j..], &sc[2 * j..]);
+                }
+                if full < ng.div_ceil(2) {
+                    // The last, single group, from a zero-padded copy (outside the loop:
+                    // a call there clobbers every ymm register).
+                    let mut tail = [0u8; 48];
+                    tail[..24].copy_from_slice(&row[48 * full..]);
+                    // the copy holds 48 bytes; the planes of block `full` were
+                    // written above.
+                    let d = int3_pair::<D>(tail.as_ptr(), base.add(128 * full));
+                    int3_epilogue(&mut acc, d, 1, &gsum[2 * full..], &sc[2 * full..]);
+                }
+                y[si * nr + r] = acc * sx;
             }
-            if full < ng.div_ceil(2) {
-                // The last, single group, from a zero-padded copy (outside the loop:
-                // a call there clobbers every ymm register).
-                let mut tail = [0u8; 48];
-                tail[..24].copy_from_slice(&row[48 * full..]);
-                let p = base.wrapping_add(128 * full);
-                // SAFETY: the copy holds 48 bytes; the planes of block `full` were written
-                // above, 32-byte aligned (`Planes`).
-                let d = unsafe { int3_pair(dot, tail.as_ptr(), p) };
-                int3_epilogue(&mut acc, d, 1, &gsum[2 * full..], &sc[2 * full..]);
-            }
-            y[si * nr + r] = acc * sx;
         }
     }
 }
@@ -203,42 +207,43 @@ pub(super) unsafe fn q8_int3_g64<D: Dot>(
 ///
 /// # Safety
 /// `w` valid for reads of 48 bytes; `p` 32-byte aligned and valid for 128.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn int3_pair<D: Dot>(dot: D, w: *const u8, p: *const i8) -> [i32; 2] {
-    // Group g's planes are at 24·g (16 bytes low, then 8 bytes high), g < 2.
-    // SAFETY: bytes 0..16 and 24..40 of the 48 readable at `w` (the caller's contract).
-    let lo = unsafe { _mm256_loadu2_m128i(w.wrapping_add(24).cast(), w.cast()) };
-    // SAFETY: bytes 16..24 of the 48 readable at `w`.
-    let h0 = unsafe { w.wrapping_add(16).cast::<i64>().read_unaligned() };
-    // SAFETY: bytes 40..48 of the 48 readable at `w`.
-    let h1 = unsafe { w.wrapping_add(40).cast::<i64>().read_unaligned() };
-    let hi = _mm_set_epi64x(h1, h0);
-    let (n0, n1) = nibbles(hi);
-    let nib = _mm256_set_m128i(n1, n0);
-    let three = _mm256_set1_epi8(3);
-    let four = _mm256_set1_epi8(4);
-    let u = |crumbs: __m256i, high: __m256i| {
-        _mm256_or_si256(_mm256_and_si256(crumbs, three), _mm256_and_si256(high, four))
-    };
-    let u = [
-        u(lo, _mm256_slli_epi16::<2>(nib)),
-        u(_mm256_srli_epi16::<2>(lo), _mm256_slli_epi16::<1>(nib)),
-        u(_mm256_srli_epi16::<4>(lo), nib),
-        u(_mm256_srli_epi16::<6>(lo), _mm256_srli_epi16::<1>(nib)),
-    ];
-    let mut acc = _mm256_setzero_si256();
-    for (k, uk) in u.iter().enumerate() {
-        // SAFETY: plane k of the block, k < 4: 32 bytes at 32·k of the 128 readable at `p`,
-        // 32-byte aligned (the caller's contract).
-        let x = unsafe { _mm256_load_si256(p.wrapping_add(32 * k).cast()) };
-        acc = dot.dpbusd(acc, *uk, x);
+#[inline(always)]
+pub(super) unsafe fn int3_pair<D: Dot>(w: *const u8, p: *const i8) -> [i32; 2] {
+    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
+    // this body is always inlined), so every intrinsic call is sound; every pointer
+    // access is in bounds as noted at it.
+    unsafe {
+        // the caller's contract: group g's planes are at 24·g (16 bytes low, then
+        // 8 bytes high), g < 2.
+        let (lo, hi) = {
+            let lo = _mm256_loadu2_m128i(w.add(24).cast(), w.cast());
+            let h = |g: usize| w.add(24 * g + 16).cast::<i64>().read_unaligned();
+            (lo, _mm_set_epi64x(h(1), h(0)))
+        };
+        let (n0, n1) = nibbles(hi);
+        let nib = _mm256_set_m128i(n1, n0);
+        let three = _mm256_set1_epi8(3);
+        let four = _mm256_set1_epi8(4);
+        let u = |crumbs: __m256i, high: __m256i| {
+            _mm256_or_si256(_mm256_and_si256(crumbs, three), _mm256_and_si256(high, four))
+        };
+        let u = [
+            u(lo, _mm256_slli_epi16::<2>(nib)),
+            u(_mm256_srli_epi16::<2>(lo), _mm256_slli_epi16::<1>(nib)),
+            u(_mm256_srli_epi16::<4>(lo), nib),
+            u(_mm256_srli_epi16::<6>(lo), _mm256_srli_epi16::<1>(nib)),
+        ];
+        let mut acc = _mm256_setzero_si256();
+        for (k, uk) in u.iter().enumerate() {
+            // plane k of the block: 32 bytes at 32·k, aligned.
+            acc = D::dpbusd(acc, *uk, _mm256_load_si256(p.add(32 * k).cast()));
+        }
+        // Each 128-bit lane (one group) to its sum.
+        let t = _mm256_add_epi32(acc, _mm256_shuffle_epi32::<0x4E>(acc));
+        let t = _mm256_add_epi32(t, _mm256_shuffle_epi32::<0xB1>(t));
+        let (l0, l1) = (_mm256_castsi256_si128(t), _mm256_extracti128_si256::<1>(t));
+        [_mm_cvtsi128_si32(l0), _mm_cvtsi128_si32(l1)]
     }
-    // Each 128-bit lane (one group) to its sum.
-    let t = _mm256_add_epi32(acc, _mm256_shuffle_epi32::<0x4E>(acc));
-    let t = _mm256_add_epi32(t, _mm256_shuffle_epi32::<0xB1>(t));
-    let (l0, l1) = (_mm256_castsi256_si128(t), _mm256_extracti128_si256::<1>(t));
-    [_mm_cvtsi128_si32(l0), _mm_cvtsi128_si32(l1)]
 }
 
 /// [`grouped_row_f32`] for int2-row and int3-g64: 64-column blocks (16 bytes of int2,
