@@ -19,6 +19,7 @@ use crate::kernels::{Matrix, QuantizedActs, Scales};
 /// # Safety
 /// The arm's features available; `row` holds at least `32 · blocks` bytes and every
 /// `xs[k]` at least `64 · blocks`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn int4_blocks_q8<D: Dot, const T: usize>(
     row: *const u8,
@@ -67,6 +68,7 @@ pub(super) unsafe fn int4_blocks_q8<D: Dot, const T: usize>(
 /// # Safety
 /// The arm's features available; shapes as asserted by
 /// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int4_row<D: Dot>(
     m: &Matrix<'_>,
@@ -148,6 +150,7 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
 ///
 /// # Safety
 /// As [`band8_sums`] with `W = 32`, `X = 64`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn int4_band8_q8<D: Dot, const STREAM: bool>(
     rows: [*const u8; 8],
@@ -172,6 +175,7 @@ struct Int4Step<D> {
 }
 
 impl<D: Dot> BandStep<__m256i> for Int4Step<D> {
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn step(&self, acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8) {
         // SAFETY: the caller has `D`'s features; `x` points at 64 readable codes, each `w[r]`
@@ -197,6 +201,7 @@ impl<D: Dot> BandStep<__m256i> for Int4Step<D> {
 /// # Safety
 /// The arm's features available; shapes as asserted by
 /// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int4_band8<D: Dot>(
     m: &Matrix<'_>,
@@ -293,6 +298,7 @@ pub(super) unsafe fn int8_band8_q8<D: Dot, const STREAM: bool>(
 struct Int8Step<D>(PhantomData<D>);
 
 impl<D: Dot> BandStep<__m256i> for Int8Step<D> {
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn step(&self, acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8) {
         // SAFETY: the caller has `D`'s features; `x` and each `w[r]` point at 32 readable
@@ -315,6 +321,7 @@ impl<D: Dot> BandStep<__m256i> for Int8Step<D> {
 /// # Safety
 /// The arm's features available; shapes as asserted by
 /// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int8_row<D: Dot>(
     m: &Matrix<'_>,

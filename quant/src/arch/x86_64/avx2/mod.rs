@@ -94,10 +94,17 @@
 //! - `grouped`: int4-grouped and mxfp4 (the fused f32 row kernel, the band kernels);
 //! - `fp8`: fp8 e4m3;
 //! - `batched`: the small-batch f32 passes (2 to 16 activation rows).
-
-// One SAFETY argument covers each block's loads (all in bounds for the same reason); clippy also
-// counts the (safe, same-feature) intrinsic calls, which would split blocks into noise.
-#![allow(clippy::multiple_unsafe_ops_per_block)]
+//!
+//! Unsafe: the f32-path functions are `#[target_feature]` functions, so their intrinsics are safe
+//! calls and only loads and stores are unsafe. The int8-path bodies are `#[inline(always)]`
+//! functions without target features: a `#[target_feature]` function cannot be always inlined,
+//! and a generic body can only carry the features both arms share, so the AVX-VNNI dot step
+//! would reach it only after LLVM had optimised it around an opaque call (slower band loops for
+//! that arm in the `kernels` bench's mxfp4 and int4-grouped q8 cases). In those bodies every
+//! intrinsic call is an unsafe operation, all under one contract (the body runs inside an entry
+//! point compiled with its arm's features); they say so with
+//! `#[expect(clippy::multiple_unsafe_ops_per_block)]`, as do the few f32 functions whose loads
+//! and stores still share one bounds argument.
 
 mod batched;
 mod fp8;
@@ -224,6 +231,7 @@ impl Dot for Plain {
 
     /// Exact when `u ≤ 128` and `|s| ≤ 127` (no i16 saturation in `vpmaddubsw`: pair sums ≤
     /// 2 · 128 · 127 = 32 512), which every caller guarantees.
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn dpbusd(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
         // SAFETY: the caller has AVX2 (this arm's features), all these intrinsics need.
@@ -238,6 +246,7 @@ impl Dot for Plain {
     /// The two `vpmaddubsw` results are added as i16 before one `vpmaddwd`, so exact when `u0,
     /// u1 ≤ 64` and `|s0|, |s1| ≤ 127` (the sum of two pair sums ≤ 4 · 64 · 127 = 32 512), which
     /// every caller guarantees (int4 nibbles ≤ 15, mxfp4 offset codes ≤ 24).
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn dpbusd2(acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
         // SAFETY: the caller has AVX2 (this arm's features), all these intrinsics need.
@@ -265,6 +274,7 @@ impl Dot for Vnni {
         unsafe { _mm256_dpbusd_avx_epi32(acc, u, s) }
     }
 
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn dpbusd2(acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
         // SAFETY: the caller has AVX-VNNI (this arm's features).

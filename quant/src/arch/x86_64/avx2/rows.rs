@@ -30,6 +30,7 @@ pub(super) fn scale_f32(m: &Matrix<'_>, o: usize, g: usize) -> f32 {
 /// Decodes columns `c0 .. c0 + n` (`c0` a multiple of [`CH`], `n ≤ CH`) of `row` into
 /// integer codes in `buf`, returning a pointer to the codes (into `row` itself for
 /// int8-row).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn decode_i8(
@@ -77,6 +78,7 @@ pub(super) fn decode_i8(
 
 /// Decodes columns `c0 .. c0 + n` of `row` into unscaled f32 values (mxfp4: doubled),
 /// returning a pointer to them (into `row` itself for f32 weights).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn decode_f32(
@@ -126,6 +128,7 @@ pub(super) fn decode_f32(
 /// # Safety
 /// The arm's features available; shapes as asserted by
 /// [`matmul_f32_rows_on`](super::matmul_f32_rows_on).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_rows(
     m: &Matrix<'_>,
@@ -195,6 +198,7 @@ pub(super) unsafe fn f32_rows(
 /// # Safety
 /// The arm's features available; shapes as asserted by
 /// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_rows<D: Dot>(
     m: &Matrix<'_>,

@@ -20,6 +20,7 @@ use crate::kernels::{Matrix, QuantizedActs, Scales};
 ///
 /// # Safety
 /// Features available; `row` holds `ceil(I/2)` bytes and every `xs[k]` `I` codes.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn int4_row_dots<D: Dot, const T: usize, const STREAM: bool>(
     row: *const u8,
@@ -85,6 +86,7 @@ pub(super) unsafe fn int4_row_dots<D: Dot, const T: usize, const STREAM: bool>(
 ///
 /// # Safety
 /// As [`band8_sums`] with `W = 64`, `X = 128`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn int4_band8_q8<D: Dot, const STREAM: bool>(
     rows: [*const u8; 8],
@@ -109,6 +111,7 @@ struct Int4Step<D> {
 }
 
 impl<D: Dot> BandStep<__m512i> for Int4Step<D> {
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn step(&self, acc: &mut [__m512i; 8], w: [*const u8; 8], x: *const i8) {
         // SAFETY: the caller has `D`'s features; `x` points at 128 readable codes, each `w[r]`
@@ -158,6 +161,7 @@ pub(super) unsafe fn int8_band8_q8<D: Dot, const STREAM: bool>(
 struct Int8Step<D>(PhantomData<D>);
 
 impl<D: Dot> BandStep<__m512i> for Int8Step<D> {
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn step(&self, acc: &mut [__m512i; 8], w: [*const u8; 8], x: *const i8) {
         // SAFETY: the caller has `D`'s features; `x` and each `w[r]` point at 64 readable
@@ -180,6 +184,7 @@ impl<D: Dot> BandStep<__m512i> for Int8Step<D> {
 ///
 /// # Safety
 /// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int4_band8<D: Dot>(
     m: &Matrix<'_>,
@@ -250,6 +255,7 @@ pub(super) unsafe fn q8_int4_band8<D: Dot>(
 ///
 /// # Safety
 /// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int4_row<D: Dot>(
     m: &Matrix<'_>,
@@ -329,6 +335,7 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
 ///
 /// # Safety
 /// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int8_row<D: Dot>(
     m: &Matrix<'_>,

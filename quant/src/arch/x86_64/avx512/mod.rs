@@ -69,10 +69,13 @@
 //! - `small_ints`: int2-row and int3-g64 on the int8 path;
 //! - `grouped`: mxfp4 and int4-grouped with 32-column subgroups on the int8 path (bands of 16
 //!   rows, one output row per lane).
-
-// One SAFETY argument covers each block's loads (all in bounds for the same reason); clippy also
-// counts the (safe, same-feature) intrinsic calls, which would split blocks into noise.
-#![allow(clippy::multiple_unsafe_ops_per_block)]
+//!
+//! Unsafe: as in the 256-bit arms (`super::avx2`): the f32-path functions are
+//! `#[target_feature]` functions, so only their loads and stores are unsafe; the int8-path bodies
+//! are `#[inline(always)]` functions without target features, in which every intrinsic call is an
+//! unsafe operation under the entry point's features, marked
+//! `#[expect(clippy::multiple_unsafe_ops_per_block)]`, as are the f32 functions whose loads and
+//! stores still share one bounds argument.
 
 mod fp8;
 mod grouped;
@@ -222,6 +225,7 @@ impl Dot for Plain {
 
     /// Exact when `u ≤ 128` and `|s| ≤ 127` (no i16 saturation in `vpmaddubsw`: pair sums ≤
     /// 2 · 128 · 127 = 32 512), which every caller guarantees.
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn dpbusd(acc: __m512i, u: __m512i, s: __m512i) -> __m512i {
         // SAFETY: the caller has AVX-512 BW (this arm's features), all these intrinsics need.

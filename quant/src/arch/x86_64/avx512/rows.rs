@@ -46,6 +46,7 @@ pub(super) fn decode_codes(m: &Matrix<'_>, row: &[u8], c0: usize, n: usize, buf:
 
 /// Decodes columns `c0 .. c0 + n` of `row` into unscaled f32 values, returning a
 /// pointer to them (into `row` itself for f32 weights).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) fn decode_f32(
@@ -132,6 +133,7 @@ pub(super) unsafe fn f32_rows(
 ///
 /// # Safety
 /// Features available; shapes as asserted by [`matmul_f32_rows_on`](super::matmul_f32_rows_on).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn f32_generic(
     m: &Matrix<'_>,
@@ -192,6 +194,7 @@ pub(super) unsafe fn f32_generic(
 
 /// # Safety
 /// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_rows<D: Dot>(
     m: &Matrix<'_>,
@@ -244,6 +247,7 @@ pub(super) unsafe fn q8_rows<D: Dot>(
 ///
 /// # Safety
 /// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_generic<D: Dot>(
     m: &Matrix<'_>,
