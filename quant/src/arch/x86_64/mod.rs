@@ -1,7 +1,8 @@
-//! x86-64 arms: AVX2 + FMA and AVX2 + FMA + AVX-VNNI (256-bit, `avx2::{plain, vnni}`),
-//! AVX-512 F + BW and AVX-512 F + BW + VNNI (512-bit, `avx512::{plain, vnni}`). Each folder
-//! holds one set of kernels for its width, the two arms differing only in the exact int8 dot
-//! step (its `Dot` trait).
+//! x86-64 arms: AVX2 + FMA and AVX2 + FMA + AVX-VNNI (256-bit, `Avx2<avx2::Plain>` and
+//! `Avx2<avx2::Vnni>`), AVX-512 F + BW and AVX-512 F + BW + VNNI (512-bit, `Avx512<avx512::Plain>`
+//! and `Avx512<avx512::Vnni>`), each an [`Arm`] run by [`matmul_f32_rows`] and [`matmul_q8_rows`].
+//! Each folder holds one set of kernels for its width, the two arms differing only in the exact
+//! int8 dot step (its `Dot` trait).
 //!
 //! All arms share one structure: each output row is processed in chunks of 256 columns; a
 //! chunk is decoded once (SIMD unpacking) into a small L1-resident buffer of unscaled values
@@ -27,7 +28,71 @@ use core::arch::x86_64::{
 use core::ops::Range;
 
 use crate::format::Format;
-use crate::kernels::{Matrix, Scales};
+use crate::isa::Isa;
+use crate::kernels::{Matrix, QuantizedActs, Scales};
+
+/// An x86-64 arm as the kernel entry points see it: its [`Isa`] and its two paths' bodies. The
+/// 256-bit arms implement it as [`Avx2<D>`], the 512-bit ones as [`Avx512<D>`] (`D` the arm's
+/// dot step, each width's `Dot`).
+pub(crate) trait Arm {
+    /// The arm.
+    const ISA: Isa;
+
+    /// The f32-activation body over `rows`.
+    ///
+    /// # Safety
+    /// The CPU has [`Arm::ISA`]'s features; shapes as asserted by [`matmul_f32_rows`].
+    unsafe fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]);
+
+    /// The int8-activation body over `rows`.
+    ///
+    /// # Safety
+    /// The CPU has [`Arm::ISA`]'s features; shapes as asserted by [`matmul_q8_rows`].
+    unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]);
+}
+
+/// The 256-bit arm with dot step `D` (`avx2::Plain`: `Isa::Avx2`, `avx2::Vnni`: `Isa::AvxVnni`).
+pub(crate) struct Avx2<D>(core::marker::PhantomData<D>);
+
+/// The 512-bit arm with dot step `D` (`avx512::Plain`: `Isa::Avx512`, `avx512::Vnni`:
+/// `Isa::Avx512Vnni`).
+pub(crate) struct Avx512<D>(core::marker::PhantomData<D>);
+
+/// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`) on arm `A`:
+/// `false`, without running, if the CPU lacks its features.
+pub(crate) fn matmul_f32_rows<A: Arm>(
+    m: &Matrix<'_>,
+    x: &[f32],
+    s: usize,
+    rows: Range<usize>,
+    y: &mut [f32],
+) -> bool {
+    if !A::ISA.cpu_supports() {
+        return false;
+    }
+    assert!(x.len() >= s * m.i() && y.len() >= s * rows.len() && rows.end <= m.o());
+    // SAFETY: the arm's features were detected above; the shapes were asserted (every access
+    // stays within `x`, `y`, the weight rows and the kernels' local buffers).
+    unsafe { A::f32_rows(m, x, s, rows, y) };
+    true
+}
+
+/// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`) on arm `A`:
+/// `false`, without running, if the CPU lacks its features.
+pub(crate) fn matmul_q8_rows<A: Arm>(
+    m: &Matrix<'_>,
+    xq: &QuantizedActs<'_>,
+    rows: Range<usize>,
+    y: &mut [f32],
+) -> bool {
+    if !A::ISA.cpu_supports() {
+        return false;
+    }
+    assert!(xq.i() == m.i() && y.len() >= xq.s() * rows.len() && rows.end <= m.o() && m.has_q8());
+    // SAFETY: the arm's features were detected above; the shapes were asserted.
+    unsafe { A::q8_rows(m, xq, rows, y) };
+    true
+}
 
 /// Whether this CPU's FMA takes a subnormal multiplicand at full speed when the product is
 /// normal: AMD's cores do (vendor `AuthenticAMD`, and Hygon's Zen-derived `HygonGenuine`;

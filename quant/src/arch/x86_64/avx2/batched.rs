@@ -16,12 +16,12 @@ use crate::kernels::{Matrix, Scales};
 
 /// Activation rows `0..n` of an int4-row or fp8 matrix in passes of 8, 4 or 2 rows, of an
 /// int4-grouped (`gs` dividing 512) or mxfp4 matrix in passes of 8 or 4 (see
-/// [`matmul_f32_small_batch`](super::plain::matmul_f32_small_batch) for `n`; here, for the grouped
+/// [`matmul_f32_small_batch`](super::matmul_f32_small_batch) for `n`; here, for the grouped
 /// formats, up to 3 rows may be left).
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_f32_rows_on`](super::matmul_f32_rows_on).
+/// [`matmul_f32_rows`](crate::arch::x86_64::matmul_f32_rows).
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_multi_passes(

@@ -139,7 +139,7 @@ pub(super) unsafe fn nibble_row_f32<const T: usize>(
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_f32_rows_on`](super::matmul_f32_rows_on).
+/// [`matmul_f32_rows`](crate::arch::x86_64::matmul_f32_rows).
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_fused(
@@ -556,7 +556,7 @@ pub(super) unsafe fn row_block<D: Dot, const MX: bool>(
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_band8<D: Dot, const MX: bool, const WIDE: bool, const STREAM: bool>(

@@ -67,7 +67,7 @@ pub(super) unsafe fn int4_blocks_q8<D: Dot, const T: usize>(
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int4_row<D: Dot>(
@@ -200,7 +200,7 @@ impl<D: Dot> BandStep<__m256i> for Int4Step<D> {
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int4_band8<D: Dot>(
@@ -320,7 +320,7 @@ impl<D: Dot> BandStep<__m256i> for Int8Step<D> {
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int8_row<D: Dot>(

@@ -80,7 +80,7 @@ pub(super) unsafe fn crumb_planes(q: &[i8], base: *mut i8) {
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on); `I ≤ PLANES`.
+/// [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows); `I ≤ PLANES`.
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int2_row<D: Dot>(
@@ -155,7 +155,7 @@ pub(super) unsafe fn q8_int2_row<D: Dot>(
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on); `I ≤ PLANES`.
+/// [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows); `I ≤ PLANES`.
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int3_g64<D: Dot>(

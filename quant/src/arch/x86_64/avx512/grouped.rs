@@ -227,7 +227,7 @@ pub(super) const RB: usize = 8;
 ///
 /// # Safety
 /// Features available (VBMI too when `VBMI`); shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn band_body<

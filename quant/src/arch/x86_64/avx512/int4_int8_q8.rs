@@ -183,7 +183,7 @@ impl<D: Dot> BandStep<__m512i> for Int8Step<D> {
 /// lane exactly its row's operations: bit-identical).
 ///
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// Features available; shapes as asserted by [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int4_band8<D: Dot>(
@@ -254,7 +254,7 @@ pub(super) unsafe fn q8_int4_band8<D: Dot>(
 /// takes the 8-row band kernel [`q8_int4_band8`].
 ///
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// Features available; shapes as asserted by [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int4_row<D: Dot>(
@@ -334,7 +334,7 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
 /// rows, so only the first one prefetches the next band when streaming.
 ///
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// Features available; shapes as asserted by [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int8_row<D: Dot>(

@@ -60,7 +60,7 @@ pub(super) enum Kind {
 /// decode.
 ///
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_f32_rows_on`](super::matmul_f32_rows_on).
+/// Features available; shapes as asserted by [`matmul_f32_rows`](crate::arch::x86_64::matmul_f32_rows).
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn f32_tiled(

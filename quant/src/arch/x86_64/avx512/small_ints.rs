@@ -19,7 +19,7 @@ use crate::kernels::{Matrix, QuantizedActs, Scales};
 /// path. Weight rows are read once per activation row.
 ///
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on); `I ≤
+/// Features available; shapes as asserted by [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows); `I ≤
 /// XA`.
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
@@ -117,7 +117,7 @@ pub(super) unsafe fn crumb_planes(q: &[i8], base: *mut i8) {
 /// s`, then `acc · sx`). A last step of fewer than four groups reads a zero-padded copy.
 ///
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on); `I ≤
+/// Features available; shapes as asserted by [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows); `I ≤
 /// XA`.
 #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
