@@ -11,6 +11,7 @@
 //! activation row). Scale groups are walked in the order of the scalar reference.
 pub(crate) mod avx2;
 pub(crate) mod avx512;
+pub(crate) mod bands;
 pub(crate) mod dispatch;
 
 use core::arch::x86_64::{

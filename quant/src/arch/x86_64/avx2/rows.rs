@@ -8,7 +8,7 @@ use core::ops::Range;
 use super::fp8::{f32_fp8, fp8x8};
 use super::grouped::f32_fused;
 use super::int4_int8_f32::f32_int8_band8;
-use super::int4_int8_q8::{q8_int4_row, q8_int8_row};
+use super::int4_int8_q8::q8_int4_row;
 use super::reduce::{dot_f32, dot_i8, hsum_ps, nibbles};
 use super::small_ints::{q8_int2_row, q8_int3_g64};
 use super::{CH, Dot, MX_LUT, ST};
@@ -212,7 +212,11 @@ pub(super) unsafe fn q8_rows<D: Dot>(
     unsafe {
         match dispatch::q8(Width::Avx2, m, xq.s()) {
             Q8::Int4Row => return q8_int4_row::<D>(m, xq, rows, y),
-            Q8::Int8Row => return q8_int8_row::<D>(m, xq, rows, y),
+            Q8::Int8Row => {
+                return crate::arch::x86_64::bands::q8_int8_row::<crate::arch::x86_64::Avx2<D>>(
+                    m, xq, rows, y,
+                );
+            }
             // The table chose these for I ≤ PLANE_COLS = PLANES only.
             Q8::Int2Planes => return q8_int2_row::<D>(m, xq, rows, y),
             Q8::Int3Planes => return q8_int3_g64::<D>(m, xq, rows, y),

@@ -7,7 +7,7 @@ use core::ops::Range;
 
 use crate::arch::x86_64 as x86;
 
-use super::int4_int8_q8::{q8_int4_row, q8_int8_row};
+use super::int4_int8_q8::q8_int4_row;
 use super::nib_f32::{Kind, f32_tiled};
 use super::reduce::{dot_f32, dot_i8};
 use super::small_ints::{q8_int2_row, q8_int3_g64};
@@ -215,12 +215,18 @@ pub(super) unsafe fn q8_rows<D: Dot>(
                     if m.format() == Format::Int4Row {
                         q8_int4_row::<D>(m, xq, rows, y);
                     } else {
-                        q8_int8_row::<D>(m, xq, rows, y);
+                        crate::arch::x86_64::bands::q8_int8_row::<crate::arch::x86_64::Avx512<D>>(
+                            m, xq, rows, y,
+                        );
                     }
                 }
             }
             Q8::Int4Row => q8_int4_row::<D>(m, xq, rows, y),
-            Q8::Int8Row => q8_int8_row::<D>(m, xq, rows, y),
+            Q8::Int8Row => {
+                crate::arch::x86_64::bands::q8_int8_row::<crate::arch::x86_64::Avx512<D>>(
+                    m, xq, rows, y,
+                )
+            }
             // The table chose these for I ≤ PLANE_COLS = XA only.
             Q8::Int2Planes => q8_int2_row::<D>(m, xq, rows, y),
             Q8::Int3Planes => q8_int3_g64::<D>(m, xq, rows, y),

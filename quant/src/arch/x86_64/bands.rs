@@ -1,0 +1,186 @@
+//! The GEMV band drivers of int4-row and int8-row, one body for both widths: weight rows in bands
+//! of 8 (a final, shorter band repeats its last row and stores only its own), each band's 8 exact
+//! sums from the width's block steps ([`Bands`], over [`band8_sums`]), then the reference's
+//! epilogue `((0 + (d as f32) · s) · sx)` for the 8 rows as lane-wise vector operations
+//! ([`row_epilogue8`]: each lane exactly its row's operations, so bit-identical). The last,
+//! partial block of each row and activation row comes from zero-padded copies, made outside the
+//! block loop (a call there clobbers every vector register).
+
+use core::arch::x86_64::{__m256i, _mm256_set1_epi32, _mm256_sub_epi32};
+use core::ops::Range;
+
+#[cfg(doc)]
+use super::band8_sums;
+use super::{band_ahead, row_epilogue8, streams};
+use crate::kernels::{Matrix, QuantizedActs, Scales};
+
+/// The block steps of one arm's band kernels: what differs between the widths (the block sizes
+/// and the vector code of a block; `band8_sums` with the width's accumulators).
+pub(crate) trait Bands {
+    /// Weight bytes per block of the int4-row band; a block is `2 · INT4_W` columns.
+    const INT4_W: usize;
+    /// Weight bytes (and columns) per block of the int8-row band.
+    const INT8_W: usize;
+
+    /// The 8 exact sums `Σ nib · x` of the int4 rows at `rows` against the activation codes at
+    /// `x` (lane `r`: row `r`): [`band8_sums`] with `W = INT4_W`, `X = 2 · INT4_W`.
+    ///
+    /// # Safety
+    /// The CPU has the arm's features; as [`band8_sums`] for these `W` and `X`.
+    unsafe fn int4_sums<const STREAM: bool>(
+        rows: [*const u8; 8],
+        x: *const i8,
+        blocks: usize,
+        tail: Option<([*const u8; 8], *const i8)>,
+        ahead: *const u8,
+    ) -> __m256i;
+
+    /// The 8 exact sums `Σ w · x` of the int8 rows at `rows`: [`band8_sums`] with `W = X =
+    /// INT8_W`.
+    ///
+    /// # Safety
+    /// As [`Bands::int4_sums`], for these `W` and `X`.
+    unsafe fn int8_sums<const STREAM: bool>(
+        rows: [*const u8; 8],
+        x: *const i8,
+        blocks: usize,
+        tail: Option<([*const u8; 8], *const i8)>,
+        ahead: *const u8,
+    ) -> __m256i;
+}
+
+/// Bytes of the zero-padded tail copies: the largest block of any width (512-bit int4-row: 64
+/// weight bytes, 128 activation codes).
+const TAIL: usize = 128;
+
+/// int4-row for activation row `si` alone (`xsum` = its `Σx`), the GEMV case: `d = Σ nib · x −
+/// 8 · Σx` per row through [`Bands::int4_sums`].
+///
+/// # Safety
+/// The CPU has the arm's features (an entry point of the arm, into which this body is always
+/// inlined); shapes as asserted by [`matmul_q8_rows`](super::matmul_q8_rows); int4-row.
+#[inline(always)]
+pub(crate) unsafe fn q8_int4_band8<B: Bands>(
+    m: &Matrix<'_>,
+    xq: &QuantizedActs<'_>,
+    si: usize,
+    xsum: i32,
+    rows: Range<usize>,
+    y: &mut [f32],
+) {
+    let (w, x) = (B::INT4_W, 2 * B::INT4_W);
+    let (ni, nr) = (m.i(), rows.len());
+    let blocks = ni / x;
+    let (q, sx) = xq.row(si);
+    let ys = &mut y[si * nr..(si + 1) * nr];
+    let Scales::F32(sf) = m.scales() else { unreachable!("int4-row has f32 scales (Matrix::new)") };
+    if ni == 0 {
+        for v in ys.iter_mut() {
+            *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
+        }
+        return;
+    }
+    // The partial last block's activation codes, zero-padded.
+    let mut xt = [0i8; TAIL];
+    xt[..ni - x * blocks].copy_from_slice(&q[x * blocks..]);
+    // SAFETY: the CPU has AVX2 (the caller's contract: every arm has it).
+    let off = unsafe { _mm256_set1_epi32(8 * xsum) };
+    let stream = streams(m);
+    // Each row's partial last block, zero-padded (every band copies the same number of bytes over
+    // the same prefix, so the padding stays zero).
+    let mut wt = [[0u8; TAIL]; 8];
+    let partial = ni % x != 0;
+    let mut r0 = 0;
+    while r0 < nr {
+        let nv = (nr - r0).min(8);
+        let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+        let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+        if partial {
+            for (r, t) in wt.iter_mut().enumerate() {
+                let row = m.row_bytes(o[r]);
+                t[..row.len() - w * blocks].copy_from_slice(&row[w * blocks..]);
+            }
+        }
+        let tail = partial.then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
+        let ahead = band_ahead(rp[0], m.row_bytes(0).len());
+        let d = if stream {
+            // SAFETY: the CPU has the arm's features; every row has ceil(I/2) ≥ w·blocks bytes,
+            // q has I ≥ x·blocks codes; the tail copies hold TAIL ≥ x bytes.
+            unsafe { B::int4_sums::<true>(rp, q.as_ptr(), blocks, tail, ahead) }
+        } else {
+            // SAFETY: the CPU has the arm's features; every row has ceil(I/2) ≥ w·blocks bytes,
+            // q has I ≥ x·blocks codes; the tail copies hold TAIL ≥ x bytes.
+            unsafe { B::int4_sums::<false>(rp, q.as_ptr(), blocks, tail, ahead) }
+        };
+        // SAFETY: the CPU has AVX2 (every arm has it).
+        let d = unsafe { _mm256_sub_epi32(d, off) };
+        // SAFETY: the CPU has AVX2 (every arm has it).
+        unsafe { row_epilogue8(d, sf, &o, sx, &mut ys[r0..r0 + nv]) };
+        r0 += 8;
+    }
+}
+
+/// int8-row: every activation row against a band before the next band (the band's rows stay in
+/// L1/L2, so only the first activation row prefetches the next band when streaming), `d = Σ w ·
+/// x` per row through [`Bands::int8_sums`].
+///
+/// # Safety
+/// As [`q8_int4_band8`]; int8-row.
+#[inline(always)]
+pub(crate) unsafe fn q8_int8_row<B: Bands>(
+    m: &Matrix<'_>,
+    xq: &QuantizedActs<'_>,
+    rows: Range<usize>,
+    y: &mut [f32],
+) {
+    let w = B::INT8_W;
+    let (ni, nr) = (m.i(), rows.len());
+    let Scales::F32(sf) = m.scales() else { unreachable!("int8-row has f32 scales (Matrix::new)") };
+    if ni == 0 {
+        for si in 0..xq.s() {
+            let sx = xq.row(si).1;
+            for v in &mut y[si * nr..(si + 1) * nr] {
+                *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
+            }
+        }
+        return;
+    }
+    let blocks = ni / w;
+    // The partial last block of each row and activation row, zero-padded (every copy covers the
+    // same prefix, so the padding stays zero).
+    let (mut wt, mut xt) = ([[0u8; TAIL]; 8], [0i8; TAIL]);
+    let tn = ni - w * blocks;
+    let stream = streams(m);
+    let mut r0 = 0;
+    while r0 < nr {
+        let nv = (nr - r0).min(8);
+        let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
+        let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
+        if tn > 0 {
+            for (r, t) in wt.iter_mut().enumerate() {
+                t[..tn].copy_from_slice(&m.row_bytes(o[r])[w * blocks..]);
+            }
+        }
+        for si in 0..xq.s() {
+            let (q, sx) = xq.row(si);
+            if tn > 0 {
+                xt[..tn].copy_from_slice(&q[w * blocks..]);
+            }
+            let tail = (tn > 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
+            let ahead = band_ahead(rp[0], m.row_bytes(0).len());
+            let d = if stream && si == 0 {
+                // SAFETY: the CPU has the arm's features; every row and q hold I ≥ w·blocks
+                // bytes; the tail copies hold TAIL ≥ w.
+                unsafe { B::int8_sums::<true>(rp, q.as_ptr(), blocks, tail, ahead) }
+            } else {
+                // SAFETY: the CPU has the arm's features; every row and q hold I ≥ w·blocks
+                // bytes; the tail copies hold TAIL ≥ w.
+                unsafe { B::int8_sums::<false>(rp, q.as_ptr(), blocks, tail, ahead) }
+            };
+            let ys = &mut y[si * nr + r0..si * nr + r0 + nv];
+            // SAFETY: the CPU has AVX2 (every arm has it).
+            unsafe { row_epilogue8(d, sf, &o, sx, ys) };
+        }
+        r0 += 8;
+    }
+}
