@@ -6,47 +6,30 @@
 //! partial block of each row and activation row comes from zero-padded copies, made outside the
 //! block loop (a call there clobbers every vector register).
 
-use core::arch::x86_64::{__m256i, _mm256_set1_epi32, _mm256_sub_epi32};
+use core::arch::x86_64::{_mm256_set1_epi32, _mm256_sub_epi32};
 use core::ops::Range;
 
-#[cfg(doc)]
-use super::band8_sums;
-use super::{band_ahead, row_epilogue8, streams};
+use super::{BandAcc, BandStep, band_ahead, band8_sums, row_epilogue8, streams};
 use crate::kernels::{Matrix, QuantizedActs, Scales};
 
-/// The block steps of one arm's band kernels: what differs between the widths (the block sizes
-/// and the vector code of a block; `band8_sums` with the width's accumulators).
+/// The block steps of one arm's band kernels: what differs between the widths (the accumulator
+/// vector and the vector code of a block, with its size: [`BandStep::W`], [`BandStep::X`]).
 pub(crate) trait Bands {
-    /// Weight bytes per block of the int4-row band; a block is `2 · INT4_W` columns.
-    const INT4_W: usize;
-    /// Weight bytes (and columns) per block of the int8-row band.
-    const INT8_W: usize;
+    /// The accumulator vector (`__m256i`, `__m512i`).
+    type Acc: BandAcc;
+    /// The int4-row block: `X = 2 · W` columns, `W` weight bytes of a row.
+    type Int4: BandStep<Self::Acc> + Copy;
+    /// The int8-row block: `X = W` columns.
+    type Int8: BandStep<Self::Acc>;
 
-    /// The 8 exact sums `Σ nib · x` of the int4 rows at `rows` against the activation codes at
-    /// `x` (lane `r`: row `r`): [`band8_sums`] with `W = INT4_W`, `X = 2 · INT4_W`.
+    /// The int4-row step.
     ///
     /// # Safety
-    /// The CPU has the arm's features; as [`band8_sums`] for these `W` and `X`.
-    unsafe fn int4_sums<const STREAM: bool>(
-        rows: [*const u8; 8],
-        x: *const i8,
-        blocks: usize,
-        tail: Option<([*const u8; 8], *const i8)>,
-        ahead: *const u8,
-    ) -> __m256i;
+    /// The CPU has the arm's features.
+    unsafe fn int4_step() -> Self::Int4;
 
-    /// The 8 exact sums `Σ w · x` of the int8 rows at `rows`: [`band8_sums`] with `W = X =
-    /// INT8_W`.
-    ///
-    /// # Safety
-    /// As [`Bands::int4_sums`], for these `W` and `X`.
-    unsafe fn int8_sums<const STREAM: bool>(
-        rows: [*const u8; 8],
-        x: *const i8,
-        blocks: usize,
-        tail: Option<([*const u8; 8], *const i8)>,
-        ahead: *const u8,
-    ) -> __m256i;
+    /// The int8-row step.
+    fn int8_step() -> Self::Int8;
 }
 
 /// Bytes of the zero-padded tail copies: the largest block of any width (512-bit int4-row: 64
@@ -54,7 +37,7 @@ pub(crate) trait Bands {
 const TAIL: usize = 128;
 
 /// int4-row for activation row `si` alone (`xsum` = its `Σx`), the GEMV case: `d = Σ nib · x −
-/// 8 · Σx` per row through [`Bands::int4_sums`].
+/// 8 · Σx` per row through [`band8_sums`] with [`Bands::int4_step`].
 ///
 /// # Safety
 /// The CPU has the arm's features (an entry point of the arm, into which this body is always
@@ -68,7 +51,7 @@ pub(crate) unsafe fn q8_int4_band8<B: Bands>(
     rows: Range<usize>,
     y: &mut [f32],
 ) {
-    let (w, x) = (B::INT4_W, 2 * B::INT4_W);
+    let (w, x) = (<B::Int4 as BandStep<B::Acc>>::W, <B::Int4 as BandStep<B::Acc>>::X);
     let (ni, nr) = (m.i(), rows.len());
     let blocks = ni / x;
     let (q, sx) = xq.row(si);
@@ -86,6 +69,8 @@ pub(crate) unsafe fn q8_int4_band8<B: Bands>(
     // SAFETY: the CPU has AVX2 (the caller's contract: every arm has it).
     let off = unsafe { _mm256_set1_epi32(8 * xsum) };
     let stream = streams(m);
+    // SAFETY: the CPU has the arm's features (the caller's contract).
+    let step = unsafe { B::int4_step() };
     // Each row's partial last block, zero-padded (every band copies the same number of bytes over
     // the same prefix, so the padding stays zero).
     let mut wt = [[0u8; TAIL]; 8];
@@ -106,11 +91,11 @@ pub(crate) unsafe fn q8_int4_band8<B: Bands>(
         let d = if stream {
             // SAFETY: the CPU has the arm's features; every row has ceil(I/2) ≥ w·blocks bytes,
             // q has I ≥ x·blocks codes; the tail copies hold TAIL ≥ x bytes.
-            unsafe { B::int4_sums::<true>(rp, q.as_ptr(), blocks, tail, ahead) }
+            unsafe { band8_sums::<B::Acc, _, true>(rp, q.as_ptr(), blocks, tail, ahead, step) }
         } else {
             // SAFETY: the CPU has the arm's features; every row has ceil(I/2) ≥ w·blocks bytes,
             // q has I ≥ x·blocks codes; the tail copies hold TAIL ≥ x bytes.
-            unsafe { B::int4_sums::<false>(rp, q.as_ptr(), blocks, tail, ahead) }
+            unsafe { band8_sums::<B::Acc, _, false>(rp, q.as_ptr(), blocks, tail, ahead, step) }
         };
         // SAFETY: the CPU has AVX2 (every arm has it).
         let d = unsafe { _mm256_sub_epi32(d, off) };
@@ -122,7 +107,7 @@ pub(crate) unsafe fn q8_int4_band8<B: Bands>(
 
 /// int8-row: every activation row against a band before the next band (the band's rows stay in
 /// L1/L2, so only the first activation row prefetches the next band when streaming), `d = Σ w ·
-/// x` per row through [`Bands::int8_sums`].
+/// x` per row through [`band8_sums`] with [`Bands::int8_step`].
 ///
 /// # Safety
 /// As [`q8_int4_band8`]; int8-row.
@@ -133,7 +118,7 @@ pub(crate) unsafe fn q8_int8_row<B: Bands>(
     rows: Range<usize>,
     y: &mut [f32],
 ) {
-    let w = B::INT8_W;
+    let w = <B::Int8 as BandStep<B::Acc>>::W;
     let (ni, nr) = (m.i(), rows.len());
     let Scales::F32(sf) = m.scales() else { unreachable!("int8-row has f32 scales (Matrix::new)") };
     if ni == 0 {
@@ -171,11 +156,29 @@ pub(crate) unsafe fn q8_int8_row<B: Bands>(
             let d = if stream && si == 0 {
                 // SAFETY: the CPU has the arm's features; every row and q hold I ≥ w·blocks
                 // bytes; the tail copies hold TAIL ≥ w.
-                unsafe { B::int8_sums::<true>(rp, q.as_ptr(), blocks, tail, ahead) }
+                unsafe {
+                    band8_sums::<B::Acc, _, true>(
+                        rp,
+                        q.as_ptr(),
+                        blocks,
+                        tail,
+                        ahead,
+                        B::int8_step(),
+                    )
+                }
             } else {
                 // SAFETY: the CPU has the arm's features; every row and q hold I ≥ w·blocks
                 // bytes; the tail copies hold TAIL ≥ w.
-                unsafe { B::int8_sums::<false>(rp, q.as_ptr(), blocks, tail, ahead) }
+                unsafe {
+                    band8_sums::<B::Acc, _, false>(
+                        rp,
+                        q.as_ptr(),
+                        blocks,
+                        tail,
+                        ahead,
+                        B::int8_step(),
+                    )
+                }
             };
             let ys = &mut y[si * nr + r0..si * nr + r0 + nv];
             // SAFETY: the CPU has AVX2 (every arm has it).

@@ -189,6 +189,11 @@ fn sums8_512(a: [__m512i; 8]) -> __m256i {
 /// rather than a closure: a closure in a body without target features is compiled without them,
 /// and where LLVM keeps it out of line every intrinsic in it becomes a call.
 pub(crate) trait BandStep<A> {
+    /// Weight bytes of a row per block.
+    const W: usize;
+    /// Activation codes per block.
+    const X: usize;
+
     /// Adds one block into `acc`.
     ///
     /// # Safety
@@ -218,32 +223,33 @@ pub(crate) trait BandStep<A> {
 /// · blocks` codes, the tail's pointers `W` and `X`; `step` reads only the `W` and `X` bytes at its
 /// pointers.
 #[inline(always)]
-pub(crate) unsafe fn band8_sums<A: BandAcc, const W: usize, const X: usize, const STREAM: bool>(
+pub(crate) unsafe fn band8_sums<A: BandAcc, S: BandStep<A>, const STREAM: bool>(
     rows: [*const u8; 8],
     x: *const i8,
     blocks: usize,
     tail: Option<([*const u8; 8], *const i8)>,
     ahead: *const u8,
-    step: impl BandStep<A>,
+    step: S,
 ) -> __m256i {
+    let (w, xn) = (S::W, S::X);
     // SAFETY: the caller has the features of `A`'s width (it runs in an arm's entry point,
     // into which this body is always inlined).
     let mut acc = [unsafe { A::zero() }; 8];
     for b in 0..blocks {
         if STREAM {
-            for l in 0..8 * W / 64 {
+            for l in 0..8 * w / 64 {
                 // SAFETY: SSE is part of x86-64; a prefetch is a hint that never faults and
                 // reads nothing the program sees, whatever the (wrapping) address.
                 unsafe {
-                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(8 * W * b + 64 * l).cast())
+                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(8 * w * b + 64 * l).cast())
                 };
             }
         }
         // b < blocks: X codes at X·b, W bytes at W·b of every row.
-        let w = core::array::from_fn(|r| rows[r].wrapping_add(W * b));
+        let wb = core::array::from_fn(|r| rows[r].wrapping_add(w * b));
         // SAFETY: the caller has the width's features; b < blocks, so the X codes at X·b and
         // the W bytes at W·b of every row are readable (this function's contract).
-        unsafe { step.step(&mut acc, w, x.wrapping_add(X * b)) };
+        unsafe { step.step(&mut acc, wb, x.wrapping_add(xn * b)) };
     }
     if let Some((w, x)) = tail {
         // SAFETY: the caller has the width's features; the tail's pointers address W and X

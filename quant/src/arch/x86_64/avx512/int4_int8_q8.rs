@@ -12,8 +12,10 @@ use super::reduce::{
     AlignedActs, align_acts, dot64_signed, epilogue_row, prefetch_l2, split_even_odd,
 };
 use super::{Dot, mask64};
+#[cfg(doc)]
+use crate::arch::x86_64::band8_sums;
 use crate::arch::x86_64::bands::Bands;
-use crate::arch::x86_64::{Avx512, BandStep, band8_sums, streams};
+use crate::arch::x86_64::{Avx512, BandStep, streams};
 use crate::kernels::{Matrix, QuantizedActs, Scales};
 
 /// `Σ nib · x` over a whole int4 row (`nib` = the raw nibble `0..=15`) for `T`
@@ -85,34 +87,16 @@ pub(super) unsafe fn int4_row_dots<D: Dot, const T: usize, const STREAM: bool>(
 /// one 64-byte load, `& 0x0F`, `≫ 4 & 0x0F` and two `dpbusd` (no unpacking into column
 /// order). In the zero-padded tail the padding nibbles meet zero codes. Exact: `nib ≤
 /// 15`, `|x| ≤ 127`.
-///
-/// # Safety
-/// As [`band8_sums`] with `W = 64`, `X = 128`.
-#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
-#[inline(always)]
-pub(super) unsafe fn int4_band8_q8<D: Dot, const STREAM: bool>(
-    rows: [*const u8; 8],
-    x: *const i8,
-    blocks: usize,
-    tail: Option<([*const u8; 8], *const i8)>,
-    ahead: *const u8,
-) -> __m256i {
-    // SAFETY: the caller has `D`'s features and meets `band8_sums`'s contract for these `W`
-    // and `X` (this function's contract).
-    unsafe {
-        let step = Int4Step::<D> { mask: _mm512_set1_epi8(0x0F), dot: PhantomData };
-        band8_sums::<__m512i, 64, 128, STREAM>(rows, x, blocks, tail, ahead, step)
-    }
-}
-
-/// The block of [`int4_band8_q8`]: 128 activation codes, 64 bytes of each row.
-struct Int4Step<D> {
+pub(crate) struct Int4Step<D> {
     /// `0x0F` in every byte.
     mask: __m512i,
     dot: PhantomData<D>,
 }
 
 impl<D: Dot> BandStep<__m512i> for Int4Step<D> {
+    const W: usize = 64;
+    const X: usize = 128;
+
     #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn step(&self, acc: &mut [__m512i; 8], w: [*const u8; 8], x: *const i8) {
@@ -134,35 +118,20 @@ impl<D: Dot> BandStep<__m512i> for Int4Step<D> {
 /// `Σ w · x` of 8 int8 rows against one activation row ([`band8_sums`], 64-column
 /// blocks): the block's activation codes are loaded once for the 8 rows, each row's
 /// block is one load and one [`dot64_signed`].
-///
-/// # Safety
-/// As [`band8_sums`] with `W = X = 64`.
-#[inline(always)]
-pub(super) unsafe fn int8_band8_q8<D: Dot, const STREAM: bool>(
-    rows: [*const u8; 8],
-    x: *const i8,
-    blocks: usize,
-    tail: Option<([*const u8; 8], *const i8)>,
-    ahead: *const u8,
-) -> __m256i {
-    // SAFETY: the caller has `D`'s features and meets `band8_sums`'s contract for these `W`
-    // and `X` (this function's contract).
-    unsafe {
-        band8_sums::<__m512i, 64, 64, STREAM>(
-            rows,
-            x,
-            blocks,
-            tail,
-            ahead,
-            Int8Step::<D>(PhantomData),
-        )
+pub(crate) struct Int8Step<D>(PhantomData<D>);
+
+// Copied into each band (`D` itself, a marker type, need not be `Copy`).
+impl<D> Clone for Int4Step<D> {
+    fn clone(&self) -> Self {
+        *self
     }
 }
-
-/// The block of [`int8_band8_q8`]: 64 activation codes, 64 bytes of each row.
-struct Int8Step<D>(PhantomData<D>);
+impl<D> Copy for Int4Step<D> {}
 
 impl<D: Dot> BandStep<__m512i> for Int8Step<D> {
+    const W: usize = 64;
+    const X: usize = 64;
+
     #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn step(&self, acc: &mut [__m512i; 8], w: [*const u8; 8], x: *const i8) {
@@ -264,32 +233,18 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
 }
 
 impl<D: Dot> Bands for Avx512<D> {
-    const INT4_W: usize = 64;
-    const INT8_W: usize = 64;
+    type Acc = __m512i;
+    type Int4 = Int4Step<D>;
+    type Int8 = Int8Step<D>;
 
     #[inline(always)]
-    unsafe fn int4_sums<const STREAM: bool>(
-        rows: [*const u8; 8],
-        x: *const i8,
-        blocks: usize,
-        tail: Option<([*const u8; 8], *const i8)>,
-        ahead: *const u8,
-    ) -> __m256i {
-        // SAFETY: the caller's contract (`Bands::int4_sums`): `D`'s features, and
-        // `band8_sums`'s for these `W` and `X`.
-        unsafe { int4_band8_q8::<D, STREAM>(rows, x, blocks, tail, ahead) }
+    unsafe fn int4_step() -> Int4Step<D> {
+        // SAFETY: the caller has the arm's features (`Bands::int4_step`'s contract).
+        Int4Step { mask: unsafe { _mm512_set1_epi8(0x0F) }, dot: PhantomData }
     }
 
     #[inline(always)]
-    unsafe fn int8_sums<const STREAM: bool>(
-        rows: [*const u8; 8],
-        x: *const i8,
-        blocks: usize,
-        tail: Option<([*const u8; 8], *const i8)>,
-        ahead: *const u8,
-    ) -> __m256i {
-        // SAFETY: the caller's contract (`Bands::int8_sums`): `D`'s features, and
-        // `band8_sums`'s for these `W` and `X`.
-        unsafe { int8_band8_q8::<D, STREAM>(rows, x, blocks, tail, ahead) }
+    fn int8_step() -> Int8Step<D> {
+        Int8Step(PhantomData)
     }
 }
