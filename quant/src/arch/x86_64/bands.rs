@@ -32,18 +32,16 @@ pub(crate) trait Bands {
     fn int8_step() -> Self::Int8;
 }
 
-/// Bytes of the zero-padded tail copies: the largest block of any width (512-bit int4-row: 64
-/// weight bytes, 128 activation codes).
-const TAIL: usize = 128;
-
 /// int4-row for activation row `si` alone (`xsum` = its `Σx`), the GEMV case: `d = Σ nib · x −
-/// 8 · Σx` per row through [`band8_sums`] with [`Bands::int4_step`].
+/// 8 · Σx` per row through [`band8_sums`] with [`Bands::int4_step`]. `W` and `X` are that step's
+/// block (`BandStep::W`, `BandStep::X`, checked at compile time), as the lengths of the tail
+/// copies.
 ///
 /// # Safety
 /// The CPU has the arm's features (an entry point of the arm, into which this body is always
 /// inlined); shapes as asserted by [`matmul_q8_rows`](super::matmul_q8_rows); int4-row.
 #[inline(always)]
-pub(crate) unsafe fn q8_int4_band8<B: Bands>(
+pub(crate) unsafe fn q8_int4_band8<B: Bands, const W: usize, const X: usize>(
     m: &Matrix<'_>,
     xq: &QuantizedActs<'_>,
     si: usize,
@@ -51,7 +49,8 @@ pub(crate) unsafe fn q8_int4_band8<B: Bands>(
     rows: Range<usize>,
     y: &mut [f32],
 ) {
-    let (w, x) = (<B::Int4 as BandStep<B::Acc>>::W, <B::Int4 as BandStep<B::Acc>>::X);
+    const { assert!(W == <B::Int4 as BandStep<B::Acc>>::W && X == <B::Int4 as BandStep<B::Acc>>::X) };
+    let (w, x) = (W, X);
     let (ni, nr) = (m.i(), rows.len());
     let blocks = ni / x;
     let (q, sx) = xq.row(si);
@@ -64,7 +63,7 @@ pub(crate) unsafe fn q8_int4_band8<B: Bands>(
         return;
     }
     // The partial last block's activation codes, zero-padded.
-    let mut xt = [0i8; TAIL];
+    let mut xt = [0i8; X];
     xt[..ni - x * blocks].copy_from_slice(&q[x * blocks..]);
     // SAFETY: the CPU has AVX2 (the caller's contract: every arm has it).
     let off = unsafe { _mm256_set1_epi32(8 * xsum) };
@@ -73,7 +72,7 @@ pub(crate) unsafe fn q8_int4_band8<B: Bands>(
     let step = unsafe { B::int4_step() };
     // Each row's partial last block, zero-padded (every band copies the same number of bytes over
     // the same prefix, so the padding stays zero).
-    let mut wt = [[0u8; TAIL]; 8];
+    let mut wt = [[0u8; W]; 8];
     let partial = ni % x != 0;
     let mut r0 = 0;
     while r0 < nr {
@@ -90,11 +89,11 @@ pub(crate) unsafe fn q8_int4_band8<B: Bands>(
         let ahead = band_ahead(rp[0], m.row_bytes(0).len());
         let d = if stream {
             // SAFETY: the CPU has the arm's features; every row has ceil(I/2) ≥ w·blocks bytes,
-            // q has I ≥ x·blocks codes; the tail copies hold TAIL ≥ x bytes.
+            // q has I ≥ x·blocks codes; the tail copies hold W bytes and X codes.
             unsafe { band8_sums::<B::Acc, _, true>(rp, q.as_ptr(), blocks, tail, ahead, step) }
         } else {
             // SAFETY: the CPU has the arm's features; every row has ceil(I/2) ≥ w·blocks bytes,
-            // q has I ≥ x·blocks codes; the tail copies hold TAIL ≥ x bytes.
+            // q has I ≥ x·blocks codes; the tail copies hold W bytes and X codes.
             unsafe { band8_sums::<B::Acc, _, false>(rp, q.as_ptr(), blocks, tail, ahead, step) }
         };
         // SAFETY: the CPU has AVX2 (every arm has it).
@@ -108,17 +107,20 @@ pub(crate) unsafe fn q8_int4_band8<B: Bands>(
 /// int8-row: every activation row against a band before the next band (the band's rows stay in
 /// L1/L2, so only the first activation row prefetches the next band when streaming), `d = Σ w ·
 /// x` per row through [`band8_sums`] with [`Bands::int8_step`].
+/// `W` is the step's block (`BandStep::W`, checked at compile time), as the length of the tail
+/// copies.
 ///
 /// # Safety
 /// As [`q8_int4_band8`]; int8-row.
 #[inline(always)]
-pub(crate) unsafe fn q8_int8_row<B: Bands>(
+pub(crate) unsafe fn q8_int8_row<B: Bands, const W: usize>(
     m: &Matrix<'_>,
     xq: &QuantizedActs<'_>,
     rows: Range<usize>,
     y: &mut [f32],
 ) {
-    let w = <B::Int8 as BandStep<B::Acc>>::W;
+    const { assert!(W == <B::Int8 as BandStep<B::Acc>>::W && W == <B::Int8 as BandStep<B::Acc>>::X) };
+    let w = W;
     let (ni, nr) = (m.i(), rows.len());
     let Scales::F32(sf) = m.scales() else { unreachable!("int8-row has f32 scales (Matrix::new)") };
     if ni == 0 {
@@ -133,7 +135,7 @@ pub(crate) unsafe fn q8_int8_row<B: Bands>(
     let blocks = ni / w;
     // The partial last block of each row and activation row, zero-padded (every copy covers the
     // same prefix, so the padding stays zero).
-    let (mut wt, mut xt) = ([[0u8; TAIL]; 8], [0i8; TAIL]);
+    let (mut wt, mut xt) = ([[0u8; W]; 8], [0i8; W]);
     let tn = ni - w * blocks;
     let stream = streams(m);
     let mut r0 = 0;
@@ -155,7 +157,7 @@ pub(crate) unsafe fn q8_int8_row<B: Bands>(
             let ahead = band_ahead(rp[0], m.row_bytes(0).len());
             let d = if stream && si == 0 {
                 // SAFETY: the CPU has the arm's features; every row and q hold I ≥ w·blocks
-                // bytes; the tail copies hold TAIL ≥ w.
+                // bytes; the tail copies hold W.
                 unsafe {
                     band8_sums::<B::Acc, _, true>(
                         rp,
@@ -168,7 +170,7 @@ pub(crate) unsafe fn q8_int8_row<B: Bands>(
                 }
             } else {
                 // SAFETY: the CPU has the arm's features; every row and q hold I ≥ w·blocks
-                // bytes; the tail copies hold TAIL ≥ w.
+                // bytes; the tail copies hold W.
                 unsafe {
                     band8_sums::<B::Acc, _, false>(
                         rp,

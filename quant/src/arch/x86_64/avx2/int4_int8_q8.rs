@@ -106,7 +106,7 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
                 xsum[k] = q.iter().map(|&v| i32::from(v)).sum();
             }
             if st == 1 {
-                crate::arch::x86_64::bands::q8_int4_band8::<Avx2<D>>(
+                crate::arch::x86_64::bands::q8_int4_band8::<Avx2<D>, 32, 64>(
                     m,
                     xq,
                     s0,

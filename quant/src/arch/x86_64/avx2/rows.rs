@@ -213,7 +213,7 @@ pub(super) unsafe fn q8_rows<D: Dot>(
         match dispatch::q8(Width::Avx2, m, xq.s()) {
             Q8::Int4Row => return q8_int4_row::<D>(m, xq, rows, y),
             Q8::Int8Row => {
-                return crate::arch::x86_64::bands::q8_int8_row::<crate::arch::x86_64::Avx2<D>>(
+                return crate::arch::x86_64::bands::q8_int8_row::<crate::arch::x86_64::Avx2<D>, 32>(
                     m, xq, rows, y,
                 );
             }

@@ -188,7 +188,7 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
                 xsum[k] = q.iter().map(|&v| i32::from(v)).sum();
             }
             if st == 1 {
-                crate::arch::x86_64::bands::q8_int4_band8::<Avx512<D>>(
+                crate::arch::x86_64::bands::q8_int4_band8::<Avx512<D>, 64, 128>(
                     m,
                     xq,
                     s0,

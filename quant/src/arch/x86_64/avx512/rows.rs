@@ -215,18 +215,17 @@ pub(super) unsafe fn q8_rows<D: Dot>(
                     if m.format() == Format::Int4Row {
                         q8_int4_row::<D>(m, xq, rows, y);
                     } else {
-                        crate::arch::x86_64::bands::q8_int8_row::<crate::arch::x86_64::Avx512<D>>(
+                        crate::arch::x86_64::bands::q8_int8_row::<crate::arch::x86_64::Avx512<D>, 64>(
                             m, xq, rows, y,
                         );
                     }
                 }
             }
             Q8::Int4Row => q8_int4_row::<D>(m, xq, rows, y),
-            Q8::Int8Row => {
-                crate::arch::x86_64::bands::q8_int8_row::<crate::arch::x86_64::Avx512<D>>(
-                    m, xq, rows, y,
-                )
-            }
+            Q8::Int8Row => crate::arch::x86_64::bands::q8_int8_row::<
+                crate::arch::x86_64::Avx512<D>,
+                64,
+            >(m, xq, rows, y),
             // The table chose these for I ≤ PLANE_COLS = XA only.
             Q8::Int2Planes => q8_int2_row::<D>(m, xq, rows, y),
             Q8::Int3Planes => q8_int3_g64::<D>(m, xq, rows, y),
