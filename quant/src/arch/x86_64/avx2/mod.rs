@@ -103,7 +103,7 @@
 //! that arm in the `kernels` bench's mxfp4 and int4-grouped q8 cases). In those bodies every
 //! intrinsic call is an unsafe operation, all under one contract (the body runs inside an entry
 //! point compiled with its arm's features); they say so with
-//! `#[expect(clippy::multiple_unsafe_ops_per_block)]`, as do the few f32 functions whose loads
+//! `#[expect(clippy::multiple_unsafe_ops_per_block)]`, as do the f32 functions whose loads
 //! and stores still share one bounds argument.
 
 mod batched;
