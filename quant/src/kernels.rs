@@ -21,6 +21,8 @@
 
 use core::ops::Range;
 
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+use crate::arch::x86_64 as x86;
 use crate::format::Format;
 use crate::isa::{self, Isa};
 use crate::scalar;
@@ -446,9 +448,9 @@ fn run_f32(
             true
         }
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        Isa::Avx2 => crate::arch::x86_64::avx2::matmul_f32_rows(m, x, s, rows, y),
+        Isa::Avx2 => x86::matmul_f32_rows::<x86::Avx2<x86::avx2::Plain>>(m, x, s, rows, y),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        Isa::AvxVnni => crate::arch::x86_64::avx2::vnni::matmul_f32_rows(m, x, s, rows, y),
+        Isa::AvxVnni => x86::matmul_f32_rows::<x86::Avx2<x86::avx2::Vnni>>(m, x, s, rows, y),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         Isa::Neon => crate::arch::aarch64::neon::matmul_f32_rows(m, x, s, rows, y),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
@@ -456,9 +458,9 @@ fn run_f32(
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         Isa::NeonI8mm => crate::arch::aarch64::i8mm::matmul_f32_rows(m, x, s, rows, y),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        Isa::Avx512 => crate::arch::x86_64::avx512::plain::matmul_f32_rows(m, x, s, rows, y),
+        Isa::Avx512 => x86::matmul_f32_rows::<x86::Avx512<x86::avx512::Plain>>(m, x, s, rows, y),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        Isa::Avx512Vnni => crate::arch::x86_64::avx512::vnni::matmul_f32_rows(m, x, s, rows, y),
+        Isa::Avx512Vnni => x86::matmul_f32_rows::<x86::Avx512<x86::avx512::Vnni>>(m, x, s, rows, y),
         _ => false,
     }
 }
@@ -476,9 +478,9 @@ fn run_q8(
             true
         }
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        Isa::Avx2 => crate::arch::x86_64::avx2::matmul_q8_rows(m, xq, rows, y),
+        Isa::Avx2 => x86::matmul_q8_rows::<x86::Avx2<x86::avx2::Plain>>(m, xq, rows, y),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        Isa::AvxVnni => crate::arch::x86_64::avx2::vnni::matmul_q8_rows(m, xq, rows, y),
+        Isa::AvxVnni => x86::matmul_q8_rows::<x86::Avx2<x86::avx2::Vnni>>(m, xq, rows, y),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         Isa::Neon => crate::arch::aarch64::neon::matmul_q8_rows(m, xq, rows, y),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
@@ -486,9 +488,9 @@ fn run_q8(
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         Isa::NeonI8mm => crate::arch::aarch64::i8mm::matmul_q8_rows(m, xq, rows, y),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        Isa::Avx512 => crate::arch::x86_64::avx512::plain::matmul_q8_rows(m, xq, rows, y),
+        Isa::Avx512 => x86::matmul_q8_rows::<x86::Avx512<x86::avx512::Plain>>(m, xq, rows, y),
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        Isa::Avx512Vnni => crate::arch::x86_64::avx512::vnni::matmul_q8_rows(m, xq, rows, y),
+        Isa::Avx512Vnni => x86::matmul_q8_rows::<x86::Avx512<x86::avx512::Vnni>>(m, xq, rows, y),
         _ => false,
     }
 }

@@ -1,7 +1,8 @@
-//! x86-64 arms: AVX2 + FMA and AVX2 + FMA + AVX-VNNI (256-bit, `avx2::{plain, vnni}`),
-//! AVX-512 F + BW and AVX-512 F + BW + VNNI (512-bit, `avx512::{plain, vnni}`). Each folder
-//! holds one set of kernels for its width, the two arms differing only in the exact int8 dot
-//! step (its `Dot` trait).
+//! x86-64 arms: AVX2 + FMA and AVX2 + FMA + AVX-VNNI (256-bit, `Avx2<avx2::Plain>` and
+//! `Avx2<avx2::Vnni>`), AVX-512 F + BW and AVX-512 F + BW + VNNI (512-bit, `Avx512<avx512::Plain>`
+//! and `Avx512<avx512::Vnni>`), each an [`Arm`] run by [`matmul_f32_rows`] and [`matmul_q8_rows`].
+//! Each folder holds one set of kernels for its width, the two arms differing only in the exact
+//! int8 dot step (its `Dot` trait).
 //!
 //! All arms share one structure: each output row is processed in chunks of 256 columns; a
 //! chunk is decoded once (SIMD unpacking) into a small L1-resident buffer of unscaled values
@@ -10,6 +11,7 @@
 //! activation row). Scale groups are walked in the order of the scalar reference.
 pub(crate) mod avx2;
 pub(crate) mod avx512;
+pub(crate) mod bands;
 pub(crate) mod dispatch;
 
 use core::arch::x86_64::{
@@ -27,7 +29,71 @@ use core::arch::x86_64::{
 use core::ops::Range;
 
 use crate::format::Format;
-use crate::kernels::{Matrix, Scales};
+use crate::isa::Isa;
+use crate::kernels::{Matrix, QuantizedActs, Scales};
+
+/// An x86-64 arm as the kernel entry points see it: its [`Isa`] and its two paths' bodies. The
+/// 256-bit arms implement it as [`Avx2<D>`], the 512-bit ones as [`Avx512<D>`] (`D` the arm's
+/// dot step, each width's `Dot`).
+pub(crate) trait Arm {
+    /// The arm.
+    const ISA: Isa;
+
+    /// The f32-activation body over `rows`.
+    ///
+    /// # Safety
+    /// The CPU has [`Arm::ISA`]'s features; shapes as asserted by [`matmul_f32_rows`].
+    unsafe fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]);
+
+    /// The int8-activation body over `rows`.
+    ///
+    /// # Safety
+    /// The CPU has [`Arm::ISA`]'s features; shapes as asserted by [`matmul_q8_rows`].
+    unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]);
+}
+
+/// The 256-bit arm with dot step `D` (`avx2::Plain`: `Isa::Avx2`, `avx2::Vnni`: `Isa::AvxVnni`).
+pub(crate) struct Avx2<D>(core::marker::PhantomData<D>);
+
+/// The 512-bit arm with dot step `D` (`avx512::Plain`: `Isa::Avx512`, `avx512::Vnni`:
+/// `Isa::Avx512Vnni`).
+pub(crate) struct Avx512<D>(core::marker::PhantomData<D>);
+
+/// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`) on arm `A`:
+/// `false`, without running, if the CPU lacks its features.
+pub(crate) fn matmul_f32_rows<A: Arm>(
+    m: &Matrix<'_>,
+    x: &[f32],
+    s: usize,
+    rows: Range<usize>,
+    y: &mut [f32],
+) -> bool {
+    if !A::ISA.cpu_supports() {
+        return false;
+    }
+    assert!(x.len() >= s * m.i() && y.len() >= s * rows.len() && rows.end <= m.o());
+    // SAFETY: the arm's features were detected above; the shapes were asserted (every access
+    // stays within `x`, `y`, the weight rows and the kernels' local buffers).
+    unsafe { A::f32_rows(m, x, s, rows, y) };
+    true
+}
+
+/// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`) on arm `A`:
+/// `false`, without running, if the CPU lacks its features.
+pub(crate) fn matmul_q8_rows<A: Arm>(
+    m: &Matrix<'_>,
+    xq: &QuantizedActs<'_>,
+    rows: Range<usize>,
+    y: &mut [f32],
+) -> bool {
+    if !A::ISA.cpu_supports() {
+        return false;
+    }
+    assert!(xq.i() == m.i() && y.len() >= xq.s() * rows.len() && rows.end <= m.o() && m.has_q8());
+    // SAFETY: the arm's features were detected above; the shapes were asserted.
+    unsafe { A::q8_rows(m, xq, rows, y) };
+    true
+}
 
 /// Whether this CPU's FMA takes a subnormal multiplicand at full speed when the product is
 /// normal: AMD's cores do (vendor `AuthenticAMD`, and Hygon's Zen-derived `HygonGenuine`;
@@ -123,6 +189,11 @@ fn sums8_512(a: [__m512i; 8]) -> __m256i {
 /// rather than a closure: a closure in a body without target features is compiled without them,
 /// and where LLVM keeps it out of line every intrinsic in it becomes a call.
 pub(crate) trait BandStep<A> {
+    /// Weight bytes of a row per block.
+    const W: usize;
+    /// Activation codes per block.
+    const X: usize;
+
     /// Adds one block into `acc`.
     ///
     /// # Safety
@@ -152,32 +223,33 @@ pub(crate) trait BandStep<A> {
 /// · blocks` codes, the tail's pointers `W` and `X`; `step` reads only the `W` and `X` bytes at its
 /// pointers.
 #[inline(always)]
-pub(crate) unsafe fn band8_sums<A: BandAcc, const W: usize, const X: usize, const STREAM: bool>(
+pub(crate) unsafe fn band8_sums<A: BandAcc, S: BandStep<A>, const STREAM: bool>(
     rows: [*const u8; 8],
     x: *const i8,
     blocks: usize,
     tail: Option<([*const u8; 8], *const i8)>,
     ahead: *const u8,
-    step: impl BandStep<A>,
+    step: S,
 ) -> __m256i {
+    let (w, xn) = (S::W, S::X);
     // SAFETY: the caller has the features of `A`'s width (it runs in an arm's entry point,
     // into which this body is always inlined).
     let mut acc = [unsafe { A::zero() }; 8];
     for b in 0..blocks {
         if STREAM {
-            for l in 0..8 * W / 64 {
+            for l in 0..8 * w / 64 {
                 // SAFETY: SSE is part of x86-64; a prefetch is a hint that never faults and
                 // reads nothing the program sees, whatever the (wrapping) address.
                 unsafe {
-                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(8 * W * b + 64 * l).cast())
+                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(8 * w * b + 64 * l).cast())
                 };
             }
         }
         // b < blocks: X codes at X·b, W bytes at W·b of every row.
-        let w = core::array::from_fn(|r| rows[r].wrapping_add(W * b));
+        let wb = core::array::from_fn(|r| rows[r].wrapping_add(w * b));
         // SAFETY: the caller has the width's features; b < blocks, so the X codes at X·b and
         // the W bytes at W·b of every row are readable (this function's contract).
-        unsafe { step.step(&mut acc, w, x.wrapping_add(X * b)) };
+        unsafe { step.step(&mut acc, wb, x.wrapping_add(xn * b)) };
     }
     if let Some((w, x)) = tail {
         // SAFETY: the caller has the width's features; the tail's pointers address W and X

@@ -16,12 +16,13 @@ use crate::kernels::{Matrix, Scales};
 
 /// Activation rows `0..n` of an int4-row or fp8 matrix in passes of 8, 4 or 2 rows, of an
 /// int4-grouped (`gs` dividing 512) or mxfp4 matrix in passes of 8 or 4 (see
-/// [`matmul_f32_small_batch`](super::plain::matmul_f32_small_batch) for `n`; here, for the grouped
+/// [`matmul_f32_small_batch`](super::matmul_f32_small_batch) for `n`; here, for the grouped
 /// formats, up to 3 rows may be left).
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_f32_rows_on`](super::matmul_f32_rows_on).
+/// [`matmul_f32_rows`](crate::arch::x86_64::matmul_f32_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_multi_passes(
     m: &Matrix<'_>,
@@ -89,6 +90,7 @@ pub(super) unsafe fn f32_multi_passes(
 /// each, `y` the `S × rows.len()` outputs, `rows.end ≤ O`; `chunk` reads only its row
 /// (or copies of it) and `UNIT · T` buffer values per block from `xb`; `xs · x` is
 /// finite wherever `x` is.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn multi_passes<const T: usize, const UNIT: usize, const EO: bool>(
@@ -199,6 +201,7 @@ pub(super) unsafe fn multi_passes<const T: usize, const UNIT: usize, const EO: b
 /// The arm's features available; `m` is int4-grouped with `512 % gs == 0` or mxfp4, `x` holds
 /// activation rows `s0 .. s0 + T` of `I` values each, `y` the `S × rows.len()` outputs, `rows.end ≤
 /// O`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_nib_multi<const T: usize, const MX: bool>(
     m: &Matrix<'_>,
@@ -278,6 +281,7 @@ pub(super) unsafe fn f32_nib_multi<const T: usize, const MX: bool>(
 /// # Safety
 /// The arm's features available; `m` is int4-row, `x` holds activation rows `s0 .. s0 + T` of `I`
 /// values each, `y` the `S × rows.len()` outputs, `rows.end ≤ O`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_int4_multi<const T: usize>(
     m: &Matrix<'_>,
@@ -348,6 +352,7 @@ pub(super) unsafe fn f32_int4_multi<const T: usize>(
 /// # Safety
 /// The arm's features available; `w` points at 128 bytes, `xp` at `128 · T` values; `decode` reads
 /// 32 bytes at its argument.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn fp8_multi_block<const T: usize>(
@@ -384,6 +389,7 @@ pub(super) unsafe fn fp8_multi_block<const T: usize>(
 /// # Safety
 /// The arm's features available; `m` is fp8-e4m3-b128, `x` holds activation rows `s0 .. s0 + T` of
 /// `I` values each, `y` the `S × rows.len()` outputs, `rows.end ≤ O`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_fp8_multi<const T: usize>(
     m: &Matrix<'_>,

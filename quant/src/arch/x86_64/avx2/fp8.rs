@@ -92,6 +92,7 @@ pub(super) fn fp8x16(b: __m128i, nan: bool) -> (__m256, __m256) {
 ///
 /// # Safety
 /// The arm's features available; every `xs[k]` points at `I` values.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn fp8_row_f32<const T: usize>(
@@ -201,6 +202,7 @@ pub(super) fn fp8x32_low<const NAN: bool>(v: __m256i) -> [__m256; 4] {
 ///
 /// # Safety
 /// The arm's features available; every `w[r]` points at 128 readable bytes.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn band_has_nan<const R: usize>(w: [*const u8; R]) -> bool {
@@ -247,6 +249,7 @@ pub(super) unsafe fn fp8x8_bits<const NAN: bool>(p: *const u8) -> __m256 {
 ///
 /// # Safety
 /// The arm's features available; `p` points at 32 readable bytes.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn fp8x32_bits<const NAN: bool>(p: *const u8) -> [__m256; 4] {
@@ -277,6 +280,7 @@ pub(super) unsafe fn fp8x32_bits<const NAN: bool>(p: *const u8) -> [__m256; 4] {
 /// # Safety
 /// The arm's features available; every `w[r]` points at 128 bytes, `xs` at 128 f32;
 /// `decode` reads 16 bytes at its argument.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn fp8_rows4_block(
@@ -327,6 +331,7 @@ pub(super) unsafe fn fp8x16_low<const NAN: bool>(p: *const u8) -> [__m256; 2] {
 ///
 /// # Safety
 /// The arm's features available; `p` points at 16 readable bytes.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn fp8x16_bits<const NAN: bool>(p: *const u8) -> [__m256; 2] {
@@ -344,6 +349,7 @@ pub(super) unsafe fn fp8x16_bits<const NAN: bool>(p: *const u8) -> [__m256; 2] {
 /// # Safety
 /// The arm's features available; `128 · blocks` bytes at every `w[r]` and values at
 /// `xs`, `blocks` scales at every `sc[r]`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn fp8_rows4_sweep<const BITS: bool>(
@@ -390,7 +396,8 @@ pub(super) unsafe fn fp8_rows4_sweep<const BITS: bool>(
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_f32_rows_on`](super::matmul_f32_rows_on).
+/// [`matmul_f32_rows`](crate::arch::x86_64::matmul_f32_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_fp8_band8(m: &Matrix<'_>, x: &[f32], rows: Range<usize>, y: &mut [f32]) {
     const XS_MAX: usize = 16_384; // columns of scaled activations on the stack
@@ -476,7 +483,8 @@ pub(super) unsafe fn f32_fp8_band8(m: &Matrix<'_>, x: &[f32], rows: Range<usize>
 
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_f32_rows_on`](super::matmul_f32_rows_on).
+/// [`matmul_f32_rows`](crate::arch::x86_64::matmul_f32_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_fp8(
     m: &Matrix<'_>,

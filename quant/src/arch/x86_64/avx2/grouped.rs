@@ -44,6 +44,7 @@ pub(super) fn nibble_block_f32(v: __m128i, mx: bool, lut: __m128i) -> [__m256; 4
 /// # Safety
 /// The arm's features available; every `xs[k]` points at `I` values; every group of
 /// `m` starts on a block (`gs` a multiple of `8·V`).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn grouped_row_f32<const T: usize, const V: usize>(
@@ -106,6 +107,7 @@ pub(super) unsafe fn grouped_row_f32<const T: usize, const V: usize>(
 ///
 /// # Safety
 /// The arm's features available; every `xs[k]` points at `I` values.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn nibble_row_f32<const T: usize>(
@@ -137,7 +139,8 @@ pub(super) unsafe fn nibble_row_f32<const T: usize>(
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_f32_rows_on`](super::matmul_f32_rows_on).
+/// [`matmul_f32_rows`](crate::arch::x86_64::matmul_f32_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_fused(
     m: &Matrix<'_>,
@@ -226,6 +229,7 @@ pub(super) unsafe fn f32_fused(
 /// # Safety
 /// The arm's features available; 16 bytes at every `w[r]`, 32 values at `xb` and at `split` when
 /// given.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn nib_block4<const MX: bool>(
@@ -261,6 +265,7 @@ pub(super) unsafe fn nib_block4<const MX: bool>(
 ///
 /// # Safety
 /// A scale of group `g` at every `sc[r]` (the one of the format's kind).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn nib_group_end<const MX: bool>(
@@ -339,6 +344,7 @@ pub(super) unsafe fn nib_rows4_sweep<const MX: bool>(
 /// # Safety
 /// The arm's features available; `m` is int4-grouped with `gs % 32 == 0` or mxfp4, `x.len() == I`,
 /// `y.len() == rows.len()`, `rows.end ≤ O`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_nib_band8<const MX: bool>(
     m: &Matrix<'_>,
@@ -485,6 +491,7 @@ pub(super) fn scales4<D: Dot>(sf: &[f32], o: &[usize; 8], ngs: usize, g: usize) 
 ///
 /// # Safety
 /// The arm's features available; `p` valid for reads of 32 bytes.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn row_block<D: Dot, const MX: bool>(
     p: *const u8,
@@ -549,7 +556,8 @@ pub(super) unsafe fn row_block<D: Dot, const MX: bool>(
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_band8<D: Dot, const MX: bool, const WIDE: bool, const STREAM: bool>(
     m: &Matrix<'_>,

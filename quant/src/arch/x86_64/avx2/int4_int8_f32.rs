@@ -72,6 +72,7 @@ pub(super) const EO_MAX: usize = 16_384;
 /// # Safety
 /// The arm's features available; `m` is int4-row, `x.len() == I`, `y.len() ==
 /// rows.len()`, `rows.end ≤ O`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_int4_band8(m: &Matrix<'_>, x: &[f32], rows: Range<usize>, y: &mut [f32]) {
     let ni = m.i();
@@ -143,6 +144,7 @@ pub(super) unsafe fn f32_int4_band8(m: &Matrix<'_>, x: &[f32], rows: Range<usize
 ///
 /// # Safety
 /// The arm's features available; `p` points at 32 readable f32.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn split_even_odd_ps(p: *const f32) -> [__m256; 4] {
@@ -166,6 +168,7 @@ pub(super) unsafe fn split_even_odd_ps(p: *const f32) -> [__m256; 4] {
 ///
 /// # Safety
 /// The arm's features available; `xep` points at `32 · ceil(I / 32)` writable f32.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn split_all(x: &[f32], xt: &[f32; 32], xep: *mut f32) {
@@ -189,6 +192,7 @@ pub(super) unsafe fn split_all(x: &[f32], xt: &[f32; 32], xep: *mut f32) {
 ///
 /// # Safety
 /// The arm's features available; every `w[r]` points at 16 readable bytes.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn int4_split_block<const R: usize>(
@@ -218,6 +222,7 @@ pub(super) unsafe fn int4_split_block<const R: usize>(
 ///
 /// # Safety
 /// The arm's features available; `w` points at 16 readable bytes.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn int4_split_codes(w: *const u8) -> [__m256; 4] {
@@ -246,6 +251,7 @@ pub(super) unsafe fn int4_split_codes(w: *const u8) -> [__m256; 4] {
 /// # Safety
 /// The arm's features available; `m` is int8-row, `x.len() ≥ s · I`, `y.len() ≥ s ·
 /// rows.len()`, `rows.end ≤ O`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_int8_band8(
     m: &Matrix<'_>,
@@ -308,6 +314,7 @@ pub(super) unsafe fn f32_int8_band8(
 ///
 /// # Safety
 /// The arm's features available; the pointers valid for those reads.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn int8_band8_f32<const STREAM: bool>(

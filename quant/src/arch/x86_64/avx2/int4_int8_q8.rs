@@ -1,6 +1,7 @@
-//! int4-row and int8-row, int8-activation path: activation rows 4 or 2 at a time share each
-//! weight row ([`q8_int4_row`]); one activation row runs in bands of 8 weight rows
-//! ([`q8_int4_band8`], [`q8_int8_row`]) through [`band8_sums`].
+//! int4-row and int8-row, int8-activation path, this width's parts: the row kernel for 2 or 4
+//! activation rows at a time ([`q8_int4_row`]), and the block steps of the 8-row band kernels
+//! (the [`Bands`] impl, through [`band8_sums`]) that `crate::arch::x86_64::bands` drives for one
+//! activation row of int4-row and for int8-row.
 
 use core::arch::x86_64::*;
 use core::marker::PhantomData;
@@ -8,7 +9,10 @@ use core::ops::Range;
 
 use super::Dot;
 use super::reduce::{dot32_i8, hsum_epi32, split_even_odd};
-use crate::arch::x86_64::{BandStep, band8_sums, row_epilogue8, streams};
+#[cfg(doc)]
+use crate::arch::x86_64::band8_sums;
+use crate::arch::x86_64::bands::Bands;
+use crate::arch::x86_64::{Avx2, BandStep};
 use crate::kernels::{Matrix, QuantizedActs, Scales};
 
 /// `Σ nib · x` over the full 64-column blocks of one int4 row for `T` activation rows at
@@ -19,6 +23,7 @@ use crate::kernels::{Matrix, QuantizedActs, Scales};
 /// # Safety
 /// The arm's features available; `row` holds at least `32 · blocks` bytes and every
 /// `xs[k]` at least `64 · blocks`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn int4_blocks_q8<D: Dot, const T: usize>(
     row: *const u8,
@@ -62,11 +67,12 @@ pub(super) unsafe fn int4_blocks_q8<D: Dot, const T: usize>(
 /// Fused int4-row int8-activation kernel: `d = Σ nib·x − 8·Σx` (exact), then the scalar reference's
 /// epilogue `((0 + d·s) · sx)`. Activation rows 4 or 2 at a time share each weight row's loads
 /// ([`int4_blocks_q8`]); a single one (`S = 1`, or the last of an odd batch) takes the 8-row band
-/// kernel [`q8_int4_band8`].
+/// kernel [`q8_int4_band8`](crate::arch::x86_64::bands::q8_int4_band8).
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int4_row<D: Dot>(
     m: &Matrix<'_>,
@@ -100,7 +106,14 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
                 xsum[k] = q.iter().map(|&v| i32::from(v)).sum();
             }
             if st == 1 {
-                q8_int4_band8::<D>(m, xq, s0, xsum[0], rows.clone(), y);
+                crate::arch::x86_64::bands::q8_int4_band8::<Avx2<D>, 32, 64>(
+                    m,
+                    xq,
+                    s0,
+                    xsum[0],
+                    rows.clone(),
+                    y,
+                );
                 s0 += 1;
                 continue;
             }
@@ -145,33 +158,17 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
 /// bytes), shared by the 8 rows; a row's block is one load, `& 0x0F`, `≫ 4 & 0x0F` and
 /// one `dpbusd2` (no unpacking into column order). In the zero-padded tail the padding
 /// nibbles meet zero codes. Exact as [`int4_blocks_q8`] (`nib ≤ 15`, `|x| ≤ 127`).
-///
-/// # Safety
-/// As [`band8_sums`] with `W = 32`, `X = 64`.
-#[inline(always)]
-pub(super) unsafe fn int4_band8_q8<D: Dot, const STREAM: bool>(
-    rows: [*const u8; 8],
-    x: *const i8,
-    blocks: usize,
-    tail: Option<([*const u8; 8], *const i8)>,
-    ahead: *const u8,
-) -> __m256i {
-    // SAFETY: the caller has `D`'s features and meets `band8_sums`'s contract for these `W`
-    // and `X` (this function's contract).
-    unsafe {
-        let step = Int4Step::<D> { mask: _mm256_set1_epi8(0x0F), dot: PhantomData };
-        band8_sums::<__m256i, 32, 64, STREAM>(rows, x, blocks, tail, ahead, step)
-    }
-}
-
-/// The block of [`int4_band8_q8`]: 64 activation codes, 32 bytes of each row.
-struct Int4Step<D> {
+pub(crate) struct Int4Step<D> {
     /// `0x0F` in every byte.
     mask: __m256i,
     dot: PhantomData<D>,
 }
 
 impl<D: Dot> BandStep<__m256i> for Int4Step<D> {
+    const W: usize = 32;
+    const X: usize = 64;
+
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn step(&self, acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8) {
         // SAFETY: the caller has `D`'s features; `x` points at 64 readable codes, each `w[r]`
@@ -189,110 +186,24 @@ impl<D: Dot> BandStep<__m256i> for Int4Step<D> {
     }
 }
 
-/// [`q8_int4_row`] for activation row `si` alone (`xsum` = its `Σx`), the GEMV case: weight rows in
-/// bands of 8 through [`int4_band8_q8`] (a final, shorter band repeats its last row and stores only
-/// its own), then the reference's epilogue `((0 + (d as f32) · s) · sx)` for the 8 rows as
-/// lane-wise vector operations (each lane exactly its row's operations: bit-identical).
-///
-/// # Safety
-/// The arm's features available; shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
-#[inline(always)]
-pub(super) unsafe fn q8_int4_band8<D: Dot>(
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    si: usize,
-    xsum: i32,
-    rows: Range<usize>,
-    y: &mut [f32],
-) {
-    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
-    // this body is always inlined), so every intrinsic call is sound; every pointer
-    // access is in bounds as noted at it.
-    unsafe {
-        let (ni, nr) = (m.i(), rows.len());
-        let blocks = ni / 64;
-        let (q, sx) = xq.row(si);
-        let ys = &mut y[si * nr..(si + 1) * nr];
-        let Scales::F32(sf) = m.scales() else {
-            unreachable!("int4-row has f32 scales (Matrix::new)")
-        };
-        if ni == 0 {
-            for v in ys.iter_mut() {
-                *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
-            }
-            return;
-        }
-        // The partial last block's activation codes, zero-padded.
-        let mut xt = [0i8; 64];
-        xt[..ni - 64 * blocks].copy_from_slice(&q[64 * blocks..]);
-        let off = _mm256_set1_epi32(8 * xsum);
-        let stream = streams(m);
-        // Each row's partial last block, zero-padded (every band copies the same number
-        // of bytes over the same prefix, so the padding stays zero).
-        let mut wt = [[0u8; 32]; 8];
-        let mut r0 = 0;
-        while r0 < nr {
-            let nv = (nr - r0).min(8);
-            let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
-            let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
-            // Copied here, outside the block loop: a call there clobbers every ymm register.
-            if ni % 64 != 0 {
-                for (r, t) in wt.iter_mut().enumerate() {
-                    let row = m.row_bytes(o[r]);
-                    t[..row.len() - 32 * blocks].copy_from_slice(&row[32 * blocks..]);
-                }
-            }
-            let tail =
-                (ni % 64 != 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
-            // every row has ceil(I/2) ≥ 32·blocks bytes, q has I ≥ 64·blocks
-            // codes; the tail copies hold 32 and 64 bytes.
-            let d = {
-                let ahead = crate::arch::x86_64::band_ahead(rp[0], m.row_bytes(0).len());
-                if stream {
-                    int4_band8_q8::<D, true>(rp, q.as_ptr(), blocks, tail, ahead)
-                } else {
-                    int4_band8_q8::<D, false>(rp, q.as_ptr(), blocks, tail, ahead)
-                }
-            };
-            row_epilogue8(_mm256_sub_epi32(d, off), sf, &o, sx, &mut ys[r0..r0 + nv]);
-            r0 += 8;
-        }
-    }
-}
-
 /// `Σ w · x` of 8 int8 rows against one activation row ([`band8_sums`], 32-column
 /// blocks): the block's activation codes are loaded once for the 8 rows, each row's
 /// block is one load and one [`dot32_i8`].
-///
-/// # Safety
-/// As [`band8_sums`] with `W = X = 32`.
-#[inline(always)]
-pub(super) unsafe fn int8_band8_q8<D: Dot, const STREAM: bool>(
-    rows: [*const u8; 8],
-    x: *const i8,
-    blocks: usize,
-    tail: Option<([*const u8; 8], *const i8)>,
-    ahead: *const u8,
-) -> __m256i {
-    // SAFETY: the caller has `D`'s features and meets `band8_sums`'s contract for these `W`
-    // and `X` (this function's contract).
-    unsafe {
-        band8_sums::<__m256i, 32, 32, STREAM>(
-            rows,
-            x,
-            blocks,
-            tail,
-            ahead,
-            Int8Step::<D>(PhantomData),
-        )
+pub(crate) struct Int8Step<D>(PhantomData<D>);
+
+// Copied into each band (`D` itself, a marker type, need not be `Copy`).
+impl<D> Clone for Int4Step<D> {
+    fn clone(&self) -> Self {
+        *self
     }
 }
-
-/// The block of [`int8_band8_q8`]: 32 activation codes, 32 bytes of each row.
-struct Int8Step<D>(PhantomData<D>);
+impl<D> Copy for Int4Step<D> {}
 
 impl<D: Dot> BandStep<__m256i> for Int8Step<D> {
+    const W: usize = 32;
+    const X: usize = 32;
+
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn step(&self, acc: &mut [__m256i; 8], w: [*const u8; 8], x: *const i8) {
         // SAFETY: the caller has `D`'s features; `x` and each `w[r]` point at 32 readable
@@ -307,74 +218,19 @@ impl<D: Dot> BandStep<__m256i> for Int8Step<D> {
     }
 }
 
-/// int8-row int8-activation kernel: weight rows in bands of 8 ([`int8_band8_q8`]: each activation
-/// load shared by the band, one exact i32 sum per row; a final, shorter band repeats its last row
-/// and stores only its own), every activation row against a band before the next (the band's rows
-/// stay in L1/L2), then [`row_epilogue8`].
-///
-/// # Safety
-/// The arm's features available; shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
-#[inline(always)]
-pub(super) unsafe fn q8_int8_row<D: Dot>(
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    rows: Range<usize>,
-    y: &mut [f32],
-) {
-    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
-    // this body is always inlined), so every intrinsic call is sound; every pointer
-    // access is in bounds as noted at it.
-    unsafe {
-        let (ni, nr) = (m.i(), rows.len());
-        let blocks = ni / 32;
-        let Scales::F32(sf) = m.scales() else {
-            unreachable!("int8-row has f32 scales (Matrix::new)")
-        };
-        if ni == 0 {
-            for (si, ys) in y[..xq.s() * nr].chunks_exact_mut(nr.max(1)).enumerate() {
-                let sx = xq.row(si).1;
-                for v in ys.iter_mut() {
-                    *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
-                }
-            }
-            return;
-        }
-        // The partial last block of each row and of the activation row, zero-padded
-        // (every copy covers the same prefix, so the padding stays zero).
-        let (mut wt, mut xt) = ([[0u8; 32]; 8], [0i8; 32]);
-        let tn = ni - 32 * blocks;
-        let stream = streams(m);
-        let mut r0 = 0;
-        while r0 < nr {
-            let nv = (nr - r0).min(8);
-            let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
-            let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
-            if tn > 0 {
-                for (r, t) in wt.iter_mut().enumerate() {
-                    t[..tn].copy_from_slice(&m.row_bytes(o[r])[32 * blocks..]);
-                }
-            }
-            for si in 0..xq.s() {
-                let (q, sx) = xq.row(si);
-                if tn > 0 {
-                    xt[..tn].copy_from_slice(&q[32 * blocks..]);
-                }
-                let tail =
-                    (tn > 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
-                // every row and q hold I ≥ 32·blocks bytes; the tail copies 32.
-                let d = {
-                    let ahead = crate::arch::x86_64::band_ahead(rp[0], m.row_bytes(0).len());
-                    // The band's bytes stay cached for the other activation rows.
-                    if stream && si == 0 {
-                        int8_band8_q8::<D, true>(rp, q.as_ptr(), blocks, tail, ahead)
-                    } else {
-                        int8_band8_q8::<D, false>(rp, q.as_ptr(), blocks, tail, ahead)
-                    }
-                };
-                row_epilogue8(d, sf, &o, sx, &mut y[si * nr + r0..si * nr + r0 + nv]);
-            }
-            r0 += 8;
-        }
+impl<D: Dot> Bands for Avx2<D> {
+    type Acc = __m256i;
+    type Int4 = Int4Step<D>;
+    type Int8 = Int8Step<D>;
+
+    #[inline(always)]
+    unsafe fn int4_step() -> Int4Step<D> {
+        // SAFETY: the caller has the arm's features (`Bands::int4_step`'s contract).
+        Int4Step { mask: unsafe { _mm256_set1_epi8(0x0F) }, dot: PhantomData }
+    }
+
+    #[inline(always)]
+    fn int8_step() -> Int8Step<D> {
+        Int8Step(PhantomData)
     }
 }

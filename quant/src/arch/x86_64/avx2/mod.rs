@@ -1,5 +1,5 @@
-//! The 256-bit arms, for every format with a value rule: [`plain`] (AVX2 + FMA + F16C,
-//! `Isa::Avx2`) and [`vnni`] (the same + AVX-VNNI, `Isa::AvxVnni`).
+//! The 256-bit arms, for every format with a value rule: [`Plain`] (AVX2 + FMA + F16C,
+//! `Isa::Avx2`) and [`Vnni`] (the same + AVX-VNNI, `Isa::AvxVnni`).
 //!
 //! The two arms differ only in the exact int8 dot step `dpbusd(acc, u, s)` = `acc + Σ₄ u·s`
 //! (unsigned bytes `u` times signed bytes `s`, four products per i32 lane) and its two-block
@@ -94,10 +94,17 @@
 //! - `grouped`: int4-grouped and mxfp4 (the fused f32 row kernel, the band kernels);
 //! - `fp8`: fp8 e4m3;
 //! - `batched`: the small-batch f32 passes (2 to 16 activation rows).
-
-// One SAFETY argument covers each block's loads (all in bounds for the same reason); clippy also
-// counts the (safe, same-feature) intrinsic calls, which would split blocks into noise.
-#![allow(clippy::multiple_unsafe_ops_per_block)]
+//!
+//! Unsafe: the f32-path functions are `#[target_feature]` functions, so their intrinsics are safe
+//! calls and only loads and stores are unsafe. The int8-path bodies are `#[inline(always)]`
+//! functions without target features: a `#[target_feature]` function cannot be always inlined,
+//! and a generic body can only carry the features both arms share, so the AVX-VNNI dot step
+//! would reach it only after LLVM had optimised it around an opaque call (slower band loops for
+//! that arm in the `kernels` bench's mxfp4 and int4-grouped q8 cases). In those bodies every
+//! intrinsic call is an unsafe operation, all under one contract (the body runs inside an entry
+//! point compiled with its arm's features); they say so with
+//! `#[expect(clippy::multiple_unsafe_ops_per_block)]`, as do the f32 functions whose loads
+//! and stores still share one bounds argument.
 
 mod batched;
 mod fp8;
@@ -116,6 +123,7 @@ use core::arch::x86_64::{
 };
 use core::ops::Range;
 
+use super::{Arm, Avx2};
 use crate::isa::Isa;
 use crate::kernels::{Matrix, QuantizedActs};
 
@@ -169,7 +177,7 @@ pub(crate) trait Dot: Sized {
     /// [`rows::q8_rows`] for this arm.
     ///
     /// # Safety
-    /// The CPU has [`Dot::ISA`]'s features; shapes as asserted by [`matmul_q8_rows_on`].
+    /// The CPU has [`Dot::ISA`]'s features; shapes as asserted by [`matmul_q8_rows`](super::matmul_q8_rows).
     unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]);
 
     /// [`grouped::q8_band8`] for this arm.
@@ -224,6 +232,7 @@ impl Dot for Plain {
 
     /// Exact when `u ≤ 128` and `|s| ≤ 127` (no i16 saturation in `vpmaddubsw`: pair sums ≤
     /// 2 · 128 · 127 = 32 512), which every caller guarantees.
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn dpbusd(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
         // SAFETY: the caller has AVX2 (this arm's features), all these intrinsics need.
@@ -238,6 +247,7 @@ impl Dot for Plain {
     /// The two `vpmaddubsw` results are added as i16 before one `vpmaddwd`, so exact when `u0,
     /// u1 ≤ 64` and `|s0|, |s1| ≤ 127` (the sum of two pair sums ≤ 4 · 64 · 127 = 32 512), which
     /// every caller guarantees (int4 nibbles ≤ 15, mxfp4 offset codes ≤ 24).
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn dpbusd2(acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
         // SAFETY: the caller has AVX2 (this arm's features), all these intrinsics need.
@@ -265,6 +275,7 @@ impl Dot for Vnni {
         unsafe { _mm256_dpbusd_avx_epi32(acc, u, s) }
     }
 
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn dpbusd2(acc: __m256i, u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
         // SAFETY: the caller has AVX-VNNI (this arm's features).
@@ -274,130 +285,40 @@ impl Dot for Vnni {
     dot_entries!("avx2,fma,f16c,avxvnni", Vnni);
 }
 
-/// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`) on arm `isa`
-/// (whose f32 path is this module's): `false`, without running, if the CPU lacks its features.
-fn matmul_f32_rows_on(
-    isa: Isa,
+impl<D: Dot> Arm for Avx2<D> {
+    const ISA: Isa = D::ISA;
+
+    unsafe fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
+        // SAFETY: the caller's contract: the CPU has `D::ISA`'s features (AVX2, FMA and F16C among
+        // them, this width's f32 path, which has no dot step); the shapes.
+        unsafe { rows::f32_rows(m, x, s, rows, y) }
+    }
+
+    unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
+        // SAFETY: the caller's contract: the CPU has `D::ISA`'s features; the shapes.
+        unsafe { D::q8_rows(m, xq, rows, y) }
+    }
+}
+
+/// The small-batch f32 passes (`batched::f32_int4_multi`, `batched::f32_fp8_multi`: 8, 4
+/// or 2 activation rows per pass; `batched::f32_nib_multi`: 8 or 4) for another arm's
+/// dispatch: runs activation rows `0..n` (layout of `crate::scalar::matmul_f32_rows`) and
+/// returns `n` — for int4-row and fp8 `s` or `s − 1` (a last single row is left to the
+/// caller), for int4-grouped and mxfp4 `s` less up to 3 — or `0` where the passes do not
+/// apply (other formats, too few rows, fp8 activations with an `x · 2⁸` that overflows,
+/// int4-grouped with `gs` not dividing 512). `None`, without running, if the CPU lacks
+/// AVX2, FMA or F16C.
+pub(crate) fn matmul_f32_small_batch(
     m: &Matrix<'_>,
     x: &[f32],
     s: usize,
     rows: Range<usize>,
     y: &mut [f32],
-) -> bool {
-    if !isa.cpu_supports() {
-        return false;
+) -> Option<usize> {
+    if !Isa::Avx2.cpu_supports() {
+        return None;
     }
     assert!(x.len() >= s * m.i() && y.len() >= s * rows.len() && rows.end <= m.o());
-    // SAFETY: the arm's features (AVX2, FMA, F16C among them) were detected above; the shapes
-    // were asserted (every pointer access stays within `x`, `y`, the weight rows and the
-    // local buffers).
-    unsafe { rows::f32_rows(m, x, s, rows, y) };
-    true
+    // SAFETY: AVX2, FMA and F16C were detected above; the shapes were asserted.
+    Some(unsafe { batched::f32_multi_passes(m, x, s, rows, y) })
 }
-
-/// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`) on arm `D`:
-/// `false`, without running, if the CPU lacks its features.
-fn matmul_q8_rows_on<D: Dot>(
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    rows: Range<usize>,
-    y: &mut [f32],
-) -> bool {
-    if !D::ISA.cpu_supports() {
-        return false;
-    }
-    assert!(xq.i() == m.i() && y.len() >= xq.s() * rows.len() && rows.end <= m.o() && m.has_q8());
-    // SAFETY: the arm's features were detected above; the shapes were asserted.
-    unsafe { D::q8_rows(m, xq, rows, y) };
-    true
-}
-
-/// The AVX2 + FMA (+ F16C) arm's entry points (`Isa::Avx2`).
-pub(crate) mod plain {
-    use core::ops::Range;
-
-    use super::{Plain, matmul_f32_rows_on, matmul_q8_rows_on};
-    use crate::isa::Isa;
-    use crate::kernels::{Matrix, QuantizedActs};
-
-    /// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`). Returns
-    /// `false`, without running, if the CPU lacks the arm's features.
-    pub(crate) fn matmul_f32_rows(
-        m: &Matrix<'_>,
-        x: &[f32],
-        s: usize,
-        rows: Range<usize>,
-        y: &mut [f32],
-    ) -> bool {
-        matmul_f32_rows_on(Isa::Avx2, m, x, s, rows, y)
-    }
-
-    /// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`). Returns
-    /// `false`, without running, if the CPU lacks the arm's features.
-    pub(crate) fn matmul_q8_rows(
-        m: &Matrix<'_>,
-        xq: &QuantizedActs<'_>,
-        rows: Range<usize>,
-        y: &mut [f32],
-    ) -> bool {
-        matmul_q8_rows_on::<Plain>(m, xq, rows, y)
-    }
-
-    /// The small-batch f32 passes (`batched::f32_int4_multi`, `batched::f32_fp8_multi`: 8, 4
-    /// or 2 activation rows per pass; `batched::f32_nib_multi`: 8 or 4) for another arm's
-    /// dispatch: runs activation rows `0..n` (layout of `crate::scalar::matmul_f32_rows`) and
-    /// returns `n` — for int4-row and fp8 `s` or `s − 1` (a last single row is left to the
-    /// caller), for int4-grouped and mxfp4 `s` less up to 3 — or `0` where the passes do not
-    /// apply (other formats, too few rows, fp8 activations with an `x · 2⁸` that overflows,
-    /// int4-grouped with `gs` not dividing 512). `None`, without running, if the CPU lacks
-    /// AVX2, FMA or F16C.
-    pub(crate) fn matmul_f32_small_batch(
-        m: &Matrix<'_>,
-        x: &[f32],
-        s: usize,
-        rows: Range<usize>,
-        y: &mut [f32],
-    ) -> Option<usize> {
-        if !Isa::Avx2.cpu_supports() {
-            return None;
-        }
-        assert!(x.len() >= s * m.i() && y.len() >= s * rows.len() && rows.end <= m.o());
-        // SAFETY: AVX2, FMA and F16C were detected above; the shapes were asserted.
-        Some(unsafe { super::batched::f32_multi_passes(m, x, s, rows, y) })
-    }
-}
-
-/// The AVX-VNNI arm's entry points (`Isa::AvxVnni`).
-pub(crate) mod vnni {
-    use core::ops::Range;
-
-    use super::{Vnni, matmul_f32_rows_on, matmul_q8_rows_on};
-    use crate::isa::Isa;
-    use crate::kernels::{Matrix, QuantizedActs};
-
-    /// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`; the f32
-    /// path of [`super::plain`], which needs no AVX-VNNI instruction). Returns `false`, without
-    /// running, if the CPU lacks the arm's features.
-    pub(crate) fn matmul_f32_rows(
-        m: &Matrix<'_>,
-        x: &[f32],
-        s: usize,
-        rows: Range<usize>,
-        y: &mut [f32],
-    ) -> bool {
-        matmul_f32_rows_on(Isa::AvxVnni, m, x, s, rows, y)
-    }
-
-    /// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`). Returns
-    /// `false`, without running, if the CPU lacks the arm's features.
-    pub(crate) fn matmul_q8_rows(
-        m: &Matrix<'_>,
-        xq: &QuantizedActs<'_>,
-        rows: Range<usize>,
-        y: &mut [f32],
-    ) -> bool {
-        matmul_q8_rows_on::<Vnni>(m, xq, rows, y)
-    }
-}
-
-pub(crate) use plain::{matmul_f32_rows, matmul_q8_rows};

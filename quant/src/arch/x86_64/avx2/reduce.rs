@@ -67,6 +67,7 @@ pub(super) fn hsum_epi32(v: __m256i) -> i32 {
 /// # Safety
 /// `w` and `x` must be valid for reads of `n` f32 (unaligned is fine); the arm's features
 /// available.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_f32(w: *const f32, x: *const f32, n: usize) -> __m256 {
@@ -107,6 +108,7 @@ pub(super) unsafe fn dot_f32(w: *const f32, x: *const f32, n: usize) -> __m256 {
 /// One 32-byte block of the int8 dot: `acc + Σ w·x` in 8 i32 lanes, as
 /// `dpbusd(acc, |w|, sign(x, w))`: the unsigned operand is `|w| ≤ 128`, the signed one
 /// `x` negated where `w < 0` (zero where `w = 0`), in `[−127, 127]` (module doc).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn dot32_i8<D: Dot>(acc: __m256i, w: __m256i, x: __m256i) -> __m256i {
     // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
@@ -119,6 +121,7 @@ pub(super) unsafe fn dot32_i8<D: Dot>(acc: __m256i, w: __m256i, x: __m256i) -> _
 ///
 /// # Safety
 /// `w` and `x` valid for reads of `n` bytes; the arm's features available.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn dot_i8<D: Dot>(w: *const i8, x: *const i8, n: usize) -> i32 {
     // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which

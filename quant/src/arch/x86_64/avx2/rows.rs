@@ -8,7 +8,7 @@ use core::ops::Range;
 use super::fp8::{f32_fp8, fp8x8};
 use super::grouped::f32_fused;
 use super::int4_int8_f32::f32_int8_band8;
-use super::int4_int8_q8::{q8_int4_row, q8_int8_row};
+use super::int4_int8_q8::q8_int4_row;
 use super::reduce::{dot_f32, dot_i8, hsum_ps, nibbles};
 use super::small_ints::{q8_int2_row, q8_int3_g64};
 use super::{CH, Dot, MX_LUT, ST};
@@ -30,6 +30,7 @@ pub(super) fn scale_f32(m: &Matrix<'_>, o: usize, g: usize) -> f32 {
 /// Decodes columns `c0 .. c0 + n` (`c0` a multiple of [`CH`], `n ≤ CH`) of `row` into
 /// integer codes in `buf`, returning a pointer to the codes (into `row` itself for
 /// int8-row).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn decode_i8(
@@ -77,6 +78,7 @@ pub(super) fn decode_i8(
 
 /// Decodes columns `c0 .. c0 + n` of `row` into unscaled f32 values (mxfp4: doubled),
 /// returning a pointer to them (into `row` itself for f32 weights).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn decode_f32(
@@ -125,7 +127,8 @@ pub(super) fn decode_f32(
 
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_f32_rows_on`](super::matmul_f32_rows_on).
+/// [`matmul_f32_rows`](crate::arch::x86_64::matmul_f32_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f32_rows(
     m: &Matrix<'_>,
@@ -194,7 +197,8 @@ pub(super) unsafe fn f32_rows(
 
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_rows<D: Dot>(
     m: &Matrix<'_>,
@@ -208,7 +212,11 @@ pub(super) unsafe fn q8_rows<D: Dot>(
     unsafe {
         match dispatch::q8(Width::Avx2, m, xq.s()) {
             Q8::Int4Row => return q8_int4_row::<D>(m, xq, rows, y),
-            Q8::Int8Row => return q8_int8_row::<D>(m, xq, rows, y),
+            Q8::Int8Row => {
+                return crate::arch::x86_64::bands::q8_int8_row::<crate::arch::x86_64::Avx2<D>, 32>(
+                    m, xq, rows, y,
+                );
+            }
             // The table chose these for I ≤ PLANE_COLS = PLANES only.
             Q8::Int2Planes => return q8_int2_row::<D>(m, xq, rows, y),
             Q8::Int3Planes => return q8_int3_g64::<D>(m, xq, rows, y),

@@ -16,6 +16,7 @@ use crate::scalar;
 ///
 /// # Safety
 /// `w` valid for reads of 32 bytes; `p` 32-byte aligned and valid for 128.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn crumb_block<D: Dot>(
     acc: [__m256i; 4],
@@ -53,6 +54,7 @@ pub(super) struct Planes(core::mem::MaybeUninit<[i8; PLANES]>);
 ///
 /// # Safety
 /// `base` valid for writes of `128 · ceil(I/128)` bytes (`I = q.len()`).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn crumb_planes(q: &[i8], base: *mut i8) {
@@ -78,7 +80,8 @@ pub(super) unsafe fn crumb_planes(q: &[i8], base: *mut i8) {
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on); `I ≤ PLANES`.
+/// [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows); `I ≤ PLANES`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int2_row<D: Dot>(
     m: &Matrix<'_>,
@@ -152,7 +155,8 @@ pub(super) unsafe fn q8_int2_row<D: Dot>(
 ///
 /// # Safety
 /// The arm's features available; shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on); `I ≤ PLANES`.
+/// [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows); `I ≤ PLANES`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int3_g64<D: Dot>(
     m: &Matrix<'_>,
@@ -207,6 +211,7 @@ pub(super) unsafe fn q8_int3_g64<D: Dot>(
 ///
 /// # Safety
 /// `w` valid for reads of 48 bytes; `p` 32-byte aligned and valid for 128.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn int3_pair<D: Dot>(w: *const u8, p: *const i8) -> [i32; 2] {
     // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which

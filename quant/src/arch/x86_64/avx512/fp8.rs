@@ -63,6 +63,7 @@ pub(super) fn fp8x16_unit(b: __m128i) -> __m512 {
 ///
 /// # Safety
 /// Features available; `p` valid for reads of `n` bytes.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn fp8_has_nan(p: *const u8, n: usize) -> bool {
@@ -131,6 +132,7 @@ pub(super) fn scalable_by_256(x: &[f32]) -> bool {
 /// # Safety
 /// Features available; every `xs[k]` points at `I` values (not `DE`) or at `ceil(I/32)·32` values
 /// (`DE`).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn fp8_row_f32<const T: usize, const DE: bool>(

@@ -146,6 +146,7 @@ pub(super) fn scales_f32_16x4<D: Dot, const K: bool, const V: bool>(
 ///
 /// # Safety
 /// Every `base[r] + g` indexes `s` (and fits in i32).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn gather_scales16(s: &[f32], base: &[i32; 16], g: usize) -> __m512 {
@@ -226,7 +227,8 @@ pub(super) const RB: usize = 8;
 ///
 /// # Safety
 /// Features available (VBMI too when `VBMI`); shapes as asserted by
-/// [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn band_body<
     D: Dot,

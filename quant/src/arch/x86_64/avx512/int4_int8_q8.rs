@@ -1,6 +1,7 @@
-//! int4-row and int8-row on the int8 path: one activation row in bands of 8 weight rows
-//! ([`q8_int4_band8`], [`q8_int8_row`]) through [`band8_sums`]; int4-row batches on the
-//! row kernel [`int4_row_dots`].
+//! int4-row and int8-row, int8-activation path, this width's parts: the row kernel for 2 or 4
+//! activation rows at a time ([`q8_int4_row`]), and the block steps of the 8-row band kernels
+//! (the [`Bands`] impl, through [`band8_sums`]) that `crate::arch::x86_64::bands` drives for one
+//! activation row of int4-row and for int8-row.
 
 use core::arch::x86_64::*;
 use core::marker::PhantomData;
@@ -11,7 +12,10 @@ use super::reduce::{
     AlignedActs, align_acts, dot64_signed, epilogue_row, prefetch_l2, split_even_odd,
 };
 use super::{Dot, mask64};
-use crate::arch::x86_64::{BandStep, band8_sums, row_epilogue8, streams};
+#[cfg(doc)]
+use crate::arch::x86_64::band8_sums;
+use crate::arch::x86_64::bands::Bands;
+use crate::arch::x86_64::{Avx512, BandStep, streams};
 use crate::kernels::{Matrix, QuantizedActs, Scales};
 
 /// `Σ nib · x` over a whole int4 row (`nib` = the raw nibble `0..=15`) for `T`
@@ -20,6 +24,7 @@ use crate::kernels::{Matrix, QuantizedActs, Scales};
 ///
 /// # Safety
 /// Features available; `row` holds `ceil(I/2)` bytes and every `xs[k]` `I` codes.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn int4_row_dots<D: Dot, const T: usize, const STREAM: bool>(
     row: *const u8,
@@ -82,33 +87,17 @@ pub(super) unsafe fn int4_row_dots<D: Dot, const T: usize, const STREAM: bool>(
 /// one 64-byte load, `& 0x0F`, `≫ 4 & 0x0F` and two `dpbusd` (no unpacking into column
 /// order). In the zero-padded tail the padding nibbles meet zero codes. Exact: `nib ≤
 /// 15`, `|x| ≤ 127`.
-///
-/// # Safety
-/// As [`band8_sums`] with `W = 64`, `X = 128`.
-#[inline(always)]
-pub(super) unsafe fn int4_band8_q8<D: Dot, const STREAM: bool>(
-    rows: [*const u8; 8],
-    x: *const i8,
-    blocks: usize,
-    tail: Option<([*const u8; 8], *const i8)>,
-    ahead: *const u8,
-) -> __m256i {
-    // SAFETY: the caller has `D`'s features and meets `band8_sums`'s contract for these `W`
-    // and `X` (this function's contract).
-    unsafe {
-        let step = Int4Step::<D> { mask: _mm512_set1_epi8(0x0F), dot: PhantomData };
-        band8_sums::<__m512i, 64, 128, STREAM>(rows, x, blocks, tail, ahead, step)
-    }
-}
-
-/// The block of [`int4_band8_q8`]: 128 activation codes, 64 bytes of each row.
-struct Int4Step<D> {
+pub(crate) struct Int4Step<D> {
     /// `0x0F` in every byte.
     mask: __m512i,
     dot: PhantomData<D>,
 }
 
 impl<D: Dot> BandStep<__m512i> for Int4Step<D> {
+    const W: usize = 64;
+    const X: usize = 128;
+
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn step(&self, acc: &mut [__m512i; 8], w: [*const u8; 8], x: *const i8) {
         // SAFETY: the caller has `D`'s features; `x` points at 128 readable codes, each `w[r]`
@@ -129,35 +118,21 @@ impl<D: Dot> BandStep<__m512i> for Int4Step<D> {
 /// `Σ w · x` of 8 int8 rows against one activation row ([`band8_sums`], 64-column
 /// blocks): the block's activation codes are loaded once for the 8 rows, each row's
 /// block is one load and one [`dot64_signed`].
-///
-/// # Safety
-/// As [`band8_sums`] with `W = X = 64`.
-#[inline(always)]
-pub(super) unsafe fn int8_band8_q8<D: Dot, const STREAM: bool>(
-    rows: [*const u8; 8],
-    x: *const i8,
-    blocks: usize,
-    tail: Option<([*const u8; 8], *const i8)>,
-    ahead: *const u8,
-) -> __m256i {
-    // SAFETY: the caller has `D`'s features and meets `band8_sums`'s contract for these `W`
-    // and `X` (this function's contract).
-    unsafe {
-        band8_sums::<__m512i, 64, 64, STREAM>(
-            rows,
-            x,
-            blocks,
-            tail,
-            ahead,
-            Int8Step::<D>(PhantomData),
-        )
+pub(crate) struct Int8Step<D>(PhantomData<D>);
+
+// Copied into each band (`D` itself, a marker type, need not be `Copy`).
+impl<D> Clone for Int4Step<D> {
+    fn clone(&self) -> Self {
+        *self
     }
 }
-
-/// The block of [`int8_band8_q8`]: 64 activation codes, 64 bytes of each row.
-struct Int8Step<D>(PhantomData<D>);
+impl<D> Copy for Int4Step<D> {}
 
 impl<D: Dot> BandStep<__m512i> for Int8Step<D> {
+    const W: usize = 64;
+    const X: usize = 64;
+
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn step(&self, acc: &mut [__m512i; 8], w: [*const u8; 8], x: *const i8) {
         // SAFETY: the caller has `D`'s features; `x` and each `w[r]` point at 64 readable
@@ -172,84 +147,14 @@ impl<D: Dot> BandStep<__m512i> for Int8Step<D> {
     }
 }
 
-/// [`q8_int4_row`] for activation row `si` alone (`xsum` = its `Σx`), the GEMV case:
-/// weight rows in bands of 8 through [`int4_band8_q8`] (a final, shorter band repeats
-/// its last row and stores only its own), then the reference's epilogue
-/// `((0 + (d as f32) · s) · sx)` for the 8 rows as lane-wise vector operations (each
-/// lane exactly its row's operations: bit-identical).
-///
-/// # Safety
-/// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
-#[inline(always)]
-pub(super) unsafe fn q8_int4_band8<D: Dot>(
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    si: usize,
-    xsum: i32,
-    rows: Range<usize>,
-    y: &mut [f32],
-) {
-    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
-    // this body is always inlined), so every intrinsic call is sound; every pointer
-    // access is in bounds as noted at it.
-    unsafe {
-        let (ni, nr) = (m.i(), rows.len());
-        let blocks = ni / 128;
-        let (q, sx) = xq.row(si);
-        let ys = &mut y[si * nr..(si + 1) * nr];
-        let Scales::F32(sf) = m.scales() else {
-            unreachable!("int4-row has f32 scales (Matrix::new)")
-        };
-        if ni == 0 {
-            for v in ys.iter_mut() {
-                *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
-            }
-            return;
-        }
-        // The partial last block's activation codes, zero-padded.
-        let mut xt = [0i8; 128];
-        xt[..ni - 128 * blocks].copy_from_slice(&q[128 * blocks..]);
-        let off = _mm256_set1_epi32(8 * xsum);
-        let stream = streams(m);
-        // Each row's partial last block, zero-padded (every band copies the same number
-        // of bytes over the same prefix, so the padding stays zero).
-        let mut wt = [[0u8; 64]; 8];
-        let mut r0 = 0;
-        while r0 < nr {
-            let nv = (nr - r0).min(8);
-            let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
-            let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
-            if ni % 128 != 0 {
-                for (r, t) in wt.iter_mut().enumerate() {
-                    let row = m.row_bytes(o[r]);
-                    t[..row.len() - 64 * blocks].copy_from_slice(&row[64 * blocks..]);
-                }
-            }
-            let tail =
-                (ni % 128 != 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
-            // every row has ceil(I/2) ≥ 64·blocks bytes, q has I ≥ 128·blocks
-            // codes; the tail copies hold 64 bytes and 128 codes.
-            let d = {
-                let ahead = crate::arch::x86_64::band_ahead(rp[0], m.row_bytes(0).len());
-                if stream {
-                    int4_band8_q8::<D, true>(rp, q.as_ptr(), blocks, tail, ahead)
-                } else {
-                    int4_band8_q8::<D, false>(rp, q.as_ptr(), blocks, tail, ahead)
-                }
-            };
-            row_epilogue8(_mm256_sub_epi32(d, off), sf, &o, sx, &mut ys[r0..r0 + nv]);
-            r0 += 8;
-        }
-    }
-}
-
 /// Fused int4-row int8-activation kernel: `d = Σ nib·x − 8·Σx` (exact), then the
 /// scalar reference's epilogue. Activation rows 4 or 2 at a time share each weight
 /// row's loads ([`int4_row_dots`]); a single one (`S = 1`, or the last of an odd batch)
-/// takes the 8-row band kernel [`q8_int4_band8`].
+/// takes the 8-row band kernel [`q8_int4_band8`](crate::arch::x86_64::bands::q8_int4_band8).
 ///
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// Features available; shapes as asserted by [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int4_row<D: Dot>(
     m: &Matrix<'_>,
@@ -283,7 +188,14 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
                 xsum[k] = q.iter().map(|&v| i32::from(v)).sum();
             }
             if st == 1 {
-                q8_int4_band8::<D>(m, xq, s0, xsum[0], rows.clone(), y);
+                crate::arch::x86_64::bands::q8_int4_band8::<Avx512<D>, 64, 128>(
+                    m,
+                    xq,
+                    s0,
+                    xsum[0],
+                    rows.clone(),
+                    y,
+                );
                 s0 += 1;
                 continue;
             }
@@ -320,74 +232,19 @@ pub(super) unsafe fn q8_int4_row<D: Dot>(
     }
 }
 
-/// int8-row int8-activation kernel: weight rows in bands of 8 (a final, shorter band
-/// repeats its last row and stores only its own), each band against every activation
-/// row in turn ([`int8_band8_q8`], 64-column blocks, the last partial block from
-/// zero-padded copies), then the reference's epilogue `((0 + d·s) · sx)` for the 8
-/// rows ([`row_epilogue8`]). The band's bytes stay cached for the later activation
-/// rows, so only the first one prefetches the next band when streaming.
-///
-/// # Safety
-/// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
-#[inline(always)]
-pub(super) unsafe fn q8_int8_row<D: Dot>(
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    rows: Range<usize>,
-    y: &mut [f32],
-) {
-    // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
-    // this body is always inlined), so every intrinsic call is sound; every pointer
-    // access is in bounds as noted at it.
-    unsafe {
-        let (ni, nr) = (m.i(), rows.len());
-        let Scales::F32(sf) = m.scales() else {
-            unreachable!("int8-row has f32 scales (Matrix::new)")
-        };
-        if ni == 0 {
-            for si in 0..xq.s() {
-                let sx = xq.row(si).1;
-                for v in &mut y[si * nr..(si + 1) * nr] {
-                    *v = 0.0 * sx; // no groups: acc = 0, y = acc · sx
-                }
-            }
-            return;
-        }
-        let blocks = ni / 64;
-        // The partial last block of each row and activation row, zero-padded (every copy
-        // covers the same prefix, so the padding stays zero).
-        let (mut wt, mut xt) = ([[0u8; 64]; 8], [0i8; 64]);
-        let tn = ni - 64 * blocks;
-        let stream = streams(m);
-        let mut r0 = 0;
-        while r0 < nr {
-            let nv = (nr - r0).min(8);
-            let o: [usize; 8] = core::array::from_fn(|r| rows.start + r0 + r.min(nv - 1));
-            let rp: [*const u8; 8] = core::array::from_fn(|r| m.row_bytes(o[r]).as_ptr());
-            if tn > 0 {
-                for (r, t) in wt.iter_mut().enumerate() {
-                    t[..tn].copy_from_slice(&m.row_bytes(o[r])[64 * blocks..]);
-                }
-            }
-            for si in 0..xq.s() {
-                let (q, sx) = xq.row(si);
-                if tn > 0 {
-                    xt[..tn].copy_from_slice(&q[64 * blocks..]);
-                }
-                let tail =
-                    (tn > 0).then(|| (core::array::from_fn(|r| wt[r].as_ptr()), xt.as_ptr()));
-                // every row and q hold I ≥ 64·blocks bytes; the tail copies 64.
-                let d = {
-                    let ahead = crate::arch::x86_64::band_ahead(rp[0], m.row_bytes(0).len());
-                    if stream && si == 0 {
-                        int8_band8_q8::<D, true>(rp, q.as_ptr(), blocks, tail, ahead)
-                    } else {
-                        int8_band8_q8::<D, false>(rp, q.as_ptr(), blocks, tail, ahead)
-                    }
-                };
-                row_epilogue8(d, sf, &o, sx, &mut y[si * nr + r0..si * nr + r0 + nv]);
-            }
-            r0 += 8;
-        }
+impl<D: Dot> Bands for Avx512<D> {
+    type Acc = __m512i;
+    type Int4 = Int4Step<D>;
+    type Int8 = Int8Step<D>;
+
+    #[inline(always)]
+    unsafe fn int4_step() -> Int4Step<D> {
+        // SAFETY: the caller has the arm's features (`Bands::int4_step`'s contract).
+        Int4Step { mask: unsafe { _mm512_set1_epi8(0x0F) }, dot: PhantomData }
+    }
+
+    #[inline(always)]
+    fn int8_step() -> Int8Step<D> {
+        Int8Step(PhantomData)
     }
 }

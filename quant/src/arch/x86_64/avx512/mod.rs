@@ -1,4 +1,4 @@
-//! The AVX-512 arms (512-bit): [`plain`] (AVX-512 F + BW) and [`vnni`] (F + BW + VNNI), for
+//! The AVX-512 arms (512-bit): [`Plain`] (AVX-512 F + BW) and [`Vnni`] (F + BW + VNNI), for
 //! every format with a value rule, both accumulation modes.
 //!
 //! The two arms differ only in the exact int8 dot step `dpbusd(acc, u, s)` = `acc + Σ₄ u·s`
@@ -69,10 +69,13 @@
 //! - `small_ints`: int2-row and int3-g64 on the int8 path;
 //! - `grouped`: mxfp4 and int4-grouped with 32-column subgroups on the int8 path (bands of 16
 //!   rows, one output row per lane).
-
-// One SAFETY argument covers each block's loads (all in bounds for the same reason); clippy also
-// counts the (safe, same-feature) intrinsic calls, which would split blocks into noise.
-#![allow(clippy::multiple_unsafe_ops_per_block)]
+//!
+//! Unsafe: as in the 256-bit arms (`super::avx2`): the f32-path functions are
+//! `#[target_feature]` functions, so only their loads and stores are unsafe; the int8-path bodies
+//! are `#[inline(always)]` functions without target features, in which every intrinsic call is an
+//! unsafe operation under the entry point's features, marked
+//! `#[expect(clippy::multiple_unsafe_ops_per_block)]`, as are the f32 functions whose loads and
+//! stores still share one bounds argument.
 
 mod fp8;
 mod grouped;
@@ -91,6 +94,7 @@ use core::arch::x86_64::{
 };
 use core::ops::Range;
 
+use super::{Arm, Avx512};
 use crate::isa::Isa;
 use crate::kernels::{Matrix, QuantizedActs};
 
@@ -141,7 +145,7 @@ pub(crate) trait Dot: Sized {
     /// [`rows::q8_rows`] for this arm.
     ///
     /// # Safety
-    /// The CPU has [`Dot::ISA`]'s features; shapes as asserted by [`matmul_q8_rows_on`].
+    /// The CPU has [`Dot::ISA`]'s features; shapes as asserted by [`matmul_q8_rows`](super::matmul_q8_rows).
     unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]);
 
     /// The band kernel [`grouped::band_body`] for this arm (without VBMI).
@@ -222,6 +226,7 @@ impl Dot for Plain {
 
     /// Exact when `u ≤ 128` and `|s| ≤ 127` (no i16 saturation in `vpmaddubsw`: pair sums ≤
     /// 2 · 128 · 127 = 32 512), which every caller guarantees.
+    #[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
     #[inline(always)]
     unsafe fn dpbusd(acc: __m512i, u: __m512i, s: __m512i) -> __m512i {
         // SAFETY: the caller has AVX-512 BW (this arm's features), all these intrinsics need.
@@ -252,105 +257,17 @@ impl Dot for Vnni {
     dot_entries!("avx512f,avx512bw,avx512vnni", "avx512f,avx512bw,avx512vnni,avx512vbmi", Vnni);
 }
 
-/// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`) on arm `isa`
-/// (whose f32 path is this module's): `false`, without running, if the CPU lacks its features.
-fn matmul_f32_rows_on(
-    isa: Isa,
-    m: &Matrix<'_>,
-    x: &[f32],
-    s: usize,
-    rows: Range<usize>,
-    y: &mut [f32],
-) -> bool {
-    if !isa.cpu_supports() {
-        return false;
-    }
-    assert!(x.len() >= s * m.i() && y.len() >= s * rows.len() && rows.end <= m.o());
-    // SAFETY: the arm's features (AVX-512 F and BW among them) were detected above; the shapes
-    // were asserted (every access stays within `x`, `y`, the weight rows and the local
-    // buffers).
-    unsafe { rows::f32_rows(m, x, s, rows, y) };
-    true
-}
+impl<D: Dot> Arm for Avx512<D> {
+    const ISA: Isa = D::ISA;
 
-/// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`) on arm `D`:
-/// `false`, without running, if the CPU lacks its features.
-fn matmul_q8_rows_on<D: Dot>(
-    m: &Matrix<'_>,
-    xq: &QuantizedActs<'_>,
-    rows: Range<usize>,
-    y: &mut [f32],
-) -> bool {
-    if !D::ISA.cpu_supports() {
-        return false;
-    }
-    assert!(xq.i() == m.i() && y.len() >= xq.s() * rows.len() && rows.end <= m.o() && m.has_q8());
-    // SAFETY: the arm's features were detected above; the shapes were asserted.
-    unsafe { D::q8_rows(m, xq, rows, y) };
-    true
-}
-
-/// The AVX-512 F + BW arm's entry points (`Isa::Avx512`).
-pub(crate) mod plain {
-    use core::ops::Range;
-
-    use super::{Plain, matmul_f32_rows_on, matmul_q8_rows_on};
-    use crate::isa::Isa;
-    use crate::kernels::{Matrix, QuantizedActs};
-
-    /// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`). Returns
-    /// `false`, without running, if the CPU lacks the arm's features.
-    pub(crate) fn matmul_f32_rows(
-        m: &Matrix<'_>,
-        x: &[f32],
-        s: usize,
-        rows: Range<usize>,
-        y: &mut [f32],
-    ) -> bool {
-        matmul_f32_rows_on(Isa::Avx512, m, x, s, rows, y)
+    unsafe fn f32_rows(m: &Matrix<'_>, x: &[f32], s: usize, rows: Range<usize>, y: &mut [f32]) {
+        // SAFETY: the caller's contract: the CPU has `D::ISA`'s features (AVX-512 F and BW among
+        // them, this width's f32 path, which has no dot step); the shapes.
+        unsafe { rows::f32_rows(m, x, s, rows, y) }
     }
 
-    /// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`). Returns
-    /// `false`, without running, if the CPU lacks the arm's features.
-    pub(crate) fn matmul_q8_rows(
-        m: &Matrix<'_>,
-        xq: &QuantizedActs<'_>,
-        rows: Range<usize>,
-        y: &mut [f32],
-    ) -> bool {
-        matmul_q8_rows_on::<Plain>(m, xq, rows, y)
-    }
-}
-
-/// The AVX-512 F + BW + VNNI arm's entry points (`Isa::Avx512Vnni`).
-pub(crate) mod vnni {
-    use core::ops::Range;
-
-    use super::{Vnni, matmul_f32_rows_on, matmul_q8_rows_on};
-    use crate::isa::Isa;
-    use crate::kernels::{Matrix, QuantizedActs};
-
-    /// f32-activation kernel over `rows` (layout of `crate::scalar::matmul_f32_rows`; the f32
-    /// path of [`super::plain`], which needs no VNNI instruction). Returns `false`, without
-    /// running, if the CPU lacks the arm's features.
-    pub(crate) fn matmul_f32_rows(
-        m: &Matrix<'_>,
-        x: &[f32],
-        s: usize,
-        rows: Range<usize>,
-        y: &mut [f32],
-    ) -> bool {
-        matmul_f32_rows_on(Isa::Avx512Vnni, m, x, s, rows, y)
-    }
-
-    /// int8-activation kernel over `rows` (layout of `crate::scalar::matmul_q8_rows`). Returns
-    /// `false`, without running, if the CPU lacks the arm's features.
-    pub(crate) fn matmul_q8_rows(
-        m: &Matrix<'_>,
-        xq: &QuantizedActs<'_>,
-        rows: Range<usize>,
-        y: &mut [f32],
-    ) -> bool {
-        matmul_q8_rows_on::<Vnni>(m, xq, rows, y)
+    unsafe fn q8_rows(m: &Matrix<'_>, xq: &QuantizedActs<'_>, rows: Range<usize>, y: &mut [f32]) {
+        // SAFETY: the caller's contract: the CPU has `D::ISA`'s features; the shapes.
+        unsafe { D::q8_rows(m, xq, rows, y) }
     }
 }

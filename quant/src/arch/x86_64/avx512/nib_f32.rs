@@ -60,7 +60,8 @@ pub(super) enum Kind {
 /// decode.
 ///
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_f32_rows_on`](super::matmul_f32_rows_on).
+/// Features available; shapes as asserted by [`matmul_f32_rows`](crate::arch::x86_64::matmul_f32_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn f32_tiled(
     m: &Matrix<'_>,
@@ -187,6 +188,7 @@ pub(super) const XB: usize = 16384;
 ///
 /// # Safety
 /// `out` is valid for writes of `len` floats.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn deinterleave(x: &[f32], out: *mut f32, len: usize) {
@@ -220,6 +222,7 @@ pub(super) unsafe fn deinterleave(x: &[f32], out: *mut f32, len: usize) {
 ///
 /// # Safety
 /// Features available; every `xd[k]` points at `ceil(I/32)·32` de-interleaved values.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn nib_row_f32_de<const T: usize, const MX: bool>(
@@ -327,6 +330,7 @@ pub(super) unsafe fn nib_row_f32_de<const T: usize, const MX: bool>(
 ///
 /// # Safety
 /// Features available; `p` valid for reads of 32 bytes.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn nib64_f32(p: *const u8, table: __m512) -> [__m512; 4] {
@@ -348,6 +352,7 @@ pub(super) unsafe fn nib64_f32(p: *const u8, table: __m512) -> [__m512; 4] {
 ///
 /// # Safety
 /// Features available; `p` valid for reads of 32 bytes.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn nib64_f32_de(p: *const u8, table: __m512) -> [__m512; 4] {
@@ -386,6 +391,7 @@ pub(super) fn row_scale(m: &Matrix<'_>, o: usize, g: usize) -> f32 {
 /// takes a slot on the shuffle port, which the weight decode (`vpmovzxbd`,
 /// `vpermps`) already fills (mxfp4 f32, `avx512-vnni`, Zen 5, 256 × 1024: 29.5 →
 /// 36–37 G weights/s).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) fn row_scales16(m: &Matrix<'_>, o: usize, g: usize, buf: &mut [f32; 16]) {
@@ -421,6 +427,7 @@ pub(super) fn row_scales16(m: &Matrix<'_>, o: usize, g: usize, buf: &mut [f32; 1
 ///
 /// # Safety
 /// Features available; every `xs[k]` valid for reads of `col + 64` f32.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn two_groups_f32<const T: usize>(
@@ -455,6 +462,7 @@ pub(super) fn pad<const T: usize>(v: [f32; T]) -> [f32; 4] {
 ///
 /// # Safety
 /// Features available; every `xs[k]` points at `I` values.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn nib_row_f32<const T: usize, const MX: bool>(

@@ -26,6 +26,7 @@ pub(super) struct AlignedActs(pub(super) core::mem::MaybeUninit<[i8; XA]>);
 /// # Safety
 /// Each `xp[k]`, `k < n`, is valid for reads of `ni` bytes; afterwards each is valid
 /// for `ni` bytes while `buf` lives.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline]
 pub(super) unsafe fn align_acts(xp: &mut [*const i8], n: usize, ni: usize, buf: &mut AlignedActs) {
     let stride = ni.div_ceil(64) * 64;
@@ -71,6 +72,7 @@ pub(super) fn prefetch_l2(p: *const i8) {
 
 /// Exact `Σ w·x` of 64 signed codes `w` (`|w| ≤ 128`) and 64 activations
 /// (`[−127, 127]`) added to `acc`: magnitudes times sign-moved activations.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn dot64_signed<D: Dot>(acc: __m512i, w: __m512i, x: __m512i) -> __m512i {
     // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
@@ -90,6 +92,7 @@ pub(super) unsafe fn dot64_signed<D: Dot>(acc: __m512i, w: __m512i, x: __m512i) 
 ///
 /// # Safety
 /// `w` and `x` valid for reads of `n` bytes; the arm's features available.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn dot_i8<D: Dot, const STREAM: bool>(
     w: *const i8,
@@ -137,6 +140,7 @@ pub(super) unsafe fn dot_i8<D: Dot, const STREAM: bool>(
 ///
 /// # Safety
 /// `w` and `x` valid for reads of `n` f32 (unaligned is fine); features available.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn dot_f32(w: *const f32, x: *const f32, n: usize) -> __m512 {

@@ -5,7 +5,9 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
-use super::int4_int8_q8::{q8_int4_row, q8_int8_row};
+use crate::arch::x86_64 as x86;
+
+use super::int4_int8_q8::q8_int4_row;
 use super::nib_f32::{Kind, f32_tiled};
 use super::reduce::{dot_f32, dot_i8};
 use super::small_ints::{q8_int2_row, q8_int3_g64};
@@ -46,6 +48,7 @@ pub(super) fn decode_codes(m: &Matrix<'_>, row: &[u8], c0: usize, n: usize, buf:
 
 /// Decodes columns `c0 .. c0 + n` of `row` into unscaled f32 values, returning a
 /// pointer to them (into `row` itself for f32 weights).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) fn decode_f32(
@@ -81,7 +84,7 @@ pub(super) fn decode_f32(
 }
 
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_f32_rows_on`](super::matmul_f32_rows_on).
+/// Features available; shapes as asserted by [`matmul_f32_rows`](crate::arch::x86_64::matmul_f32_rows).
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn f32_rows(
     m: &Matrix<'_>,
@@ -97,7 +100,7 @@ pub(super) unsafe fn f32_rows(
             // apply), the rest here.
             let n = if avx2_batch {
                 let r = rows.clone();
-                crate::arch::x86_64::avx2::plain::matmul_f32_small_batch(m, x, s, r, y).unwrap_or(0)
+                crate::arch::x86_64::avx2::matmul_f32_small_batch(m, x, s, r, y).unwrap_or(0)
             } else {
                 0
             };
@@ -115,7 +118,7 @@ pub(super) unsafe fn f32_rows(
             }
         }
         F32::Avx2 => {
-            if !crate::arch::x86_64::avx2::plain::matmul_f32_rows(m, x, s, rows.clone(), y) {
+            if !x86::matmul_f32_rows::<x86::Avx2<x86::avx2::Plain>>(m, x, s, rows.clone(), y) {
                 // SAFETY: the caller's contract (this module's features, the asserted shapes).
                 unsafe { f32_generic(m, x, s, rows, y) }
             }
@@ -131,7 +134,8 @@ pub(super) unsafe fn f32_rows(
 /// [`ST`] activation rows; per group segment a 512-bit FMA dot product.
 ///
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_f32_rows_on`](super::matmul_f32_rows_on).
+/// Features available; shapes as asserted by [`matmul_f32_rows`](crate::arch::x86_64::matmul_f32_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "one bounds argument")]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn f32_generic(
     m: &Matrix<'_>,
@@ -191,7 +195,8 @@ pub(super) unsafe fn f32_generic(
 }
 
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// Features available; shapes as asserted by [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_rows<D: Dot>(
     m: &Matrix<'_>,
@@ -205,17 +210,22 @@ pub(super) unsafe fn q8_rows<D: Dot>(
     unsafe {
         match dispatch::q8(Width::Avx512, m, xq.s()) {
             Q8::Avx2Bands => {
-                if !crate::arch::x86_64::avx2::plain::matmul_q8_rows(m, xq, rows.clone(), y) {
+                if !x86::matmul_q8_rows::<x86::Avx2<x86::avx2::Plain>>(m, xq, rows.clone(), y) {
                     // Without AVX2 (never with AVX-512 in practice): this arm's kernels.
                     if m.format() == Format::Int4Row {
                         q8_int4_row::<D>(m, xq, rows, y);
                     } else {
-                        q8_int8_row::<D>(m, xq, rows, y);
+                        crate::arch::x86_64::bands::q8_int8_row::<crate::arch::x86_64::Avx512<D>, 64>(
+                            m, xq, rows, y,
+                        );
                     }
                 }
             }
             Q8::Int4Row => q8_int4_row::<D>(m, xq, rows, y),
-            Q8::Int8Row => q8_int8_row::<D>(m, xq, rows, y),
+            Q8::Int8Row => crate::arch::x86_64::bands::q8_int8_row::<
+                crate::arch::x86_64::Avx512<D>,
+                64,
+            >(m, xq, rows, y),
             // The table chose these for I ≤ PLANE_COLS = XA only.
             Q8::Int2Planes => q8_int2_row::<D>(m, xq, rows, y),
             Q8::Int3Planes => q8_int3_g64::<D>(m, xq, rows, y),
@@ -243,7 +253,8 @@ pub(super) unsafe fn q8_rows<D: Dot>(
 /// by up to [`ST`] activation rows; exact dot products per group segment.
 ///
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on).
+/// Features available; shapes as asserted by [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_generic<D: Dot>(
     m: &Matrix<'_>,

@@ -19,8 +19,9 @@ use crate::kernels::{Matrix, QuantizedActs, Scales};
 /// path. Weight rows are read once per activation row.
 ///
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on); `I ≤
+/// Features available; shapes as asserted by [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows); `I ≤
 /// XA`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int2_row<D: Dot>(
     m: &Matrix<'_>,
@@ -92,6 +93,7 @@ pub(super) unsafe fn q8_int2_row<D: Dot>(
 ///
 /// # Safety
 /// `base` valid for writes of `256 · ceil(I/256)` bytes (`I = q.len()`).
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 pub(super) unsafe fn crumb_planes(q: &[i8], base: *mut i8) {
     for j in 0..q.len().div_ceil(256) {
         for k in 0..4 {
@@ -115,8 +117,9 @@ pub(super) unsafe fn crumb_planes(q: &[i8], base: *mut i8) {
 /// s`, then `acc · sx`). A last step of fewer than four groups reads a zero-padded copy.
 ///
 /// # Safety
-/// Features available; shapes as asserted by [`matmul_q8_rows_on`](super::matmul_q8_rows_on); `I ≤
+/// Features available; shapes as asserted by [`matmul_q8_rows`](crate::arch::x86_64::matmul_q8_rows); `I ≤
 /// XA`.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn q8_int3_g64<D: Dot>(
     m: &Matrix<'_>,
@@ -187,6 +190,7 @@ pub(super) unsafe fn q8_int3_g64<D: Dot>(
 ///
 /// # Safety
 /// `w` valid for reads of 96 bytes; `p` 64-byte aligned and valid for 256.
+#[expect(clippy::multiple_unsafe_ops_per_block, reason = "intrinsics of an inlined body")]
 #[inline(always)]
 pub(super) unsafe fn int3_quad<D: Dot>(w: *const u8, p: *const i8) -> [i32; 4] {
     // SAFETY: the caller runs with `D`'s CPU features (a `Dot` entry point, into which
