@@ -855,9 +855,10 @@ mod tests {
                     // SAFETY: NEON is a target feature of this build.
                     let v = unsafe { small_codes32(&m, row, col) };
                     let mut out = [0i8; 32];
-                    // SAFETY: as above.
+                    // SAFETY: NEON is a target feature of this build; the store writes the
+                    // 16 bytes of the array reference `arr_mut` took from `out`.
                     unsafe { st_s8(arr_mut(&mut out, 0), v[0]) };
-                    // SAFETY: as above.
+                    // SAFETY: NEON is a target feature of this build; 16 bytes at 16 of `out`.
                     unsafe { st_s8(arr_mut(&mut out, 16), v[1]) };
                     assert_eq!(out[..], want[col..col + 32], "{format:?} row {o} block {col}");
                 }

@@ -161,11 +161,11 @@ fn bytes64(table: &[u32; 16]) -> uint8x16x4_t {
     }
     // SAFETY: `b` has 64 bytes; each of the four loads reads 16 at offset 0, 16, 32 or 48.
     let q0 = unsafe { vld1q_u8(b.as_ptr()) };
-    // SAFETY: as above.
+    // SAFETY: 16 bytes at offset 16 of the 64-byte `b`.
     let q1 = unsafe { vld1q_u8(b.as_ptr().wrapping_add(16)) };
-    // SAFETY: as above.
+    // SAFETY: 16 bytes at offset 32 of the 64-byte `b`.
     let q2 = unsafe { vld1q_u8(b.as_ptr().wrapping_add(32)) };
-    // SAFETY: as above.
+    // SAFETY: 16 bytes at offset 48 of the 64-byte `b`.
     let q3 = unsafe { vld1q_u8(b.as_ptr().wrapping_add(48)) };
     uint8x16x4_t(q0, q1, q2, q3)
 }

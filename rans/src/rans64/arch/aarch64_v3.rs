@@ -169,7 +169,8 @@ fn ways_block<const G: usize>(
         }
         let dst = &mut round[V3_WAY_LANES * w0..V3_WAY_LANES * (w0 + G)];
         for (g, d) in dst.chunks_exact_mut(V3_WAY_LANES).enumerate() {
-            // SAFETY: as above: at least 64 − 32 = 32 unread bytes after the low step.
+            // SAFETY: the round started with at least 64 unread bytes in each way and the low step
+            // consumed at most 32, so at least 32 are left; this step needs 32.
             let high = unsafe { step(t, &mut x[g], ways[g], &mut o[g]) };
             // Low nibble from the first step, high nibble from the second (symbols < 16).
             let (d0, d1) = d.split_at_mut(16);

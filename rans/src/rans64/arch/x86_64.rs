@@ -137,7 +137,7 @@ fn expand_epi32(m: core::arch::x86_64::__mmask16, v: __m512i) -> __m512i {
                 next += 1;
             }
         }
-        // SAFETY: as above.
+        // SAFETY: `dst` is 16 u32 = 64 bytes, one unaligned 512-bit load.
         unsafe { _mm512_loadu_si512(dst.as_ptr().cast()) }
     }
 }
@@ -626,7 +626,7 @@ fn refill256(x: __m256i, way: &[u8], off: &mut usize) -> __m256i {
     let row = &REFILL8.0[bits];
     // SAFETY: a row is 64 bytes: two 32-byte loads at offsets 0 and 32.
     let place = unsafe { _mm256_loadu_si256(row.as_ptr().cast()) };
-    // SAFETY: as above.
+    // SAFETY: the second 32-byte half of the 64-byte row (offset 32).
     let lift = unsafe { _mm256_loadu_si256(row.as_ptr().wrapping_add(32).cast()) };
     *off += 2 * bits.count_ones() as usize;
     _mm256_or_si256(_mm256_shuffle_epi8(x, lift), _mm256_shuffle_epi8(words, place))
@@ -735,7 +735,7 @@ mod tests {
         let (mut e, mut y) = ([0u32; 16], [0u32; 16]);
         // SAFETY: 16 u32 = 64 bytes, one unaligned 512-bit store.
         unsafe { _mm512_storeu_si512(e.as_mut_ptr().cast(), ev) };
-        // SAFETY: as above.
+        // SAFETY: `y` is 16 u32 = 64 bytes, one unaligned 512-bit store.
         unsafe { _mm512_storeu_si512(y.as_mut_ptr().cast(), yv) };
         (e, y)
     }
@@ -747,7 +747,7 @@ mod tests {
         let x = unsafe { _mm512_loadu_si512(lanes.as_ptr().cast()) };
         let mut got = [0u32; 16];
         let y = refill512(x, way, off);
-        // SAFETY: as above, a store.
+        // SAFETY: `got` is 16 u32 = 64 bytes, one unaligned 512-bit store.
         unsafe { _mm512_storeu_si512(got.as_mut_ptr().cast(), y) };
         got
     }
@@ -759,7 +759,7 @@ mod tests {
         let x = unsafe { _mm512_loadu_si512(lanes.as_ptr().cast()) };
         let mut got = [0u32; 16];
         let y = refill512_vbmi(x, way, off);
-        // SAFETY: as above, a store.
+        // SAFETY: `got` is 16 u32 = 64 bytes, one unaligned 512-bit store.
         unsafe { _mm512_storeu_si512(got.as_mut_ptr().cast(), y) };
         got
     }
@@ -820,7 +820,8 @@ mod tests {
                     // reads 32 bytes at `off ≤ 64` of the way's 96.
                     unsafe { refill_lanes_vbmi(&lanes, &way, &mut off) }
                 } else {
-                    // SAFETY: as above.
+                    // SAFETY: the CPU has the arm's features (checked above); the refill reads 32
+                    // bytes at `off ≤ 64` of the way's 96.
                     unsafe { refill_lanes(&lanes, &way, &mut off) }
                 };
                 assert_eq!(

@@ -282,7 +282,7 @@ mod tests {
         );
         let q = _mm256_cvttps_epi32(_mm256_mul_ps(sf, _mm256_set1_ps(biased_reciprocal(f))));
         let mut out = [0u32; 8];
-        // SAFETY: as above.
+        // SAFETY: `out` is 8 u32 = 32 bytes, one unaligned 256-bit store.
         unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), q) };
         out
     }

@@ -309,7 +309,8 @@ pub(super) unsafe fn f32_int4_multi<const T: usize>(
         let v = unsafe { int4_split_codes(w) };
         for (q, vq) in v.into_iter().enumerate() {
             for (k, a) in acc.iter_mut().enumerate() {
-                // SAFETY: as above.
+                // SAFETY: xp points at 4 · T · 8 activations (callers) and
+                // (q·T + k)·8 + 8 ≤ 4·T·8 for q < 4, k < T.
                 let xv = unsafe { _mm256_loadu_ps(xp.add((q * T + k) * 8)) };
                 let c = q % (8 / T);
                 a[c] = _mm256_fmadd_ps(vq, xv, a[c]);
@@ -366,7 +367,8 @@ pub(super) unsafe fn fp8_multi_block<const T: usize>(
         let d = decode(w.wrapping_add(32 * j));
         for (p, dp) in d.into_iter().enumerate() {
             for (k, a) in acc.iter_mut().enumerate() {
-                // SAFETY: as above.
+                // SAFETY: xp points at 16 · T · 8 activations (callers: one 128-column
+                // block of T rows) and ((4j + p)·T + k)·8 + 8 ≤ 16·T·8 for j, p < 4, k < T.
                 let xv = unsafe { _mm256_loadu_ps(xp.add(((4 * j + p) * T + k) * 8)) };
                 let c = p % (8 / T);
                 a[c] = _mm256_fmadd_ps(dp, xv, a[c]);
@@ -420,7 +422,7 @@ pub(super) unsafe fn f32_fp8_multi<const T: usize>(
             // the buffer's block g − g0 holds 128 · T values.
             let mut wt = [0u8; 128];
             let (w, nan) = if g < full {
-                // SAFETY: as above.
+                // SAFETY: g < full, so 128·g + 128 ≤ the row's length.
                 let w = unsafe { row.as_ptr().add(128 * g) };
                 // SAFETY: 128 bytes at w.
                 (w, probe && unsafe { band_has_nan([w]) })
@@ -428,7 +430,9 @@ pub(super) unsafe fn f32_fp8_multi<const T: usize>(
                 wt[..ni - 128 * full].copy_from_slice(&row[128 * full..]);
                 (wt.as_ptr(), true)
             };
-            // SAFETY: as above; each decode reads the 32 bytes at its p.
+            // SAFETY: w points at 128 readable bytes (the row's block g, or the copy wt)
+            // and xp at the buffer's block g − g0 of 128 · T values; each decode reads the
+            // 32 bytes at its p.
             let part = unsafe {
                 match (bits, nan) {
                     (true, true) => fp8_multi_block::<T>(w, xp, |p| fp8x32_bits::<true>(p)),

@@ -112,7 +112,8 @@ pub(super) unsafe fn f32_int4_band8(m: &Matrix<'_>, x: &[f32], rows: Range<usize
                     _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(16 * b).cast());
                 }
             }
-            // SAFETY: as above.
+            // SAFETY: b < blocks, so 32 activations start at 32·b of xep (of xeo's split
+            // halves when `whole`); loadu has no alignment need.
             let xv = unsafe {
                 if whole {
                     let p = xep.add(32 * b);
@@ -331,7 +332,7 @@ pub(super) unsafe fn int8_band8_f32<const STREAM: bool>(
             // SAFETY: xb points at 32 values, each w[r] at 32 bytes (callers).
             let xq = unsafe { _mm256_loadu_ps(xb.add(8 * q)) };
             for r in 0..8 {
-                // SAFETY: as above.
+                // SAFETY: w[r] points at 32 bytes (callers) and 8·q + 8 ≤ 32.
                 let b = unsafe { _mm_loadl_epi64(w[r].add(8 * q).cast()) };
                 let v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
                 acc[r] = _mm256_fmadd_ps(v, xq, acc[r]);

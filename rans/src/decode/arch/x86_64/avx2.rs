@@ -240,7 +240,8 @@ unsafe fn kernel<const V: usize>(
     for v in 0..V {
         // SAFETY: lanes 8v..8v+8 of a 32-lane array (v < V ≤ 4); loadu has no alignment need.
         xv[v] = unsafe { _mm256_loadu_si256(xs[8 * v..].as_ptr().cast()) };
-        // SAFETY: as above.
+        // SAFETY: lanes 8v..8v+8 of the 32-lane `qs` (v < V ≤ 4); loadu has no alignment
+        // need.
         qv[v] = unsafe { _mm256_loadu_si256(qs[8 * v..].as_ptr().cast()) };
     }
     // SAFETY: the array has 16 u32; lanes 0..8.
@@ -364,7 +365,7 @@ unsafe fn kernel<const V: usize>(
     for v in 0..V {
         // SAFETY: lanes 8v..8v+8 of a 32-lane array; storeu has no alignment need.
         unsafe { _mm256_storeu_si256(xs[8 * v..].as_mut_ptr().cast(), xv[v]) };
-        // SAFETY: as above.
+        // SAFETY: lanes 8v..8v+8 of the 32-lane `qs`; storeu has no alignment need.
         unsafe { _mm256_storeu_si256(qs[8 * v..].as_mut_ptr().cast(), qv[v]) };
     }
 }

@@ -351,17 +351,20 @@ fn group<const P: usize, const VBMI: bool>(
             }
         }
         if VBMI {
+            // Every arm's call has one contract: `rounds_vbmi` checked `vbmi_detected()`, so
+            // the CPU runs AVX-512 F/BW/VBMI/VBMI2/CD; the stream and output bounds are those
+            // stated for `kernel` below (`safe` lanes, `o`'s length); `AHEAD` only picks
+            // how many bucket compares the kernel makes.
             match k.buckets.map(|b| b.ahead) {
-                // SAFETY: `rounds_vbmi` checked `vbmi_detected()`, so the CPU runs AVX-512
-                // F/BW/VBMI/VBMI2/CD; the rest as for `kernel` below.
+                // SAFETY: the contract above, one bucket compare.
                 Some(1) => unsafe { kernel_vbmi::<P, 1>(k, xs, qs, o, half, g / 2, r) },
-                // SAFETY: as above.
+                // SAFETY: the contract above, two bucket compares.
                 Some(2) => unsafe { kernel_vbmi::<P, 2>(k, xs, qs, o, half, g / 2, r) },
-                // SAFETY: as above.
+                // SAFETY: the contract above, three bucket compares.
                 Some(3) => unsafe { kernel_vbmi::<P, 3>(k, xs, qs, o, half, g / 2, r) },
-                // SAFETY: as above.
+                // SAFETY: the contract above, four bucket compares.
                 Some(_) => unsafe { kernel_vbmi::<P, 4>(k, xs, qs, o, half, g / 2, r) },
-                // SAFETY: as above.
+                // SAFETY: the contract above, no bucket table.
                 None => unsafe { kernel_vbmi::<P, 0>(k, xs, qs, o, half, g / 2, r) },
             }
         } else {
@@ -481,7 +484,8 @@ unsafe fn kernel<const P: usize>(
             // bytes per lane, less 2 per earlier round at most), q ≥ 2 since pos ≥ 4, and
             // q < 2^31: every 4-byte read lies inside `k.data`.
             let wlo = unsafe { _mm256_i32gather_epi32::<1>(data, qlo) };
-            // SAFETY: as above.
+            // SAFETY: the same bound for the high eight lanes of q: every 4-byte read lies inside
+            // `k.data`.
             let whi = unsafe { _mm256_i32gather_epi32::<1>(data, qhi) };
             let w = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(wlo), whi);
             let w = _mm512_shuffle_epi8(w, be_top);
@@ -528,7 +532,7 @@ unsafe fn kernel_vbmi<const P: usize, const AHEAD: usize>(
     // big-endian in two vectors, `hi` (the next 4 bytes) and `lo` (the 4 after them).
     // SAFETY: (both) 64-byte tables; loadu has no alignment need.
     let window_hi = unsafe { _mm512_loadu_si512(WINDOW_HI.as_ptr().cast()) };
-    // SAFETY: as above.
+    // SAFETY: `WINDOW_LO` is a 64-byte table; loadu has no alignment need.
     let window_lo = unsafe { _mm512_loadu_si512(WINDOW_LO.as_ptr().cast()) };
     let base = data.cast::<u8>().wrapping_add(2).cast::<i64>();
     let mut round = 0;
@@ -542,7 +546,8 @@ unsafe fn kernel_vbmi<const P: usize, const AHEAD: usize>(
             // 2·r bytes per lane, less 2 per earlier round at most, with four rounds left), and
             // q + 2 < 2^31: every 8-byte read lies inside `k.data`.
             let a = unsafe { _mm512_i32gather_epi64::<1>(qa, base) };
-            // SAFETY: as above.
+            // SAFETY: the same bound for the high eight lanes of q: every 8-byte read lies inside
+            // `k.data`.
             let b = unsafe { _mm512_i32gather_epi64::<1>(qb, base) };
             hi[v] = _mm512_permutex2var_epi8(a, window_hi, b);
             lo[v] = _mm512_permutex2var_epi8(a, window_lo, b);
@@ -601,7 +606,8 @@ fn load_lanes<const P: usize>(
         // SAFETY: lanes 16v..16v+16 of a 32·WIDE-lane array (v < 2P ≤ 2·WIDE); loadu has no
         // alignment need.
         xv[v] = unsafe { _mm512_loadu_si512(xs[16 * v..].as_ptr().cast()) };
-        // SAFETY: as above.
+        // SAFETY: lanes 16v..16v+16 of the 32·WIDE-lane `qs` (v < 2P ≤ 2·WIDE); loadu has no
+        // alignment need.
         qv[v] = unsafe { _mm512_loadu_si512(qs[16 * v..].as_ptr().cast()) };
     }
     (xv, qv)
@@ -619,7 +625,7 @@ fn store_lanes<const P: usize>(
     for v in 0..2 * P {
         // SAFETY: lanes 16v..16v+16 of a 32·WIDE-lane array; storeu has no alignment need.
         unsafe { _mm512_storeu_si512(xs[16 * v..].as_mut_ptr().cast(), xv[v]) };
-        // SAFETY: as above.
+        // SAFETY: lanes 16v..16v+16 of the 32·WIDE-lane `qs`; storeu has no alignment need.
         unsafe { _mm512_storeu_si512(qs[16 * v..].as_mut_ptr().cast(), qv[v]) };
     }
 }
@@ -641,7 +647,7 @@ impl Step {
     fn load(k: &Kernel<'_>) -> Step {
         // SAFETY: `freq` is 16 u32; loadu has no alignment need.
         let freq = unsafe { _mm512_loadu_si512(k.freq.as_ptr().cast()) };
-        // SAFETY: as above, `start`.
+        // SAFETY: `start` is 16 u32; loadu has no alignment need.
         let start = unsafe { _mm512_loadu_si512(k.start.as_ptr().cast()) };
         Step {
             freq,
