@@ -43,7 +43,7 @@ fn case(o: usize, i: usize, seed: u64, raw: bool, shift: u8) -> Case {
     let scales: Vec<f32> = (0..o).map(|_| rng.random_range(0.001f32..0.05)).collect();
     let mut blob = vec![0u8; rans64::max_encoded_len(codes.len(), shift)];
     // Even seeds: the version the encoder writes (3); odd seeds: version 2.
-    let n = if seed % 2 == 0 {
+    let n = if seed.is_multiple_of(2) {
         rans64::encode_into(&codes, shift, &mut blob).unwrap()
     } else {
         rans64::encode_v2_into(&codes, shift, &mut blob).unwrap()

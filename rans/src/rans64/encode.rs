@@ -41,8 +41,8 @@ impl Arm {
         cached_selftest(&SELFTEST, || encode_selftest(self), self, "encoder")
     }
 
-    /// The fastest arm that can encode version 2 here ([`encode_v2_into`] uses it): AVX2 where it runs,
-    /// else scalar.
+    /// The fastest arm that can encode version 2 here ([`encode_v2_into`] uses it): AVX2
+    /// where it runs, else scalar.
     pub fn best_encoder() -> Arm {
         if Arm::Avx2.can_encode() { Arm::Avx2 } else { Arm::Scalar }
     }
@@ -60,17 +60,19 @@ fn encode_selftest(arm: Arm) -> bool {
     }
 }
 
-/// The largest blob [`encode_into`] (any version) can produce for `n` packed bytes: header, index, chunk
-/// checks, and at most the raw bytes for every chunk.
+/// The largest blob an encoder of any version ([`encode_into`], [`encode_v2_into`]) can
+/// produce for `n` packed bytes: header, index, chunk checks, and at most the raw bytes for
+/// every chunk.
 pub fn max_encoded_len(n: usize, chunk_shift: u8) -> usize {
     let shift = chunk_shift.clamp(MIN_CHUNK_SHIFT, MAX_CHUNK_SHIFT);
     HEADER_LEN + 12 * n.div_ceil(1usize << shift) + n
 }
 
-/// Encodes packed int4 bytes as an `int4-rans64-t1` blob of the [`DEFAULT_VERSION`]
-/// (version 3, [`encode_v3_into`](super::encode_v3_into)) into `dst` (at least
-/// [`max_encoded_len`] bytes); returns the blob length. Deterministic: the output depends
-/// only on `src` and `chunk_shift`.
+/// Encodes packed int4 bytes as an `int4-rans64-t1` blob of the
+/// [`DEFAULT_VERSION`](super::DEFAULT_VERSION) (version 3,
+/// [`encode_v3_into`](super::encode_v3_into)) into `dst` (at least [`max_encoded_len`]
+/// bytes); returns the blob length. Deterministic: the output depends only on `src` and
+/// `chunk_shift`.
 pub fn encode_into(src: &[u8], chunk_shift: u8, dst: &mut [u8]) -> Result<usize, EncodeError> {
     const { assert!(super::DEFAULT_VERSION == super::VERSION_3) };
     super::encode_v3_into(src, chunk_shift, dst)
