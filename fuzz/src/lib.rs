@@ -182,11 +182,12 @@ pub fn le_u32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
-/// Rewrites the chunk checks of a version-2 `int4-rans64-t1` blob from its (possibly damaged)
-/// header and index, where they are still in the blob, so that damage to a chunk reaches the
-/// head parser, the decoders and the seal instead of stopping at `E_CHECKSUM`.
+/// Rewrites the chunk checks of a version-2 or version-3 `int4-rans64-t1` blob (the same index
+/// and check layout) from its (possibly damaged) header and index, where they are still in the
+/// blob, so that damage to a chunk reaches the head parser, the decoders and the seal instead
+/// of stopping at `E_CHECKSUM`.
 pub fn reseal_rans64(b: &mut [u8]) {
-    if b.len() < rans64::HEADER_LEN || b[4] != rans64::VERSION {
+    if b.len() < rans64::HEADER_LEN || (b[4] != rans64::VERSION_2 && b[4] != rans64::VERSION_3) {
         return;
     }
     let n = u64::from_le_bytes(b[8..16].try_into().expect("8 bytes"));
