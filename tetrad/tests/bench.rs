@@ -37,6 +37,12 @@ fn json_schema_of_all() {
                 }
                 "gnib_per_s"
             }
+            // The headline's pair, timed alternately.
+            "paired" => {
+                assert!(r["zstd"].is_string() && r["version"].is_u64(), "{r}");
+                assert!(r["zstd_gnib_per_s"].as_f64().unwrap() > 0.0, "{r}");
+                "gnib_per_s"
+            }
             "read_bandwidth" => "gbytes_per_s",
             "kernel" => {
                 assert!(r["format"].is_string() && r["batch"].is_u64(), "{r}");
@@ -123,6 +129,13 @@ fn json_schema_of_all() {
     assert_eq!(h["smallest_zstd"]["compressed_bytes"].as_u64(), smallest, "{h}");
     let ratio = h["fastest_zstd"]["speed_ratio"].as_f64().unwrap();
     let want_ratio = h["gnib_per_s"].as_f64().unwrap() / fastest["gnib_per_s"].as_f64().unwrap();
+    assert!((ratio - want_ratio).abs() <= 1e-9 * want_ratio, "{h}");
+    // The same pair timed alternately: the headline's arm against the fastest zstd frame.
+    let p = &h["paired"];
+    assert_eq!(p["zstd"], fastest["zstd"], "{h}");
+    assert_eq!(p["arm"], h["arm"], "{h}");
+    let ratio = p["speed_ratio"].as_f64().unwrap();
+    let want_ratio = p["gnib_per_s"].as_f64().unwrap() / p["zstd_gnib_per_s"].as_f64().unwrap();
     assert!((ratio - want_ratio).abs() <= 1e-9 * want_ratio, "{h}");
 }
 

@@ -366,6 +366,7 @@ fn codecs(
         rans64::DEFAULT_VERSION,
     ));
     decode_rows(&rblob[..rlen], rans64::DEFAULT_VERSION, out)?;
+    let blob3 = rblob[..rlen].to_vec();
     // Version 2: every arm that has an encode kernel here (scalar, AVX2), or only the forced
     // one when it has; they write the same bytes.
     let encode_arms: Vec<rans64::Arm> = match forced.arm64 {
@@ -394,7 +395,74 @@ fn codecs(
         out.push(tagged(base("encode", rans64::FORMAT_NAME, a.name(), t, rlen), rans64::VERSION_2));
     }
     decode_rows(&rblob[..rlen], rans64::VERSION_2, out)?;
-    zstd_reference(&data, runs, &base, out)?;
+    let frames = zstd_reference(&data, runs, &base, out)?;
+    paired_with_zstd(&data, runs, &blob3, &frames, out)
+}
+
+/// The headline's pair timed alternately: the fastest decode arm of the version the encoder
+/// writes and the zstd frame that decoded fastest, one timed run of each per round with the
+/// order swapped every round, so a slow spell of the machine falls on both; a `"paired"`
+/// record with both medians and their ratio (nothing when either is missing).
+fn paired_with_zstd(
+    data: &[u8],
+    runs: u32,
+    blob: &[u8],
+    frames: &[(&'static str, Vec<u8>)],
+    out: &mut Vec<Value>,
+) -> Result<(), Refusal> {
+    use tetrad_rans::rans64;
+    let speed = |r: &&Value| r["gnib_per_s"].as_f64().unwrap_or(0.0);
+    let ours = out
+        .iter()
+        .filter(|r| r["what"] == "decode" && r["codec"] == rans64::FORMAT_NAME)
+        .filter(|r| r["version"] == rans64::DEFAULT_VERSION)
+        .max_by(|a, b| speed(a).total_cmp(&speed(b)))
+        .and_then(|r| rans64::Arm::from_name(r["arm"].as_str()?));
+    let zstd = out
+        .iter()
+        .filter(|r| r["what"] == "decode" && r["codec"] == "zstd")
+        .max_by(|a, b| speed(a).total_cmp(&speed(b)))
+        .and_then(|r| frames.iter().find(|(name, _)| r["zstd"] == *name));
+    let (Some(arm), Some((name, frame))) = (ours, zstd) else { return Ok(()) };
+    let n = data.len();
+    let mut back = vec![0u8; n];
+    let mut ok = true;
+    let ours_once = |back: &mut [u8]| -> Result<f64, Refusal> {
+        let s = Instant::now();
+        rans64::decode_with(arm, blob, back).map_err(|e| Refusal::of(&e, e.to_string()))?;
+        Ok(s.elapsed().as_secs_f64())
+    };
+    let zstd_once = |back: &mut [u8], ok: &mut bool| {
+        let s = Instant::now();
+        *ok &= zstd::bulk::decompress_to_buffer(frame, back).is_ok_and(|m| m == n);
+        s.elapsed().as_secs_f64()
+    };
+    // One untimed run of each, then `runs` rounds.
+    ours_once(&mut back)?;
+    zstd_once(&mut back, &mut ok);
+    let (mut ta, mut tz) = (Vec::new(), Vec::new());
+    for round in 0..runs {
+        if round % 2 == 0 {
+            ta.push(ours_once(&mut back)?);
+            tz.push(zstd_once(&mut back, &mut ok));
+        } else {
+            tz.push(zstd_once(&mut back, &mut ok));
+            ta.push(ours_once(&mut back)?);
+        }
+    }
+    if !ok || back != data {
+        return Err(Refusal::new(Class::Roundtrip, format!("zstd {name} decode differs")));
+    }
+    let median = |mut t: Vec<f64>| {
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    };
+    let (a, z) = (gnib(n, median(ta)), gnib(n, median(tz)));
+    out.push(json!({"what": "paired", "codec": rans64::FORMAT_NAME,
+                    "version": rans64::DEFAULT_VERSION, "arm": arm.name(), "threads": 1,
+                    "zstd": name,
+                    "gnib_per_s": a, "zstd_gnib_per_s": z, "speed_ratio": a / z,
+                    "runs": runs, "bytes": n}));
     Ok(())
 }
 
@@ -423,9 +491,10 @@ fn zstd_reference(
     runs: u32,
     base: &dyn Fn(&str, &str, &str, f64, usize) -> Value,
     out: &mut Vec<Value>,
-) -> Result<(), Refusal> {
+) -> Result<Vec<(&'static str, Vec<u8>)>, Refusal> {
     let n = data.len();
     let io = |e: std::io::Error| Refusal::new(Class::Zstd, e.to_string());
+    let mut frames = Vec::new();
     let mut back = vec![0u8; n];
     for (name, level, long) in ZSTD_FRAMES {
         let compress = || -> std::io::Result<Vec<u8>> {
@@ -459,8 +528,9 @@ fn zstd_reference(
         r["level"] = json!(level);
         r["zstd"] = json!(name);
         out.push(r);
+        frames.push((name, z));
     }
-    Ok(())
+    Ok(frames)
 }
 
 /// The headline comparison of the codecs group: the fastest `int4-rans64-t1` decode of the
@@ -482,7 +552,13 @@ fn zstd_headline(results: &[Value]) -> Option<Value> {
                "compressed_bytes": z["compressed_bytes"],
                "speed_ratio": speed(ours) / speed(z), "size_ratio": size(ours) / size(z)})
     };
-    Some(json!({"codec": tetrad_rans::rans64::FORMAT_NAME, "version": ours["version"],
+    let paired = results.iter().find(|r| r["what"] == "paired").map(|p| {
+        json!({"zstd": p["zstd"], "arm": p["arm"], "gnib_per_s": p["gnib_per_s"],
+               "zstd_gnib_per_s": p["zstd_gnib_per_s"], "speed_ratio": p["speed_ratio"],
+               "runs": p["runs"]})
+    });
+    Some(json!({"paired": paired,
+                "codec": tetrad_rans::rans64::FORMAT_NAME, "version": ours["version"],
                 "arm": ours["arm"],
                 "gnib_per_s": ours["gnib_per_s"], "compressed_bytes": ours["compressed_bytes"],
                 "libzstd": libzstd_version(),
@@ -976,6 +1052,9 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     );
     for r in v["results"].as_array().into_iter().flatten() {
         let what = r["what"].as_str().unwrap_or("");
+        if what == "paired" {
+            continue; // printed with the headline
+        }
         let name = r["codec"].as_str().or(r["format"].as_str()).unwrap_or("memory");
         let level = r
             .get("zstd")
@@ -1049,6 +1128,22 @@ pub fn run(args: &BenchArgs) -> ExitCode {
         };
         line("headline", &h["fastest_zstd"]);
         line("vs smallest", &h["smallest_zstd"]);
+        let p = &h["paired"];
+        if !p.is_null() {
+            println!(
+                "{:>14}: {} v{} [{}] {:.3} G nibbles/s and zstd -d on the {} frame {:.3} G \
+                 nibbles/s, timed alternately ({} rounds): {:.2} x",
+                "paired",
+                h["codec"].as_str().unwrap_or(""),
+                h["version"],
+                p["arm"].as_str().unwrap_or(""),
+                p["gnib_per_s"].as_f64().unwrap_or(0.0),
+                p["zstd"].as_str().unwrap_or(""),
+                p["zstd_gnib_per_s"].as_f64().unwrap_or(0.0),
+                p["runs"],
+                p["speed_ratio"].as_f64().unwrap_or(0.0)
+            );
+        }
     }
     for u in v["unavailable"].as_array().into_iter().flatten() {
         println!(
