@@ -106,9 +106,23 @@ fn encode_blob(
     chunk_shift: u8,
     dst: &mut [u8],
 ) -> Result<usize, EncodeError> {
+    write_blob(VERSION_2, src, chunk_shift, dst, |raw, region| encode_chunk(arm, raw, region))
+}
+
+/// The blob framing both versions share: the argument checks, the header, then chunk by chunk
+/// the coded bytes (`code_chunk` writes a chunk into a region of its raw length, or `None`
+/// when coding would not shrink it, and the chunk is stored raw), its index entry and its
+/// check. Returns the blob length.
+pub(super) fn write_blob(
+    version: u8,
+    src: &[u8],
+    chunk_shift: u8,
+    dst: &mut [u8],
+    mut code_chunk: impl FnMut(&[u8], &mut [u8]) -> Option<usize>,
+) -> Result<usize, EncodeError> {
     check_chunk_shift_and_room(src.len(), chunk_shift, dst.len())?;
     dst[..4].copy_from_slice(&MAGIC);
-    dst[4] = VERSION_2;
+    dst[4] = version;
     dst[5] = chunk_shift;
     dst[6..8].fill(0);
     dst[8..16].copy_from_slice(&(src.len() as u64).to_le_bytes());
@@ -118,7 +132,7 @@ fn encode_blob(
     let mut pos = checks + 8 * n_chunks;
     for (c, raw) in src.chunks(chunk).enumerate() {
         let region = &mut dst[pos..pos + raw.len()];
-        let stored = match encode_chunk(arm, raw, region) {
+        let stored = match code_chunk(raw, region) {
             Some(n) => n,
             None => {
                 region.copy_from_slice(raw);
@@ -137,7 +151,7 @@ fn encode_blob(
 
 /// The encoders' argument checks, in order: the chunk shift, the input size, the room in
 /// `dst` ([`max_encoded_len`]).
-pub(super) fn check_chunk_shift_and_room(
+fn check_chunk_shift_and_room(
     n: usize,
     chunk_shift: u8,
     dst_len: usize,

@@ -11,10 +11,9 @@
 //! `x = (x div f) << 8 + slot(s, x mod f)`, back in `[2^8, 2^16)`. The division is a
 //! multiplication by a 24-bit reciprocal, exact for these operands (`EncodeModel3::sym`).
 
-use super::encode::{check_chunk_shift_and_room, nibble_histogram};
+use super::encode::{nibble_histogram, write_blob};
 use super::model3::{EncodeModel3, normalize3};
-use super::{EncodeError, HEADER_LEN, MAGIC, V3_CHUNK_HEAD_LEN, V3_LANES, V3_RANS_L};
-use super::{V3_WAY_LANES, VERSION_3, WAYS, chunk_check};
+use super::{EncodeError, V3_CHUNK_HEAD_LEN, V3_LANES, V3_RANS_L, V3_WAY_LANES, VERSION_3, WAYS};
 
 /// Encodes packed int4 bytes as a version-3 `int4-rans64-t1` blob into `dst` (at least
 /// [`max_encoded_len`](super::max_encoded_len) bytes); returns the blob length.
@@ -25,33 +24,7 @@ use super::{V3_WAY_LANES, VERSION_3, WAYS, chunk_check};
 /// every table lookup one byte shuffle, for blobs about 0.3–1 % larger than version 2's (the
 /// coarser model and the shorter states; `tetrad bench codecs` reports both).
 pub fn encode_v3_into(src: &[u8], chunk_shift: u8, dst: &mut [u8]) -> Result<usize, EncodeError> {
-    check_chunk_shift_and_room(src.len(), chunk_shift, dst.len())?;
-    dst[..4].copy_from_slice(&MAGIC);
-    dst[4] = VERSION_3;
-    dst[5] = chunk_shift;
-    dst[6..8].fill(0);
-    dst[8..16].copy_from_slice(&(src.len() as u64).to_le_bytes());
-    let chunk = 1usize << chunk_shift;
-    let n_chunks = src.len().div_ceil(chunk);
-    let checks = HEADER_LEN + 4 * n_chunks;
-    let mut pos = checks + 8 * n_chunks;
-    for (c, raw) in src.chunks(chunk).enumerate() {
-        let region = &mut dst[pos..pos + raw.len()];
-        let stored = match encode_chunk3(raw, region) {
-            Some(n) => n,
-            None => {
-                region.copy_from_slice(raw);
-                raw.len()
-            }
-        };
-        #[allow(clippy::cast_possible_truncation)] // ≤ 2^26
-        let stored32 = stored as u32;
-        dst[HEADER_LEN + 4 * c..HEADER_LEN + 4 * c + 4].copy_from_slice(&stored32.to_le_bytes());
-        let check = chunk_check(&dst[pos..pos + stored]);
-        dst[checks + 8 * c..checks + 8 * c + 8].copy_from_slice(&check.to_le_bytes());
-        pos += stored;
-    }
-    Ok(pos)
+    write_blob(VERSION_3, src, chunk_shift, dst, encode_chunk3)
 }
 
 /// Codes one chunk into `region` (its raw length); `None` when coding would not shrink it.
