@@ -20,14 +20,11 @@
 //! digest: containers carry SHA-256 for that).
 //!
 //! Speed: one 64-bit multiply per 8 bytes. The scalar form ([`chunk_check_scalar`], the
-//! reference) is bound by the multiplier (about 28–33 GB/s on a Zen 5 core, some 7 % of an
-//! `avx2` decode's time as a pass of its own); 32 lanes are four independent 8-lane vector
-//! chains, so the AVX-512 DQ form (`vpmullq`, in `arch`) runs several times faster.
-//! [`chunk_check`] uses the vector form where the CPU has it and it passed a first-use
-//! selftest against the scalar form (they agree on every input: tested), the scalar form
-//! otherwise. AVX2 has no 64-bit multiply, so the `avx2` decode of a whole version-3 chunk
-//! does not make that pass: its kernel feeds the check half a block per round ([`CheckFeed`],
-//! a word pair after each vector step), where the scalar multiplier is otherwise idle.
+//! reference) is bound by the multiplier (about 33 GB/s on a Zen 5 core, some 7 % of a
+//! decode's time); 32 lanes are four independent 8-lane vector chains, so the AVX-512 DQ form
+//! (`vpmullq`, in `arch`) runs several times faster. [`chunk_check`] uses the vector form
+//! where the CPU has it and it passed a first-use selftest against the scalar form (they
+//! agree on every input: tested), the scalar form otherwise.
 
 use core::sync::atomic::{AtomicU8, Ordering};
 
@@ -99,75 +96,6 @@ pub fn chunk_check(bytes: &[u8]) -> u64 {
     let done = if chunk_check_vectorized() { arch::check_blocks(&mut h, bytes) } else { 0 };
     feed_scalar(&mut h, &bytes[done..]);
     fold(bytes.len(), &h)
-}
-
-/// Bytes a decode kernel feeds per round (16 words: half a block, so two rounds feed one).
-pub(super) const FEED_HALF: usize = CHECK_BLOCK / 2;
-
-/// A chunk check computed while the chunk decodes: the AVX2 version-3 kernel feeds half a
-/// block per round between its vector steps (the scalar multiplier is idle there, so the check
-/// costs almost nothing instead of a pass of its own), and [`CheckFeed::finish`] feeds the
-/// rest. A coded chunk stores fewer bytes than it decodes to (`S_c < R_c`), so a kernel that
-/// decodes every round has fed all but the last partial half block by then. The result is
-/// [`chunk_check`]'s exactly: the words go to the same lanes in the same order.
-#[derive(Debug, Clone)]
-pub(super) struct CheckFeed<'a> {
-    /// The lanes.
-    pub(super) lanes: [u64; CHECK_LANES],
-    /// The chunk's stored bytes.
-    pub(super) bytes: &'a [u8],
-    /// Bytes fed so far, a multiple of [`FEED_HALF`].
-    pub(super) fed: usize,
-}
-
-impl<'a> CheckFeed<'a> {
-    pub(super) fn new(bytes: &'a [u8]) -> CheckFeed<'a> {
-        CheckFeed { lanes: seeds(), bytes, fed: 0 }
-    }
-
-    /// Half blocks still to feed whole.
-    pub(super) fn halves_left(&self) -> usize {
-        (self.bytes.len() - self.fed) / FEED_HALF
-    }
-
-    /// Feeds the rest and returns the check.
-    pub(super) fn finish(mut self) -> u64 {
-        let rest = &self.bytes[self.fed..];
-        // A fed half block leaves the next word at lane 16: feed words up to the block's end,
-        // then whole blocks and the tail from lane 0.
-        let (head, tail) = if self.fed % CHECK_BLOCK == FEED_HALF {
-            rest.split_at(rest.len().min(FEED_HALF))
-        } else {
-            rest.split_at(0)
-        };
-        let first = (self.fed % CHECK_BLOCK) / 8;
-        for (k, word) in head.chunks(8).enumerate() {
-            let mut w = [0u8; 8];
-            w[..word.len()].copy_from_slice(word);
-            let l = first + k;
-            self.lanes[l] = step(self.lanes[l], u64::from_le_bytes(w));
-        }
-        feed_scalar(&mut self.lanes, tail);
-        fold(self.bytes.len(), &self.lanes)
-    }
-}
-
-/// Feeds words `2k` and `2k + 1` of a half block to their lanes (`first` = the half block's
-/// first lane, 0 or 16): one step of a kernel's feed, eight per round.
-#[inline(always)]
-pub(super) fn feed_pair(
-    lanes: &mut [u64; CHECK_LANES],
-    first: usize,
-    half: &[u8; FEED_HALF],
-    k: usize,
-) {
-    for i in 0..2 {
-        let at = 8 * (2 * k + i);
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&half[at..at + 8]);
-        let l = (first + 2 * k + i) % CHECK_LANES;
-        lanes[l] = step(lanes[l], u64::from_le_bytes(w));
-    }
 }
 
 /// Whether [`chunk_check`] uses the vector form: the CPU has it (`arch::check_blocks`
@@ -246,30 +174,6 @@ mod tests {
             // Unaligned starts: the vector form loads without alignment.
             if n > 3 {
                 assert_eq!(chunk_check(&b[3..n]), by_words(&b[3..n]), "n = {n}, offset 3");
-            }
-        }
-    }
-
-    /// A feed that takes any number of half blocks, pair by pair, and then finishes gives
-    /// the check of the whole.
-    #[test]
-    fn a_feed_stopped_anywhere_gives_the_whole_check() {
-        for n in [0usize, 1, 100, 127, 128, 129, 255, 256, 257, 383, 384, 500, 1024, MAX] {
-            let b = bytes(n, 7 + n as u64);
-            let want = by_words(&b[..n]);
-            for halves in 0..=n / FEED_HALF {
-                let mut feed = CheckFeed::new(&b[..n]);
-                for _ in 0..halves {
-                    assert!(feed.halves_left() > 0);
-                    let first = (feed.fed % CHECK_BLOCK) / 8;
-                    let half: &[u8; FEED_HALF] =
-                        feed.bytes[feed.fed..feed.fed + FEED_HALF].try_into().unwrap();
-                    for k in 0..FEED_HALF / 16 {
-                        feed_pair(&mut feed.lanes, first, half, k);
-                    }
-                    feed.fed += FEED_HALF;
-                }
-                assert_eq!(feed.finish(), want, "n = {n}, {halves} half blocks fed");
             }
         }
     }

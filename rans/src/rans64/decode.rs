@@ -12,7 +12,7 @@ use core::sync::atomic::{AtomicU8, Ordering};
 
 use super::arch::{self, Side};
 use super::decode3;
-use super::format::{Blob, Chunk, ChunkBody, Opened, PendingCheck};
+use super::format::{Blob, Chunk, ChunkBody};
 use super::model::Model;
 use super::{Error, LANES, RANS_L, V3_LANES, V3_RANS_L, WAY_LANES, WAYS};
 
@@ -80,15 +80,6 @@ impl Arm {
     /// ([`ChunkDecoder::decode_next_pair`]: the AVX-512 arms' paired kernel).
     pub fn has_paired_kernel(self) -> bool {
         matches!(self, Arm::Avx512 | Arm::Avx512Vbmi)
-    }
-
-    /// Whether the arm's version-3 kernel computes a chunk's check while it decodes the chunk
-    /// (the `avx2` kernel: the check's scalar multiplies run beside its vector steps, which
-    /// leave the multiplier idle), so that a whole-blob decode does not make a pass of its own
-    /// over the chunk for it. The check is still compared before anything of the chunk counts
-    /// as decoded, and before any other refusal of the chunk (spec §2.5).
-    pub fn fuses_check(self) -> bool {
-        matches!(self, Arm::Avx2)
     }
 
     /// Whether the CPU (and this build) can run the arm, before the selftest.
@@ -212,19 +203,7 @@ fn decode_blob(arm: Arm, blob: &[u8], out: &mut [u8]) -> Result<(), Error> {
         return Err(Error::OutputLength { got: out.len() as u64, expected: blob.n_bytes() });
     }
     let step = 1usize << blob.chunk_shift();
-    decode_run(arm, opened_from(arm, &blob, 0), out.chunks_mut(step.max(1)))
-}
-
-/// The chunks from `first` on, opened for a whole-chunk decode with `arm`: with their checks
-/// pending where the arm fuses them ([`Arm::fuses_check`]), verified first otherwise.
-fn opened_from<'a, 'b>(
-    arm: Arm,
-    blob: &'b Blob<'a>,
-    first: usize,
-) -> impl Iterator<Item = Result<Opened<'a>, Error>> + 'b {
-    let fused = arm.fuses_check().then(|| blob.chunks_deferred_from(first));
-    let plain = (!arm.fuses_check()).then(|| blob.chunks_from(first).map(|c| c.map(|c| (c, None))));
-    fused.into_iter().flatten().chain(plain.into_iter().flatten())
+    decode_run(arm, blob.chunks(), out.chunks_mut(step.max(1)))
 }
 
 /// Decodes a run of chunks, in order, into their output pieces: two at a time where `arm`
@@ -233,12 +212,12 @@ fn opened_from<'a, 'b>(
 /// is returned only after every earlier chunk has decoded and passed its seal.
 fn decode_run<'a, 'o>(
     arm: Arm,
-    chunks: impl Iterator<Item = Result<Opened<'a>, Error>>,
+    chunks: impl Iterator<Item = Result<Chunk<'a>, Error>>,
     outs: impl Iterator<Item = &'o mut [u8]>,
 ) -> Result<(), Error> {
     let mut it = chunks.zip(outs);
     while let Some((first, da)) = it.next() {
-        let mut a = ChunkDecoder::opened(first?, arm);
+        let mut a = ChunkDecoder::with_arm(first?, arm);
         match it.next() {
             None => return a.decode_next(da),
             Some((Err(e), _)) => {
@@ -246,7 +225,7 @@ fn decode_run<'a, 'o>(
                 return Err(e);
             }
             Some((Ok(second), db)) => {
-                let mut b = ChunkDecoder::opened(second, arm);
+                let mut b = ChunkDecoder::with_arm(second, arm);
                 let n = ChunkDecoder::pair_rounds(&mut a, da, &mut b, db);
                 a.decode_next(&mut da[n * LANES..])?;
                 b.decode_next(&mut db[n * LANES..])?;
@@ -273,9 +252,6 @@ pub struct ChunkDecoder<'a> {
     states: [u32; LANES],
     /// Version 3's states (unused otherwise).
     states3: [u16; V3_LANES],
-    /// The chunk's check, where it is computed while the chunk decodes (a whole-blob decode
-    /// on an arm that [fuses it](Arm::fuses_check)).
-    pending: Option<PendingCheck<'a>>,
     pos: [usize; WAYS],
     done: usize,
     failed: bool,
@@ -299,21 +275,7 @@ impl<'a> ChunkDecoder<'a> {
             ChunkBody::Coded3 { states, .. } => *states,
             _ => [V3_RANS_L as u16; V3_LANES],
         };
-        ChunkDecoder {
-            chunk,
-            arm,
-            states,
-            states3,
-            pending: None,
-            pos: [0; WAYS],
-            done: 0,
-            failed: false,
-        }
-    }
-
-    /// A decoder for a chunk opened by [`opened_from`], with its pending check if any.
-    fn opened((chunk, pending): Opened<'a>, arm: Arm) -> ChunkDecoder<'a> {
-        ChunkDecoder { pending, ..ChunkDecoder::with_arm(chunk, arm) }
+        ChunkDecoder { chunk, arm, states, states3, pos: [0; WAYS], done: 0, failed: false }
     }
 
     /// A decoder using a forced arm; `E_PATH_UNAVAILABLE` if it cannot run here.
@@ -426,31 +388,12 @@ impl<'a> ChunkDecoder<'a> {
             }
             ChunkBody::Coded { model, ways, .. } => (model, ways),
             ChunkBody::Coded3 { model, ways, .. } => {
-                // A pending check rides along only on a piece that ends the chunk; before any
-                // other piece it is verified first.
-                if out.len() != self.chunk.raw_len - self.done
-                    && let Some(pending) = self.pending.take()
-                {
-                    pending.verify(index)?;
-                }
                 let (st, pos) = (&mut self.states3, &mut self.pos);
-                let feed = self.pending.as_mut().map(|p| &mut p.feed);
-                let decoded = decode3::decode_piece(
-                    self.arm, model, st, ways, pos, self.done, out, index, feed,
-                )
-                .and_then(|()| {
-                    if self.done + out.len() == self.chunk.raw_len {
-                        decode3::seal(&self.states3, ways, &self.pos, index)
-                    } else {
-                        Ok(())
-                    }
-                });
-                // The check comes before every other refusal of the chunk (spec §2.5).
-                if let Some(pending) = self.pending.take() {
-                    pending.verify(index)?;
-                }
-                decoded?;
+                decode3::decode_piece(self.arm, model, st, ways, pos, self.done, out, index)?;
                 self.done += out.len();
+                if self.done == self.chunk.raw_len {
+                    decode3::seal(&self.states3, ways, &self.pos, index)?;
+                }
                 return Ok(());
             }
         };
@@ -547,7 +490,7 @@ pub fn decode_threads(blob: &[u8], out: &mut [u8], threads: usize) -> Result<(),
         for (t, dst) in out.chunks_mut(per * step).enumerate() {
             let parsed = &parsed;
             handles.push(scope.spawn(move || -> Result<(), Error> {
-                decode_run(arm, opened_from(arm, parsed, t * per), dst.chunks_mut(step))
+                decode_run(arm, parsed.chunks_from(t * per), dst.chunks_mut(step))
             }));
         }
         let mut result = Ok(());

@@ -10,13 +10,11 @@
 //! place an error can occur, back to the scalar code.
 
 use super::arch;
-use super::check::CheckFeed;
 use super::decode::Arm;
 use super::model3::Model3;
 use super::{Error, V3_LANES, V3_RANS_L, V3_WAY_LANES, WAYS};
 
-/// Decodes the `out.len()` bytes of a chunk that start at byte `done` (a multiple of 64); the
-/// SIMD kernel feeds `feed` (the chunk's check) where its arm fuses the check.
+/// Decodes the `out.len()` bytes of a chunk that start at byte `done` (a multiple of 64).
 #[allow(clippy::too_many_arguments)] // one chunk decoder's state, handed over as is
 pub(super) fn decode_piece(
     arm: Arm,
@@ -27,7 +25,6 @@ pub(super) fn decode_piece(
     done: usize,
     out: &mut [u8],
     chunk: usize,
-    feed: Option<&mut CheckFeed<'_>>,
 ) -> Result<(), Error> {
     let mut out = out;
     let first_way = (done % V3_LANES) / V3_WAY_LANES;
@@ -39,7 +36,7 @@ pub(super) fn decode_piece(
     }
     let full = out.len() / V3_LANES * V3_LANES;
     let (body, tail) = out.split_at_mut(full);
-    let simd = arch::rounds3(arm, model, st, ways, pos, body, feed);
+    let simd = arch::rounds3(arm, model, st, ways, pos, body);
     for round in body[simd * V3_LANES..].chunks_exact_mut(V3_LANES) {
         scalar_ways(model, st, ways, pos, round, 0, chunk)?;
     }

@@ -8,12 +8,8 @@
 //! chunk's check over its stored bytes and then parse its head (frequency table, way
 //! lengths, initial states); the seal is checked by the decoder at the end of the chunk.
 //! Every decoder gets its chunks from these two, so none decodes a byte of a damaged chunk
-//! whose check fails — except a whole-blob decode on an arm that computes the check while it
-//! decodes (spec §2.5; `Arm::fuses_check`), which opens version-3 chunks with the check
-//! pending, compares it once the chunk's rounds are done (or have failed) and refuses the
-//! chunk with `E_CHECKSUM` before anything else; nothing of such a chunk counts as decoded
-//! before that. (`Chunk::parse` is the head parser alone, for callers that hold a chunk body
-//! without its blob: it checks no check.)
+//! whose check fails. (`Chunk::parse` is the head parser alone, for callers that hold a
+//! chunk body without its blob: it checks no check.)
 //!
 //! A caller that keeps a blob and decodes its chunks many times (the fused adapter decodes
 //! every chunk on every multiply) verifies every check once with `Blob::verify_checks`; the
@@ -23,7 +19,6 @@
 
 use core::ops::Range;
 
-use super::check::CheckFeed;
 use super::model::Model;
 use super::model3::Model3;
 use super::{CHUNK_HEAD_LEN, Error, HEADER_LEN, LANES, MAGIC, MAX_BYTES, MAX_CHUNK_SHIFT};
@@ -251,44 +246,6 @@ impl<'a> Blob<'a> {
         Chunk::parse_version(self.version, c, body, self.raw_len(c) as usize)
     }
 
-    /// Chunk `c` for a decode that computes its check while it decodes (spec §2.5 allows it):
-    /// a version-3 coded chunk whose head parses comes with its check still to verify
-    /// ([`PendingCheck`]); anything else is opened as [`Blob::chunk`] opens it, the check
-    /// first. A head that does not parse is refused only after the check has been compared,
-    /// so `E_CHECKSUM` still comes first.
-    fn open_deferred(&self, c: usize, body: &'a [u8]) -> Result<Opened<'a>, Error> {
-        let pending = self.recorded_check(c).filter(|_| !self.checks_verified);
-        let Some(expected) = pending.filter(|_| self.version == VERSION_3) else {
-            return self.open(c, body).map(|chunk| (chunk, None));
-        };
-        match Chunk::parse_version(self.version, c, body, self.raw_len(c) as usize) {
-            Ok(chunk) if matches!(chunk.body, ChunkBody::Coded3 { .. }) => {
-                Ok((chunk, Some(PendingCheck { feed: CheckFeed::new(body), expected })))
-            }
-            parsed => {
-                self.verify_check(c, body)?;
-                parsed.map(|chunk| (chunk, None))
-            }
-        }
-    }
-
-    /// [`Blob::chunks_from`] for decodes that compute version-3 checks while they decode
-    /// ([`Blob::open_deferred`]).
-    pub(super) fn chunks_deferred_from(
-        &self,
-        first: usize,
-    ) -> impl Iterator<Item = Result<Opened<'a>, Error>> + '_ {
-        let first = first.min(self.n_chunks);
-        let mut at =
-            self.data_start() + (0..first).map(|k| self.stored_len(k) as usize).sum::<usize>();
-        (first..self.n_chunks).map(move |c| {
-            let stored = self.stored_len(c) as usize;
-            let body = &self.bytes[at..at + stored];
-            at += stored;
-            self.open_deferred(c, body)
-        })
-    }
-
     /// Iterates the chunks in order (each checked and parsed on the way; a bad one is an
     /// `Err` item).
     pub fn chunks(&self) -> impl Iterator<Item = Result<Chunk<'a>, Error>> + '_ {
@@ -318,31 +275,6 @@ impl<'a> Blob<'a> {
             self.data_start() + (0..c).map(|k| self.stored_len(k) as usize).sum::<usize>();
         let stored = self.stored_len(c) as usize;
         self.open(c, &self.bytes[at..at + stored])
-    }
-}
-
-/// A chunk opened for a decode, with its check when that is still to verify.
-pub(super) type Opened<'a> = (Chunk<'a>, Option<PendingCheck<'a>>);
-
-/// A chunk's check that its decode computes on the way: what the decode kernel feeds and the
-/// value the blob records.
-#[derive(Debug, Clone)]
-pub(super) struct PendingCheck<'a> {
-    /// The lanes fed so far.
-    pub(super) feed: CheckFeed<'a>,
-    /// `check[c]`.
-    pub(super) expected: u64,
-}
-
-impl PendingCheck<'_> {
-    /// Feeds what the decode left and compares: `E_CHECKSUM` for chunk `chunk` on a mismatch.
-    pub(super) fn verify(self, chunk: usize) -> Result<(), Error> {
-        let got = self.feed.finish();
-        if got == self.expected {
-            Ok(())
-        } else {
-            Err(Error::Checksum { chunk, expected: self.expected, got })
-        }
     }
 }
 

@@ -12,7 +12,6 @@
 //! for byte.
 #![allow(unsafe_code)] // The SIMD arms (CONTRIBUTING.md): every block carries a SAFETY comment.
 
-use super::check::CheckFeed;
 use super::decode::Arm;
 use super::model::{EncodeModel, Model};
 use super::model3::Model3;
@@ -171,8 +170,6 @@ pub(super) fn rounds(
 /// Version 3: decodes whole rounds (128 bytes each) into `out` (a multiple of 128 bytes) with
 /// `arm` while every way holds at least 64 unread bytes at the start of a round; returns the
 /// number of rounds done (0 for an arm without a version-3 kernel: the scalar code decodes).
-/// An arm that [fuses the chunk check](Arm::fuses_check) feeds `feed` on the way; the others
-/// leave it as it is.
 pub(super) fn rounds3(
     arm: Arm,
     model: &Model3,
@@ -180,20 +177,16 @@ pub(super) fn rounds3(
     ways: &[&[u8]; WAYS],
     pos: &mut [usize; WAYS],
     out: &mut [u8],
-    feed: Option<&mut CheckFeed<'_>>,
 ) -> usize {
     match arm {
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         Arm::Avx2 | Arm::Avx512 | Arm::Avx512Vbmi => {
-            x86_64_v3::rounds3(arm, model, st, ways, pos, out, feed)
+            x86_64_v3::rounds3(arm, model, st, ways, pos, out)
         }
         #[cfg(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))]
-        Arm::Neon => {
-            let _ = feed;
-            aarch64_v3::rounds3_neon(model, st, ways, pos, out)
-        }
+        Arm::Neon => aarch64_v3::rounds3_neon(model, st, ways, pos, out),
         _ => {
-            let _ = (model, st, ways, pos, out, feed);
+            let _ = (model, st, ways, pos, out);
             0
         }
     }

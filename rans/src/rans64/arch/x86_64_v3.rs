@@ -49,7 +49,6 @@ use core::arch::x86_64::{
     _mm512_ternarylogic_epi32,
 };
 
-use super::super::check::{CHECK_BLOCK, CheckFeed, FEED_HALF, feed_pair};
 use super::super::decode::Arm;
 use super::super::model3::Model3;
 use super::super::{V3_LANES, V3_WAY_LANES, WAYS};
@@ -117,8 +116,7 @@ fn set_positions(ways: &[&[u8]; WAYS], pos: &mut [usize; WAYS], p: [*const u8; W
 }
 
 /// Whole rounds with `arm`'s version-3 kernel; returns how many (0 if the CPU lacks the arm
-/// or the arm has no kernel here). The `avx2` kernel feeds `feed` on the way (the other
-/// kernels leave it to [`CheckFeed::finish`]).
+/// or the arm has no kernel here).
 pub(super) fn rounds3(
     arm: Arm,
     model: &Model3,
@@ -126,11 +124,10 @@ pub(super) fn rounds3(
     ways: &[&[u8]; WAYS],
     pos: &mut [usize; WAYS],
     out: &mut [u8],
-    feed: Option<&mut CheckFeed<'_>>,
 ) -> usize {
     match arm {
         // SAFETY: the CPU supports AVX2 and POPCNT (the guard).
-        Arm::Avx2 if avx2_detected() => unsafe { rounds_avx2(model, st, ways, pos, out, feed) },
+        Arm::Avx2 if avx2_detected() => unsafe { rounds_avx2(model, st, ways, pos, out) },
         // SAFETY: the CPU supports AVX-512 F, BW and VL, hence AVX2, and POPCNT (the guard).
         Arm::Avx512 if avx512_detected() && std_detect_vl() => unsafe {
             rounds_avx512vl(model, st, ways, pos, out)
@@ -167,14 +164,11 @@ macro_rules! way_step {
 
 /// The kernel's body, the same for both builds: batches of [`sure_rounds`] rounds while
 /// `out` has room, the ways read through raw pointers and the bytes written through one;
-/// returns how many rounds. With a chunk check to feed (`$feed`, the `avx2` build), each
-/// round also feeds half a check block to the scalar multiplier, a word pair after each step,
-/// until the chunk's whole half blocks are fed ([`CheckFeed`]).
+/// returns how many rounds.
 macro_rules! rounds_body {
-    ($model:expr, $st:expr, $ways:expr, $pos:expr, $out:expr, $feed:expr) => {{
+    ($model:expr, $st:expr, $ways:expr, $pos:expr, $out:expr) => {{
         let (model, st, ways, pos, out): (_, _, &[&[u8]; WAYS], &mut [usize; WAYS], &mut [u8]) =
             ($model, $st, $ways, $pos, $out);
-        let mut feed: Option<&mut CheckFeed<'_>> = $feed;
         let rounds = out.len() / V3_LANES;
         let mut done = 0;
         let t = Tables {
@@ -196,61 +190,37 @@ macro_rules! rounds_body {
             }
             let [mut pa, mut pb, mut pc, mut pd] = way_pointers(ways, pos);
             let dst = out[done * V3_LANES..(done + batch) * V3_LANES].as_mut_ptr();
-            // One round: way steps (low nibbles, then high nibbles), each followed by
-            // `$after(k)` for its index `k` in the round, then the 128 bytes written.
-            macro_rules! round {
-                ($r:expr, $after:expr) => {{
-                    let r: usize = $r;
-                    #[allow(unused_mut)] // a closure that feeds the check is `FnMut`
-                    let mut after = $after;
-                    let la = way_step!(&t, &mut a0, &mut a1, &mut pa);
-                    after(0);
-                    let lb = way_step!(&t, &mut b0, &mut b1, &mut pb);
-                    after(1);
-                    let lc = way_step!(&t, &mut c0, &mut c1, &mut pc);
-                    after(2);
-                    let ld_ = way_step!(&t, &mut d0, &mut d1, &mut pd);
-                    after(3);
-                    let ha = way_step!(&t, &mut a0, &mut a1, &mut pa);
-                    after(4);
-                    let hb = way_step!(&t, &mut b0, &mut b1, &mut pb);
-                    after(5);
-                    let hc = way_step!(&t, &mut c0, &mut c1, &mut pc);
-                    after(6);
-                    let hd = way_step!(&t, &mut d0, &mut d1, &mut pd);
-                    after(7);
-                    let pairs = [(la, ha), (lb, hb), (lc, hc), (ld_, hd)];
-                    for (w, (l, h)) in pairs.into_iter().enumerate() {
-                        // Bytes in pack order (lanes 0..8, 16..24 | 8..16, 24..32): low | high
-                        // << 4 (the shift stays inside each byte, symbols being below 16), then
-                        // lane order.
-                        let v = _mm256_permute4x64_epi64::<0xD8>(_mm256_or_si256(
-                            l,
-                            _mm256_slli_epi16::<4>(h),
-                        ));
-                        // SAFETY: round `r < batch` of the `batch` rounds at `dst`: the 32
-                        // bytes at `128r + 32w` are inside it.
-                        unsafe {
-                            _mm256_storeu_si256(
-                                dst.wrapping_add(r * V3_LANES + w * V3_WAY_LANES).cast::<__m256i>(),
-                                v,
-                            );
-                        }
+            for r in 0..batch {
+                let (la, lb, lc, ld_) = (
+                    way_step!(&t, &mut a0, &mut a1, &mut pa),
+                    way_step!(&t, &mut b0, &mut b1, &mut pb),
+                    way_step!(&t, &mut c0, &mut c1, &mut pc),
+                    way_step!(&t, &mut d0, &mut d1, &mut pd),
+                );
+                let (ha, hb, hc, hd) = (
+                    way_step!(&t, &mut a0, &mut a1, &mut pa),
+                    way_step!(&t, &mut b0, &mut b1, &mut pb),
+                    way_step!(&t, &mut c0, &mut c1, &mut pc),
+                    way_step!(&t, &mut d0, &mut d1, &mut pd),
+                );
+                let pairs = [(la, ha), (lb, hb), (lc, hc), (ld_, hd)];
+                for (w, (l, h)) in pairs.into_iter().enumerate() {
+                    // Bytes in pack order (lanes 0..8, 16..24 | 8..16, 24..32): low | high
+                    // << 4 (the shift stays inside each byte, symbols being below 16), then
+                    // lane order.
+                    let v = _mm256_permute4x64_epi64::<0xD8>(_mm256_or_si256(
+                        l,
+                        _mm256_slli_epi16::<4>(h),
+                    ));
+                    // SAFETY: round `r < batch` of the `batch` rounds at `dst`: the 32 bytes
+                    // at `128r + 32w` are inside it.
+                    unsafe {
+                        _mm256_storeu_si256(
+                            dst.wrapping_add(r * V3_LANES + w * V3_WAY_LANES).cast::<__m256i>(),
+                            v,
+                        );
                     }
-                }};
-            }
-            let feeding = feed.as_deref().map_or(0, CheckFeed::halves_left).min(batch);
-            if let Some(f) = feed.as_deref_mut() {
-                for r in 0..feeding {
-                    let first = (f.fed % CHECK_BLOCK) / 8;
-                    let half: &[u8; FEED_HALF] =
-                        f.bytes[f.fed..f.fed + FEED_HALF].try_into().expect("a half block");
-                    round!(r, |k| feed_pair(&mut f.lanes, first, half, k));
-                    f.fed += FEED_HALF;
                 }
-            }
-            for r in feeding..batch {
-                round!(r, |_| ());
             }
             set_positions(ways, pos, [pa, pb, pc, pd]);
             done += batch;
@@ -269,9 +239,8 @@ fn rounds_avx2(
     ways: &[&[u8]; WAYS],
     pos: &mut [usize; WAYS],
     out: &mut [u8],
-    feed: Option<&mut CheckFeed<'_>>,
 ) -> usize {
-    rounds_body!(model, st, ways, pos, out, feed)
+    rounds_body!(model, st, ways, pos, out)
 }
 
 #[target_feature(enable = "avx2,popcnt,avx512f,avx512bw,avx512vl")]
@@ -282,7 +251,7 @@ fn rounds_avx512vl(
     pos: &mut [usize; WAYS],
     out: &mut [u8],
 ) -> usize {
-    rounds_body!(model, st, ways, pos, out, None)
+    rounds_body!(model, st, ways, pos, out)
 }
 
 /// 16 bytes repeated in both 128-bit halves (a `vpshufb` table).
