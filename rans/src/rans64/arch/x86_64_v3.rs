@@ -1,28 +1,38 @@
 //! x86-64 arms of version 3 (16-bit states, `M = 256`, byte refills): one way's 32 states
-//! are two 256-bit vectors of 16-bit lanes, and everything per bucket is a byte, so one
-//! `vpshufb` looks a field up for 32 lanes at once.
+//! are two 256-bit byte vectors, and everything per bucket is a byte, so one `vpshufb` looks
+//! a field up for 32 lanes at once.
 //!
-//! One step of a way ([`step`]), mirroring `Model3::step`:
-//! 1. the 32 slots (the states' low bytes) are packed into one byte vector (`vpand` ×2,
-//!    `vpackuswb`; the pack interleaves the two halves per 128-bit lane, which the lookups do
-//!    not care about and the output undoes with one `vpermq`); `b = slot >> 4`, `j = slot & 15`;
-//! 2. `lower = j < div[b]` (`vpshufb`, `vpcmpgtb`); `f = lower ? freq[b] : fup[b]` (two
-//!    `vpshufb`, a blend); `index = j + (lower ? 0 : cup[b])` in bytes (`vpshufb`, `vpandn`,
-//!    `vpaddb`: mod 256, exact because the index is below `f`); the symbol the same way;
-//! 3. `f` and `index` go back to 16-bit lanes (`vpunpck{l,h}bw` with zero, which undoes the
-//!    pack's interleave) and `x' = f·(x >> 8) + index` is one `vpmullw` and one `vpaddw` per
-//!    16 lanes (`f ≤ 255`, `x >> 8 ≤ 255`: no overflow);
-//! 4. refill: `x' < 256` is an unsigned compare (`vpminuw` + `vpcmpeqw`); the two masks are
-//!    packed (`vpacksswb`) and moved to a general register (`vpmovmskb`); each 8-lane group
-//!    takes the next bytes of the way in lane order — its start is the way pointer plus the
-//!    popcounts of the groups before it — through one 8-byte load and a [`SHUF3`] row that
-//!    puts byte `k` in the low byte of the `k`-th refilling lane; a refilling lane becomes
-//!    `x' << 8 | byte` (`vpsllw`, `vpor`, `vpblendvb`).
+//! A way's state is kept *split*: `s`, the 32 states' low bytes (the slots), and `h`, their
+//! high bytes, both in *pack order* — lanes 0..8 and 16..24 in the low 128 bits, 8..16 and
+//! 24..32 in the high ones, the order `vpackuswb` of two 16-lane vectors gives (the output
+//! undoes it with one `vpermq`). Keeping it split saves packing the slots out of 16-bit lanes
+//! and shifting the high bytes down on every step, and a refill only moves bytes. One step of
+//! a way ([`step`]), mirroring `Model3::step`:
+//! 1. `b = s >> 4`, `j = s & 15`; `lower = j < div[b]` (`vpshufb`, `vpcmpgtb`); the symbol is
+//!    `lower ? b : alias[b]` (`vpshufb`, a blend) and `f = freq[symbol]` (`vpshufb`);
+//!    `index = j + (lower ? 0 : cup[b])` in bytes (one `vpshufb` on `b | lower`, which reads
+//!    zero where `lower` set the index's top bit, and `vpaddb`: mod 256, exact because the
+//!    index is below `f`);
+//! 2. `x' = f·h + index` in 16-bit lanes: `f`, `h` and `index` are widened with
+//!    `vpunpck{l,h}bw` against zero (which undoes the pack order), one `vpmullw` and one
+//!    `vpaddw` per 16 lanes (`f ≤ 255`, `h ≤ 255`: no overflow);
+//! 3. `x'`'s low and high bytes back in pack order: each 128-bit half of the two 16-lane
+//!    results gathers its low bytes into its low 8 bytes and its high bytes into its high 8
+//!    (`vpshufb`), and the halves' quadwords pair up (`vpunpck{l,h}qdq`);
+//! 4. refill where `x' < 256`, i.e. where its high byte is zero (`vpcmpeqb`): the mask moves
+//!    to a general register (`vpmovmskb`, one byte per 8-lane group); each group takes the
+//!    next bytes of the way in lane order — its start is the way pointer plus the popcounts
+//!    of the groups before it — through an 8-byte load, and a [`CTL8`] row puts byte `k`
+//!    under the `k`-th refilling lane (one `vpshufb` for all 32 lanes); a refilling lane's
+//!    low byte becomes its fresh byte and its high byte `x'` (which is below 256), the
+//!    others keep `x'`'s bytes (`vpblendvb` ×2).
 //!
-//! About 52 vector operations per 32 nibbles, against about 57 per 16 in version 2's AVX2
-//! step (32-bit lanes, `vpmulld`). The four ways are four independent chains; the states of
-//! all four stay in eight registers. The rounds run in batches ([`sure_rounds`]): no check
-//! inside a batch, the ways read through raw pointers, the output written through one.
+//! About 38 vector operations per 32 nibbles, against about 57 per 16 in version 2's AVX2
+//! step (32-bit lanes, `vpmulld`). The loop is bound by how many steps fit the core's
+//! instruction window (docs/design/rans-decode.md), so every instruction counts. The four
+//! ways are four independent chains; their split states stay in eight registers. The rounds
+//! run in batches ([`sure_rounds`]): no check inside a batch, the ways read through raw
+//! pointers, the output written through one.
 //!
 //! The `avx512` arm runs the same kernel compiled with AVX-512 VL enabled (32 vector
 //! registers, so the tables and constants stay in registers); `avx512-vbmi` has a 512-bit
@@ -31,14 +41,14 @@
 #![allow(clippy::cast_possible_truncation)] // masks and counts of 8-lane groups
 
 use core::arch::x86_64::{
-    __m128i, __m256i, _mm_loadl_epi64, _mm_loadu_si128, _mm256_add_epi8, _mm256_add_epi16,
-    _mm256_and_si256, _mm256_andnot_si256, _mm256_blendv_epi8, _mm256_broadcastsi128_si256,
-    _mm256_castsi128_si256, _mm256_cmpeq_epi16, _mm256_cmpgt_epi8, _mm256_inserti128_si256,
-    _mm256_loadu_si256, _mm256_min_epu16, _mm256_movemask_epi8, _mm256_mullo_epi16,
-    _mm256_or_si256, _mm256_packs_epi16, _mm256_packus_epi16, _mm256_permute4x64_epi64,
-    _mm256_set1_epi8, _mm256_set1_epi16, _mm256_setzero_si256, _mm256_shuffle_epi8,
-    _mm256_slli_epi16, _mm256_srli_epi16, _mm256_storeu_si256, _mm256_unpackhi_epi8,
-    _mm256_unpacklo_epi8,
+    __m128i, __m256i, _mm_loadl_epi64, _mm_loadu_si128, _mm_setr_epi8, _mm_unpacklo_epi64,
+    _mm256_add_epi8, _mm256_add_epi16, _mm256_and_si256, _mm256_blendv_epi8,
+    _mm256_broadcastsi128_si256, _mm256_castsi128_si256, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8,
+    _mm256_inserti128_si256, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_mullo_epi16,
+    _mm256_or_si256, _mm256_packus_epi16, _mm256_permute4x64_epi64, _mm256_set1_epi8,
+    _mm256_set1_epi16, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_slli_epi16,
+    _mm256_srli_epi16, _mm256_storeu_si256, _mm256_unpackhi_epi8, _mm256_unpackhi_epi64,
+    _mm256_unpacklo_epi8, _mm256_unpacklo_epi64,
 };
 use core::arch::x86_64::{
     __m512i, _mm256_loadu_si256 as load256, _mm512_add_epi8, _mm512_add_epi16, _mm512_and_si512,
@@ -58,35 +68,37 @@ use super::x86_64::{avx2_detected, avx512_detected, avx512_vbmi_detected};
 /// four 8-byte loads end at most 32 bytes after the way pointer.
 const ROUND_SLACK: usize = 2 * V3_WAY_LANES;
 
-/// One `vpshufb` control per 8-bit refill mask: for the `k`-th set bit `i`, byte `k` of the
-/// loaded bytes goes to the low byte of 16-bit lane `i`; everything else is zero.
-#[repr(C, align(16))]
-struct Shuf3([[u8; 16]; 256]);
+/// The refill controls, 8 bytes per 8-bit mask of a group: for the `k`-th set bit `i`, byte
+/// `i` is `k` (rows `0..256`, for a group in the low 8 bytes of a 128-bit half) or `8 + k`
+/// (rows `256..512`, for a group in the high 8 bytes), so that `vpshufb` puts byte `k` of the
+/// group's loaded bytes under its `k`-th refilling lane; every other byte is `0x80` (zero).
+#[repr(C, align(8))]
+struct Ctl8([[u8; 8]; 512]);
 
-static SHUF3: Shuf3 = {
-    let mut t = [[0x80u8; 16]; 256];
+static CTL8: Ctl8 = {
+    let mut t = [[0x80u8; 8]; 512];
     let mut m = 0;
     while m < 256 {
         let mut k = 0u8;
         let mut i = 0;
         while i < 8 {
             if (m >> i) & 1 == 1 {
-                t[m][2 * i] = k;
+                t[m][i] = k;
+                t[256 + m][i] = 8 + k;
                 k += 1;
             }
             i += 1;
         }
         m += 1;
     }
-    Shuf3(t)
+    Ctl8(t)
 };
 
-/// The model's five byte tables, each repeated in both 128-bit halves.
+/// The model's four byte tables, each repeated in both 128-bit halves.
 #[derive(Clone, Copy)]
 struct Tables {
     div: __m256i,
-    flo: __m256i,
-    fup: __m256i,
+    freq: __m256i,
     cup: __m256i,
     sup: __m256i,
 }
@@ -173,16 +185,18 @@ macro_rules! rounds_body {
         let mut done = 0;
         let t = Tables {
             div: table(&model.div),
-            flo: table(&model.freq),
-            fup: table(&model.fup),
+            freq: table(&model.freq),
             cup: table(&model.cup),
             sup: table(&model.sup),
         };
-        let ld = |k: usize| load16(st[16 * k..16 * k + 16].try_into().expect("16 states"));
-        // The eight state vectors as plain locals, the four ways written out: an array
+        let ld = |w: usize| {
+            let x = |k: usize| load16(st[16 * k..16 * k + 16].try_into().expect("16 states"));
+            split(x(2 * w), x(2 * w + 1))
+        };
+        // The four ways' split states as plain locals, the ways written out: an array
         // indexed in a loop is kept in memory.
-        let (mut a0, mut a1, mut b0, mut b1) = (ld(0), ld(1), ld(2), ld(3));
-        let (mut c0, mut c1, mut d0, mut d1) = (ld(4), ld(5), ld(6), ld(7));
+        let ((mut a0, mut a1), (mut b0, mut b1)) = (ld(0), ld(1));
+        let ((mut c0, mut c1), (mut d0, mut d1)) = (ld(2), ld(3));
         loop {
             let batch = sure_rounds(ways, pos).min(rounds - done);
             if batch == 0 {
@@ -225,8 +239,10 @@ macro_rules! rounds_body {
             set_positions(ways, pos, [pa, pb, pc, pd]);
             done += batch;
         }
-        for (k, v) in [a0, a1, b0, b1, c0, c1, d0, d1].into_iter().enumerate() {
-            store16((&mut st[16 * k..16 * k + 16]).try_into().expect("16 states"), v);
+        for (w, (s, h)) in [(a0, a1), (b0, b1), (c0, c1), (d0, d1)].into_iter().enumerate() {
+            let (x0, x1) = join(s, h);
+            store16((&mut st[32 * w..32 * w + 16]).try_into().expect("16 states"), x0);
+            store16((&mut st[32 * w + 16..32 * w + 32]).try_into().expect("16 states"), x1);
         }
         done
     }};
@@ -279,37 +295,75 @@ fn store16(dst: &mut [u16; 16], v: __m256i) {
     unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast::<__m256i>(), v) }
 }
 
-/// One step of one way (lanes 0..16 in `x0`, 16..32 in `x1`): returns the 32 symbols, one a
-/// byte, in pack order (lanes 0..8, 16..24 in the low 128 bits, 8..16, 24..32 in the high).
+/// A way's states (lanes 0..16 in `x0`, 16..32 in `x1`) split into their low and high
+/// bytes, both in pack order.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn split(x0: __m256i, x1: __m256i) -> (__m256i, __m256i) {
+    let low_byte = _mm256_set1_epi16(0xFF);
+    let s = _mm256_packus_epi16(_mm256_and_si256(x0, low_byte), _mm256_and_si256(x1, low_byte));
+    (s, _mm256_packus_epi16(_mm256_srli_epi16::<8>(x0), _mm256_srli_epi16::<8>(x1)))
+}
+
+/// The inverse of [`split`].
+#[target_feature(enable = "avx2")]
+#[inline]
+fn join(s: __m256i, h: __m256i) -> (__m256i, __m256i) {
+    (_mm256_unpacklo_epi8(s, h), _mm256_unpackhi_epi8(s, h))
+}
+
+/// Eight bytes at `lo` and eight at `hi` in one 128-bit register (two `vmovq` and a
+/// `vpunpcklqdq`; no alignment needed).
+///
+/// # Safety
+/// The 8 bytes at `lo` and the 8 bytes at `hi` are readable.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn load_two(lo: *const u8, hi: *const u8) -> __m128i {
+    // SAFETY: 8 bytes at `lo` are readable (this function's contract); `vmovq` has no
+    // alignment requirement.
+    let low = unsafe { _mm_loadl_epi64(lo.cast::<__m128i>()) };
+    // SAFETY: as above, for `hi`.
+    let high = unsafe { _mm_loadl_epi64(hi.cast::<__m128i>()) };
+    _mm_unpacklo_epi64(low, high)
+}
+
+/// One step of one way, its state split into the slots `s` and the high bytes `h` (both in
+/// pack order): returns the 32 symbols, one a byte, in pack order.
 ///
 /// # Safety
 /// The 32 bytes at `*at` are readable (the way's unread bytes); `*at` moves past the bytes
 /// the step consumed.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
-unsafe fn step(t: &Tables, x0: &mut __m256i, x1: &mut __m256i, at: &mut *const u8) -> __m256i {
-    let low_byte = _mm256_set1_epi16(0xFF);
+unsafe fn step(t: &Tables, s: &mut __m256i, h: &mut __m256i, at: &mut *const u8) -> __m256i {
+    let bytes_apart = _mm256_broadcastsi128_si256(_mm_setr_epi8(
+        0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+    ));
     let nibble = _mm256_set1_epi8(0x0F);
     let zero = _mm256_setzero_si256();
-    let s = _mm256_packus_epi16(_mm256_and_si256(*x0, low_byte), _mm256_and_si256(*x1, low_byte));
-    let b = _mm256_and_si256(_mm256_srli_epi16::<4>(s), nibble);
-    let j = _mm256_and_si256(s, nibble);
+    let b = _mm256_and_si256(_mm256_srli_epi16::<4>(*s), nibble);
+    let j = _mm256_and_si256(*s, nibble);
     let lower = _mm256_cmpgt_epi8(_mm256_shuffle_epi8(t.div, b), j);
-    let f = _mm256_blendv_epi8(_mm256_shuffle_epi8(t.fup, b), _mm256_shuffle_epi8(t.flo, b), lower);
-    let index = _mm256_add_epi8(j, _mm256_andnot_si256(lower, _mm256_shuffle_epi8(t.cup, b)));
     let sym = _mm256_blendv_epi8(_mm256_shuffle_epi8(t.sup, b), b, lower);
-    let y0 = _mm256_add_epi16(
-        _mm256_mullo_epi16(_mm256_unpacklo_epi8(f, zero), _mm256_srli_epi16::<8>(*x0)),
-        _mm256_unpacklo_epi8(index, zero),
-    );
-    let y1 = _mm256_add_epi16(
-        _mm256_mullo_epi16(_mm256_unpackhi_epi8(f, zero), _mm256_srli_epi16::<8>(*x1)),
-        _mm256_unpackhi_epi8(index, zero),
-    );
-    let n0 = _mm256_cmpeq_epi16(_mm256_min_epu16(y0, low_byte), y0);
-    let n1 = _mm256_cmpeq_epi16(_mm256_min_epu16(y1, low_byte), y1);
-    // Bits 0..8: lanes 0..8, 8..16: lanes 16..24, 16..24: lanes 8..16, 24..32: lanes 24..32.
-    let m = _mm256_movemask_epi8(_mm256_packs_epi16(n0, n1)).cast_unsigned();
+    let f = _mm256_shuffle_epi8(t.freq, sym);
+    // `lower` is 0xFF where the slot is in its bucket's lower part: the index byte's top bit
+    // set makes `vpshufb` read zero there.
+    let index = _mm256_add_epi8(j, _mm256_shuffle_epi8(t.cup, _mm256_or_si256(b, lower)));
+    let widen = |v: __m256i| (_mm256_unpacklo_epi8(v, zero), _mm256_unpackhi_epi8(v, zero));
+    let ((f0, f1), (h0, h1), (i0, i1)) = (widen(f), widen(*h), widen(index));
+    let y0 = _mm256_add_epi16(_mm256_mullo_epi16(f0, h0), i0);
+    let y1 = _mm256_add_epi16(_mm256_mullo_epi16(f1, h1), i1);
+    // `x'`'s low and high bytes in pack order: each 128-bit half of `y0` and `y1` gathers its
+    // low bytes into its low 8 bytes and its high bytes into its high 8 (`vpshufb`), then
+    // the halves' low and high quadwords pair up (`vpunpck{l,h}qdq`).
+    let (g0, g1) = (_mm256_shuffle_epi8(y0, bytes_apart), _mm256_shuffle_epi8(y1, bytes_apart));
+    let (low, high) = (_mm256_unpacklo_epi64(g0, g1), _mm256_unpackhi_epi64(g0, g1));
+    // One byte per lane in pack order, set where `x' < 256` (its high byte is zero); bits
+    // 0..8 of the mask: lanes 0..8, 8..16: lanes 16..24, 16..24: lanes 8..16, 24..32: lanes
+    // 24..32.
+    let refill = _mm256_cmpeq_epi8(high, zero);
+    let m = _mm256_movemask_epi8(refill).cast_unsigned();
     let (ma, mc, mb, md) = (m & 0xFF, (m >> 8) & 0xFF, (m >> 16) & 0xFF, m >> 24);
     // Group starts in lane order: at most 32 bytes in all, and each 8-byte load starts at
     // most 24 bytes after `*at`.
@@ -321,18 +375,20 @@ unsafe fn step(t: &Tables, x0: &mut __m256i, x1: &mut __m256i, at: &mut *const u
     let (pb, pc, pd) =
         (pa.wrapping_add(na), pa.wrapping_add(na + nb), pa.wrapping_add(na + nb + nc));
     *at = pa.wrapping_add(na + nb + nc + nd);
-    // SAFETY: each 8-byte load starts at most 24 bytes after the step's first byte (as
-    // above), so the bytes read are among the 32 readable ones (this function's contract).
-    let load8 = |p: *const u8| unsafe { _mm_loadl_epi64(p.cast::<__m128i>()) };
-    // SAFETY: `mask < 256` indexes a row of the table, 16 bytes read.
-    let ctl =
-        |mask: u32| unsafe { _mm_loadu_si128(SHUF3.0[mask as usize].as_ptr().cast::<__m128i>()) };
+    // SAFETY: two 8-byte reads at group starts: each 8-byte load starts at most 24 bytes
+    // after the step's first byte (as above), so the bytes read are among the 32 readable
+    // ones (this function's contract).
+    let data = |lo: *const u8, hi: *const u8| unsafe { load_two(lo, hi) };
     let pair =
         |lo: __m128i, hi: __m128i| _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lo), hi);
-    let r0 = _mm256_shuffle_epi8(pair(load8(pa), load8(pb)), pair(ctl(ma), ctl(mb)));
-    let r1 = _mm256_shuffle_epi8(pair(load8(pc), load8(pd)), pair(ctl(mc), ctl(md)));
-    *x0 = _mm256_blendv_epi8(y0, _mm256_or_si256(_mm256_slli_epi16::<8>(y0), r0), n0);
-    *x1 = _mm256_blendv_epi8(y1, _mm256_or_si256(_mm256_slli_epi16::<8>(y1), r1), n1);
+    // SAFETY: two rows of `CTL8` (each 8 bytes; `first, second < 256`).
+    let ctl = |first: u32, second: u32| unsafe {
+        load_two(CTL8.0[first as usize].as_ptr(), CTL8.0[256 + second as usize].as_ptr())
+    };
+    let data = pair(data(pa, pc), data(pb, pd));
+    let bytes = _mm256_shuffle_epi8(data, pair(ctl(ma, mc), ctl(mb, md)));
+    *s = _mm256_blendv_epi8(low, bytes, refill);
+    *h = _mm256_blendv_epi8(high, low, refill);
     sym
 }
 
