@@ -3,31 +3,31 @@
 //! a field up for 32 lanes at once.
 //!
 //! A way's state is kept *split*: `s`, the 32 states' low bytes (the slots), and `h`, their
-//! high bytes, both in *pack order* — lanes 0..8 and 16..24 in the low 128 bits, 8..16 and
-//! 24..32 in the high ones, the order `vpackuswb` of two 16-lane vectors gives (the output
-//! undoes it with one `vpermq`). Keeping it split saves packing the slots out of 16-bit lanes
-//! and shifting the high bytes down on every step, and a refill only moves bytes. One step of
-//! a way ([`step`]), mirroring `Model3::step`:
+//! high bytes, both in lane order. Keeping it split saves packing the slots out of 16-bit
+//! lanes and shifting the high bytes down on every step, and a refill only moves bytes. One
+//! step of a way ([`step`]), mirroring `Model3::step`:
 //! 1. `b = s >> 4`, `j = s & 15`; `lower = j < div[b]` (`vpshufb`, `vpcmpgtb`); the symbol is
 //!    `lower ? b : alias[b]` (`vpshufb`, a blend) and `f = freq[symbol]` (`vpshufb`);
 //!    `index = j + (lower ? 0 : cup[b])` in bytes (one `vpshufb` on `b | lower`, which reads
 //!    zero where `lower` set the index's top bit, and `vpaddb`: mod 256, exact because the
 //!    index is below `f`);
 //! 2. `x' = f·h + index` in 16-bit lanes: `f`, `h` and `index` are widened with
-//!    `vpunpck{l,h}bw` against zero (which undoes the pack order), one `vpmullw` and one
-//!    `vpaddw` per 16 lanes (`f ≤ 255`, `h ≤ 255`: no overflow);
-//! 3. `x'`'s low and high bytes back in pack order: each 128-bit half of the two 16-lane
+//!    `vpunpck{l,h}bw` against zero, one `vpmullw` and one `vpaddw` per 16 lanes (`f ≤ 255`,
+//!    `h ≤ 255`: no overflow);
+//! 3. `x'`'s low and high bytes back in lane order: each 128-bit half of the two 16-lane
 //!    results gathers its low bytes into its low 8 bytes and its high bytes into its high 8
-//!    (`vpshufb`), and the halves' quadwords pair up (`vpunpck{l,h}qdq`);
+//!    (`vpshufb`), and the halves' quadwords pair up (`vpunpck{l,h}qdq`, which also undoes
+//!    the widening's interleave);
 //! 4. refill where `x' < 256`, i.e. where its high byte is zero (`vpcmpeqb`): the mask moves
-//!    to a general register (`vpmovmskb`, one byte per 8-lane group); each group takes the
-//!    next bytes of the way in lane order — its start is the way pointer plus the popcounts
-//!    of the groups before it — through an 8-byte load, and a [`CTL8`] row puts byte `k`
-//!    under the `k`-th refilling lane (one `vpshufb` for all 32 lanes); a refilling lane's
-//!    low byte becomes its fresh byte and its high byte `x'` (which is below 256), the
-//!    others keep `x'`'s bytes (`vpblendvb` ×2).
+//!    to a general register (`vpmovmskb`, one byte per 8-lane group); the way's bytes are
+//!    consumed in lane order, so each 128-bit half (two groups) takes its bytes from one
+//!    16-byte load — the first half at the way pointer, the second after the first half's
+//!    refills — and a [`CTL8`] row per group, chosen by its mask and by where its bytes start
+//!    in the load, puts byte `k` under the `k`-th refilling lane (one `vpshufb` for all 32
+//!    lanes); a refilling lane's low byte becomes its fresh byte and its high byte `x'`
+//!    (which is below 256), the others keep `x'`'s bytes (`vpblendvb` ×2).
 //!
-//! About 38 vector operations per 32 nibbles, against about 57 per 16 in version 2's AVX2
+//! About 36 vector operations per 32 nibbles, against about 57 per 16 in version 2's AVX2
 //! step (32-bit lanes, `vpmulld`). The loop is bound by how many steps fit the core's
 //! instruction window (docs/design/rans-decode.md), so every instruction counts. The four
 //! ways are four independent chains; their split states stay in eight registers. The rounds
@@ -41,14 +41,14 @@
 #![allow(clippy::cast_possible_truncation)] // masks and counts of 8-lane groups
 
 use core::arch::x86_64::{
-    __m128i, __m256i, _mm_loadl_epi64, _mm_loadu_si128, _mm_setr_epi8, _mm_unpacklo_epi64,
-    _mm256_add_epi8, _mm256_add_epi16, _mm256_and_si256, _mm256_blendv_epi8,
-    _mm256_broadcastsi128_si256, _mm256_castsi128_si256, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8,
-    _mm256_inserti128_si256, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_mullo_epi16,
-    _mm256_or_si256, _mm256_packus_epi16, _mm256_permute4x64_epi64, _mm256_set1_epi8,
-    _mm256_set1_epi16, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_slli_epi16,
-    _mm256_srli_epi16, _mm256_storeu_si256, _mm256_unpackhi_epi8, _mm256_unpackhi_epi64,
-    _mm256_unpacklo_epi8, _mm256_unpacklo_epi64,
+    __m128i, __m256i, _mm_loadl_epi64, _mm_loadu_si128, _mm_setr_epi8, _mm_storeu_si128,
+    _mm_unpacklo_epi64, _mm256_add_epi8, _mm256_add_epi16, _mm256_and_si256, _mm256_blendv_epi8,
+    _mm256_broadcastsi128_si256, _mm256_castsi128_si256, _mm256_castsi256_si128, _mm256_cmpeq_epi8,
+    _mm256_cmpgt_epi8, _mm256_extracti128_si256, _mm256_inserti128_si256, _mm256_movemask_epi8,
+    _mm256_mullo_epi16, _mm256_or_si256, _mm256_packus_epi16, _mm256_set1_epi8, _mm256_set1_epi16,
+    _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_slli_epi16, _mm256_srli_epi16,
+    _mm256_storeu_si256, _mm256_unpackhi_epi8, _mm256_unpackhi_epi64, _mm256_unpacklo_epi8,
+    _mm256_unpacklo_epi64,
 };
 use core::arch::x86_64::{
     __m512i, _mm256_loadu_si256 as load256, _mm512_add_epi8, _mm512_add_epi16, _mm512_and_si512,
@@ -65,31 +65,36 @@ use super::super::{V3_LANES, V3_WAY_LANES, WAYS};
 use super::x86_64::{avx2_detected, avx512_detected, avx512_vbmi_detected};
 
 /// Bytes a way must hold unread at the start of a round: a step consumes at most 32 and its
-/// four 8-byte loads end at most 32 bytes after the way pointer.
+/// loads (two of 16 bytes in the 256-bit kernel, one of 32 in the 512-bit one) end at most 32
+/// bytes after the way pointer.
 const ROUND_SLACK: usize = 2 * V3_WAY_LANES;
 
-/// The refill controls, 8 bytes per 8-bit mask of a group: for the `k`-th set bit `i`, byte
-/// `i` is `k` (rows `0..256`, for a group in the low 8 bytes of a 128-bit half) or `8 + k`
-/// (rows `256..512`, for a group in the high 8 bytes), so that `vpshufb` puts byte `k` of the
-/// group's loaded bytes under its `k`-th refilling lane; every other byte is `0x80` (zero).
+/// The refill controls, 8 bytes per group: row `[n][m]` for a group whose refill mask is `m`
+/// and whose way bytes start `n` bytes into the 16 its 128-bit half loads (0 for the first
+/// group of a half, the first group's refill count for the second): for the `k`-th set bit
+/// `i`, byte `i` is `n + k`, so that `vpshufb` puts the group's `k`-th fresh byte under its
+/// `k`-th refilling lane; every other byte is `0x80` (zero). 18 KiB.
 #[repr(C, align(8))]
-struct Ctl8([[u8; 8]; 512]);
+struct Ctl8([[[u8; 8]; 256]; 9]);
 
 static CTL8: Ctl8 = {
-    let mut t = [[0x80u8; 8]; 512];
-    let mut m = 0;
-    while m < 256 {
-        let mut k = 0u8;
-        let mut i = 0;
-        while i < 8 {
-            if (m >> i) & 1 == 1 {
-                t[m][i] = k;
-                t[256 + m][i] = 8 + k;
-                k += 1;
+    let mut t = [[[0x80u8; 8]; 256]; 9];
+    let mut n = 0;
+    while n < 9 {
+        let mut m = 0;
+        while m < 256 {
+            let mut k = 0u8;
+            let mut i = 0;
+            while i < 8 {
+                if (m >> i) & 1 == 1 {
+                    t[n][m][i] = n as u8 + k;
+                    k += 1;
+                }
+                i += 1;
             }
-            i += 1;
+            m += 1;
         }
-        m += 1;
+        n += 1;
     }
     Ctl8(t)
 };
@@ -190,8 +195,8 @@ macro_rules! rounds_body {
             sup: table(&model.sup),
         };
         let ld = |w: usize| {
-            let x = |k: usize| load16(st[16 * k..16 * k + 16].try_into().expect("16 states"));
-            split(x(2 * w), x(2 * w + 1))
+            let x = |k: usize| load8x2(&st[32 * w..32 * w + 32], k);
+            split(x(0), x(1))
         };
         // The four ways' split states as plain locals, the ways written out: an array
         // indexed in a loop is kept in memory.
@@ -219,13 +224,9 @@ macro_rules! rounds_body {
                 );
                 let pairs = [(la, ha), (lb, hb), (lc, hc), (ld_, hd)];
                 for (w, (l, h)) in pairs.into_iter().enumerate() {
-                    // Bytes in pack order (lanes 0..8, 16..24 | 8..16, 24..32): low | high
-                    // << 4 (the shift stays inside each byte, symbols being below 16), then
-                    // lane order.
-                    let v = _mm256_permute4x64_epi64::<0xD8>(_mm256_or_si256(
-                        l,
-                        _mm256_slli_epi16::<4>(h),
-                    ));
+                    // Lane order: low | high << 4 (the shift stays inside each byte, symbols
+                    // being below 16).
+                    let v = _mm256_or_si256(l, _mm256_slli_epi16::<4>(h));
                     // SAFETY: round `r < batch` of the `batch` rounds at `dst`: the 32 bytes
                     // at `128r + 32w` are inside it.
                     unsafe {
@@ -241,8 +242,8 @@ macro_rules! rounds_body {
         }
         for (w, (s, h)) in [(a0, a1), (b0, b1), (c0, c1), (d0, d1)].into_iter().enumerate() {
             let (x0, x1) = join(s, h);
-            store16((&mut st[32 * w..32 * w + 16]).try_into().expect("16 states"), x0);
-            store16((&mut st[32 * w + 16..32 * w + 32]).try_into().expect("16 states"), x1);
+            store8x2(&mut st[32 * w..32 * w + 32], 0, x0);
+            store8x2(&mut st[32 * w..32 * w + 32], 1, x1);
         }
         done
     }};
@@ -279,24 +280,35 @@ fn table(t: &[u8; 16]) -> __m256i {
     _mm256_broadcastsi128_si256(v)
 }
 
-/// Sixteen 16-bit states.
+/// Lanes `8k..8k + 8` and `16 + 8k..16 + 8k + 8` of a way's 32 states as one vector: `k = 0`
+/// gives the vector whose bytes come first in each 128-bit half after [`split`], `k = 1` the
+/// other, so that the split state's bytes are in lane order.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn load16(s: &[u16; 16]) -> __m256i {
-    // SAFETY: reads the 32 bytes of `s`.
-    unsafe { _mm256_loadu_si256(s.as_ptr().cast::<__m256i>()) }
+fn load8x2(way: &[u16], k: usize) -> __m256i {
+    let half = |at: usize| {
+        let lanes: &[u16; 8] = way[at..at + 8].try_into().expect("8 states");
+        // SAFETY: reads the 16 bytes of `lanes`.
+        unsafe { _mm_loadu_si128(lanes.as_ptr().cast::<__m128i>()) }
+    };
+    _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(half(8 * k)), half(16 + 8 * k))
 }
 
-/// Writes sixteen 16-bit states.
+/// Writes back what [`load8x2`] read.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn store16(dst: &mut [u16; 16], v: __m256i) {
-    // SAFETY: writes the 32 bytes of `dst`.
-    unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast::<__m256i>(), v) }
+fn store8x2(way: &mut [u16], k: usize, v: __m256i) {
+    let mut half = |at: usize, h: __m128i| {
+        let lanes: &mut [u16; 8] = (&mut way[at..at + 8]).try_into().expect("8 states");
+        // SAFETY: writes the 16 bytes of `lanes`.
+        unsafe { _mm_storeu_si128(lanes.as_mut_ptr().cast::<__m128i>(), h) }
+    };
+    half(8 * k, _mm256_castsi256_si128(v));
+    half(16 + 8 * k, _mm256_extracti128_si256::<1>(v));
 }
 
-/// A way's states (lanes 0..16 in `x0`, 16..32 in `x1`) split into their low and high
-/// bytes, both in pack order.
+/// A way's states, as [`load8x2`] gives them, split into their low and high bytes, both in
+/// lane order (`vpackuswb` interleaves the two vectors' 128-bit halves).
 #[target_feature(enable = "avx2")]
 #[inline]
 fn split(x0: __m256i, x1: __m256i) -> (__m256i, __m256i) {
@@ -329,7 +341,7 @@ unsafe fn load_two(lo: *const u8, hi: *const u8) -> __m128i {
 }
 
 /// One step of one way, its state split into the slots `s` and the high bytes `h` (both in
-/// pack order): returns the 32 symbols, one a byte, in pack order.
+/// lane order): returns the 32 symbols, one a byte, in lane order.
 ///
 /// # Safety
 /// The 32 bytes at `*at` are readable (the way's unread bytes); `*at` moves past the bytes
@@ -354,39 +366,36 @@ unsafe fn step(t: &Tables, s: &mut __m256i, h: &mut __m256i, at: &mut *const u8)
     let ((f0, f1), (h0, h1), (i0, i1)) = (widen(f), widen(*h), widen(index));
     let y0 = _mm256_add_epi16(_mm256_mullo_epi16(f0, h0), i0);
     let y1 = _mm256_add_epi16(_mm256_mullo_epi16(f1, h1), i1);
-    // `x'`'s low and high bytes in pack order: each 128-bit half of `y0` and `y1` gathers its
+    // `x'`'s low and high bytes in lane order: each 128-bit half of `y0` and `y1` gathers its
     // low bytes into its low 8 bytes and its high bytes into its high 8 (`vpshufb`), then
     // the halves' low and high quadwords pair up (`vpunpck{l,h}qdq`).
     let (g0, g1) = (_mm256_shuffle_epi8(y0, bytes_apart), _mm256_shuffle_epi8(y1, bytes_apart));
     let (low, high) = (_mm256_unpacklo_epi64(g0, g1), _mm256_unpackhi_epi64(g0, g1));
-    // One byte per lane in pack order, set where `x' < 256` (its high byte is zero); bits
-    // 0..8 of the mask: lanes 0..8, 8..16: lanes 16..24, 16..24: lanes 8..16, 24..32: lanes
-    // 24..32.
+    // One byte per lane, set where `x' < 256` (its high byte is zero); mask byte `g`: group
+    // `g` (lanes `8g..8g + 8`).
     let refill = _mm256_cmpeq_epi8(high, zero);
     let m = _mm256_movemask_epi8(refill).cast_unsigned();
-    let (ma, mc, mb, md) = (m & 0xFF, (m >> 8) & 0xFF, (m >> 16) & 0xFF, m >> 24);
-    // Group starts in lane order: at most 32 bytes in all, and each 8-byte load starts at
-    // most 24 bytes after `*at`.
+    let (ma, mb, mc, md) = (m & 0xFF, (m >> 8) & 0xFF, (m >> 16) & 0xFF, m >> 24);
     let na = ma.count_ones() as usize;
     let nb = mb.count_ones() as usize;
     let nc = mc.count_ones() as usize;
     let nd = md.count_ones() as usize;
+    // Each 128-bit half takes its two groups' bytes from one 16-byte load: groups a and b
+    // from the way pointer, c and d from where b's end (at most 16 bytes on).
     let pa = *at;
-    let (pb, pc, pd) =
-        (pa.wrapping_add(na), pa.wrapping_add(na + nb), pa.wrapping_add(na + nb + nc));
-    *at = pa.wrapping_add(na + nb + nc + nd);
-    // SAFETY: two 8-byte reads at group starts: each 8-byte load starts at most 24 bytes
-    // after the step's first byte (as above), so the bytes read are among the 32 readable
-    // ones (this function's contract).
-    let data = |lo: *const u8, hi: *const u8| unsafe { load_two(lo, hi) };
+    let pc = pa.wrapping_add(na + nb);
+    *at = pc.wrapping_add(nc + nd);
+    // SAFETY: 16 bytes at `pa` and 16 at `pc ≤ pa + 16`: within the 32 readable bytes at
+    // `*at` (this function's contract).
+    let load = |p: *const u8| unsafe { _mm_loadu_si128(p.cast::<__m128i>()) };
     let pair =
         |lo: __m128i, hi: __m128i| _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lo), hi);
-    // SAFETY: two rows of `CTL8` (each 8 bytes; `first, second < 256`).
-    let ctl = |first: u32, second: u32| unsafe {
-        load_two(CTL8.0[first as usize].as_ptr(), CTL8.0[256 + second as usize].as_ptr())
+    // SAFETY: two rows of `CTL8` (each 8 bytes; `n ≤ 8`, masks below 256).
+    let ctl = |first: u32, n: usize, second: u32| unsafe {
+        load_two(CTL8.0[0][first as usize].as_ptr(), CTL8.0[n][second as usize].as_ptr())
     };
-    let data = pair(data(pa, pc), data(pb, pd));
-    let bytes = _mm256_shuffle_epi8(data, pair(ctl(ma, mc), ctl(mb, md)));
+    let data = pair(load(pa), load(pc));
+    let bytes = _mm256_shuffle_epi8(data, pair(ctl(ma, na, mb), ctl(mc, nc, md)));
     *s = _mm256_blendv_epi8(low, bytes, refill);
     *h = _mm256_blendv_epi8(high, low, refill);
     sym
