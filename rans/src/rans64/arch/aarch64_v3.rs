@@ -5,10 +5,10 @@
 //! the stored `u16` states.
 //!
 //! One step of a way ([`step`]), mirroring `Model3::step` and the scalar refill, per 16 lanes:
-//! 1. `b = slot >> 4`, `j = slot & 15`; `lower = j < div[b]` (`vqtbl1q_u8`, `vcgtq_u8`);
-//!    `f = lower ? freq[b] : fup[b]` (two lookups, a bit select); `index = j + (lower ? 0 :
-//!    cup[b])` in bytes (a lookup, `vbicq_u8`, `vaddq_u8`: mod 256, exact because the index is
-//!    below `f`); the symbol `lower ? b : sup[b]` (a lookup, a bit select);
+//! 1. `b = slot >> 4`, `j = slot & 15`; `lower = j < div[b]` (`vqtbl1q_u8`, `vcgtq_u8`); the
+//!    symbol `lower ? b : sup[b]` (a lookup, a bit select) and `f = freq[symbol]` (a lookup);
+//!    `index = j + (lower ? 0 : cup[b])` in bytes (a lookup, `vbicq_u8`, `vaddq_u8`: mod 256,
+//!    exact because the index is below `f`);
 //! 2. `x' = f·(x >> 8) + index` in 16 bits (`vmull_u8`, `vaddw_u8` and their `_high` forms:
 //!    `f ≤ 255`, `x >> 8 ≤ 255`, no overflow), split back into low and high bytes (`vuzp1q_u8`,
 //!    `vuzp2q_u8`);
@@ -62,8 +62,7 @@ const GROUP: usize = 2;
 #[derive(Clone, Copy)]
 struct Tables {
     div: uint8x16_t,
-    flo: uint8x16_t,
-    fup: uint8x16_t,
+    freq: uint8x16_t,
     cup: uint8x16_t,
     sup: uint8x16_t,
 }
@@ -103,8 +102,7 @@ fn rounds_kernel(
     let rounds = out.len() / V3_LANES;
     let t = Tables {
         div: table(&model.div),
-        flo: table(&model.freq),
-        fup: table(&model.fup),
+        freq: table(&model.freq),
         cup: table(&model.cup),
         sup: table(&model.sup),
     };
@@ -237,9 +235,9 @@ unsafe fn step(t: &Tables, x: &mut Way, way: &[u8], pos: &mut usize) -> [uint8x1
         let b = vshrq_n_u8::<4>(s);
         let j = vandq_u8(s, nibble);
         let lower = vcgtq_u8(vqtbl1q_u8(t.div, b), j);
-        let f = vbslq_u8(lower, vqtbl1q_u8(t.flo, b), vqtbl1q_u8(t.fup, b));
-        let index = vaddq_u8(j, vbicq_u8(vqtbl1q_u8(t.cup, b), lower));
         sym[h] = vbslq_u8(lower, b, vqtbl1q_u8(t.sup, b));
+        let f = vqtbl1q_u8(t.freq, sym[h]);
+        let index = vaddq_u8(j, vbicq_u8(vqtbl1q_u8(t.cup, b), lower));
         let y0 = vaddw_u8(vmull_u8(vget_low_u8(f), vget_low_u8(q)), vget_low_u8(index));
         let y1 = vaddw_high_u8(vmull_high_u8(f, q), index);
         let (y0, y1) = (vreinterpretq_u8_u16(y0), vreinterpretq_u8_u16(y1));
