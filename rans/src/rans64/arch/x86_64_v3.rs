@@ -381,7 +381,7 @@ unsafe fn step(t: &Tables, s: &mut __m256i, h: &mut __m256i, at: &mut *const u8)
     let nc = mc.count_ones() as usize;
     let nd = md.count_ones() as usize;
     // Each 128-bit half takes its two groups' bytes from one 16-byte load: groups a and b
-    // from the way pointer, c and d from where b's end (at most 16 bytes on).
+    // from the way pointer, c and d from where b's bytes end (at most 16 bytes on).
     let pa = *at;
     let pc = pa.wrapping_add(na + nb);
     *at = pc.wrapping_add(nc + nd);
